@@ -1,0 +1,172 @@
+/* counting_allocator: a c10 CPU allocator that counts live and peak bytes
+ * exactly, so the harness can say how much memory checkpointing saved.
+ *
+ * Promises:
+ *  - every byte ATen asks for on the CPU (the storage's nbytes) is counted on
+ *    allocation and uncounted on free; malloc's own overhead and alignment
+ *    padding are not (alloc_cpu asks posix_memalign for exactly nbytes);
+ *  - memory comes from c10::alloc_cpu and goes back through c10::free_cpu, the
+ *    same calls c10's DefaultCPUAllocator makes, so kernels see the same
+ *    64-byte-aligned buffers as without it;
+ *  - the DataPtr's context IS its data pointer, so raw_allocate/raw_deallocate
+ *    and 2.x's is_simple_data_ptr keep working (a size header in front of the
+ *    buffer would break both; sizes live in a map instead);
+ *  - an allocation failure throws c10::OutOfMemoryError naming the bytes.
+ *
+ * The state is process-global by necessity: c10 has one CPU allocator slot per
+ * process and the deleter is a plain function pointer with no closure, so the
+ * counters and the size map cannot belong to an object the caller owns. It is
+ * deliberately never destroyed because tensors held by static objects
+ * are freed after main returns, when a destroyed map would be a use-after-free.
+ *
+ * Plain C entry points (declared in aten.h) let the C harness and a Python
+ * process (ctypes) install it and read it; install before the first tensor so
+ * every live tensor was counted. */
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+#include <c10/util/Exception.h>
+#include <torch/version.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+
+#include "aten.h"
+
+namespace {
+
+struct counters {
+    std::atomic<int64_t> live{0};
+    std::atomic<int64_t> peak{0};
+    std::atomic<int64_t> count{0};
+    std::mutex mu;                              /* guards sizes */
+    std::unordered_map<void *, size_t> sizes;   /* data pointer -> bytes asked for */
+    std::atomic<bool> installed{false};
+};
+
+/* Built in static storage and never destroyed (see the file comment). No heap
+ * allocation either, so the C entry points below cannot throw: nothing in
+ * them allocates, and an exception must never reach their C callers. */
+counters &state()
+{
+    alignas(counters) static unsigned char storage[sizeof(counters)];
+    static counters *s = new (storage) counters;
+    return *s;
+}
+
+void raise_peak(counters &s, int64_t now)
+{
+    int64_t seen = s.peak.load(std::memory_order_relaxed);
+    while (now > seen && !s.peak.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+    }
+}
+
+void counting_delete(void *ptr)
+{
+    if (!ptr)
+        return;
+    counters &s = state();
+    size_t n = 0;
+    {
+        std::lock_guard<std::mutex> lock(s.mu);
+        auto it = s.sizes.find(ptr);
+        if (it != s.sizes.end()) {
+            n = it->second;
+            s.sizes.erase(it);
+        }
+    }
+    s.live.fetch_sub((int64_t)n, std::memory_order_relaxed);
+    c10::free_cpu(ptr);
+}
+
+c10::DataPtr counted_allocate(size_t n)
+{
+    counters &s = state();
+    void *ptr = nullptr;
+    try {
+        ptr = c10::alloc_cpu(n); /* nullptr for n == 0, as the default allocator */
+    } catch (const c10::Error &) {
+        /* alloc_cpu reports failure as a plain c10::Error; make it an OOM the
+         * shim's guard recognises, with the size in the first line. */
+        TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", n,
+                         " bytes (", s.live.load(), " bytes live)");
+    }
+    if (ptr) {
+        try {
+            std::lock_guard<std::mutex> lock(s.mu);
+            s.sizes.emplace(ptr, n);
+        } catch (...) {
+            c10::free_cpu(ptr);
+            throw;
+        }
+        int64_t now = s.live.fetch_add((int64_t)n, std::memory_order_relaxed) + (int64_t)n;
+        raise_peak(s, now);
+        s.count.fetch_add(1, std::memory_order_relaxed);
+    }
+    return c10::DataPtr(ptr, ptr, &counting_delete, c10::Device(c10::DeviceType::CPU));
+}
+
+/* c10::Allocator differs between the libtorch versions we build against:
+ * 1.13 has `DataPtr allocate(size_t) const = 0`; 2.3 made allocate
+ * non-const and added a pure `copy_data(void*, const void*, size_t) const`.
+ * (Any cut-off between 1.13 and 2.11 is right for the two we target.) */
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#define CKPT_ALLOCATE_CONST
+#define CKPT_ALLOCATOR_HAS_COPY_DATA 1
+#else
+#define CKPT_ALLOCATE_CONST const
+#define CKPT_ALLOCATOR_HAS_COPY_DATA 0
+#endif
+
+struct counting_allocator final : c10::Allocator {
+    c10::DataPtr allocate(size_t n) CKPT_ALLOCATE_CONST override { return counted_allocate(n); }
+    c10::DeleterFnPtr raw_deleter() const override { return &counting_delete; }
+#if CKPT_ALLOCATOR_HAS_COPY_DATA
+    void copy_data(void *dest, const void *src, std::size_t count) const override
+    {
+        default_copy_data(dest, src, count);
+    }
+#endif
+};
+
+counting_allocator g_allocator; /* stateless: the counters live in state() */
+
+/* Above any priority c10 or a backend registers (they use 0), so nothing
+ * replaces it silently; only another 255 could. */
+constexpr uint8_t k_priority = 255;
+
+} // namespace
+
+extern "C" int ckpt_install_counting_allocator(void)
+{
+    counters &s = state();
+    bool expected = false;
+    if (s.installed.compare_exchange_strong(expected, true))
+        c10::SetCPUAllocator(&g_allocator, k_priority);
+    return 0;
+}
+
+extern "C" int ckpt_counting_allocator_installed(void)
+{
+    return state().installed.load() && c10::GetCPUAllocator() == &g_allocator;
+}
+
+extern "C" void ckpt_counting_allocator_stats(int64_t *live, int64_t *peak, int64_t *count)
+{
+    counters &s = state();
+    if (live)
+        *live = s.live.load();
+    if (peak)
+        *peak = s.peak.load();
+    if (count)
+        *count = s.count.load();
+}
+
+extern "C" void ckpt_counting_allocator_reset_peak(void)
+{
+    counters &s = state();
+    s.peak.store(s.live.load());
+}

@@ -1,0 +1,89 @@
+/* case: one resolved case definition, and the loader that reads INI case
+ * files (cases/NAME.ini) into a list of them, expanding sweeps.
+ * Every error names the file and line and returns ST_INPUT. */
+#ifndef CKPT_CASE_H
+#define CKPT_CASE_H
+
+#include <stdint.h>
+
+#define CASE_NAME_MAX 96
+#define CASE_MAX_IMPLS 16
+#define CASE_MAX_LABELS 8
+#define CASE_WORD_MAX 32
+
+enum model_kind { MODEL_MLP = 0, MODEL_GPT_BLOCK, MODEL_BRANCHY, MODEL_RRELU_MLP };
+enum fusion_kind { FUSION_NONE = 0, FUSION_BIAS_GELU, FUSION_BIAS_GELU_ATOMIC };
+enum autocast_kind { AUTOCAST_OFF = 0, AUTOCAST_BF16, AUTOCAST_F16 };
+/* RNG stash device set: DESIGN.md "RNG stashing". */
+enum rng_policy { RNG_ARGS_AND_CURRENT = 0, RNG_ARGS_ONLY };
+
+/* Verdicts, ordered from best to worst (regression = a larger value). */
+enum verdict { V_PASS = 0, V_NOISE, V_FAIL, V_MEMFAIL, V_ERROR, V_NOT_OBSERVABLE, V_COUNT };
+const char *verdict_name(enum verdict v);
+int verdict_from_name(const char *name); /* -1 if unknown */
+
+struct impl_expectation {
+    char impl[CASE_WORD_MAX];
+    unsigned verdict_mask; /* bit (1u << verdict) per allowed verdict */
+};
+
+struct ckpt_case {
+    char name[CASE_NAME_MAX];
+    char file[256]; /* where it was defined: file and line of its section */
+    int line;
+
+    enum model_kind model;
+    int layers, hidden, seq, batch, heads;
+    double dropout;
+    int dtype; /* enum dtype */
+    enum autocast_kind autocast;
+    enum fusion_kind fusion;
+    char device[CASE_WORD_MAX]; /* "cpu", "cuda:0" */
+    int steps;
+    uint64_t seed;
+    int segments;          /* number of segments; 0 = every layer its own */
+    double lr;
+    double tolerance;       /* max ULP allowed for PASS; 0 = bitwise */
+    double min_memory_saving; /* fraction 0..1; <0 = no requirement */
+    int preserve_rng_state; /* bool, default 1 */
+    int input_requires_grad; /* bool, default 1 */
+    enum rng_policy rng_policy;
+    int noise_runs;         /* extra baseline runs before a FAIL is reported */
+    int verify_values;      /* bool */
+    int threads;            /* intra-op threads; 0 = leave libtorch's default */
+
+    int n_impls;
+    char impls[CASE_MAX_IMPLS][CASE_WORD_MAX];
+    int n_expect;
+    struct impl_expectation expect[CASE_MAX_IMPLS];
+    int n_labels;
+    char labels[CASE_MAX_LABELS][CASE_WORD_MAX];
+};
+
+struct case_list {
+    int count, capacity;
+    struct ckpt_case *items;
+};
+
+/* The defaults every case starts from (documented in cases/README.md). */
+void case_defaults(struct ckpt_case *c);
+/* Appends the cases of one INI file (sweeps expanded). */
+int case_list_load_file(struct case_list *list, const char *path);
+/* Loads every *.ini under dir, in name order. */
+int case_list_load_dir(struct case_list *list, const char *dir);
+/* Loads a file or a directory. */
+int case_list_load(struct case_list *list, const char *path);
+void case_list_free(struct case_list *list);
+const struct ckpt_case *case_list_find(const struct case_list *list, const char *name);
+/* Up to n names closest to `name` (edit distance), for "did you mean". */
+int case_list_suggest(const struct case_list *list, const char *name, const char **out, int n);
+/* Allowed verdict mask for an impl: the case's expect entry, or the default
+ * (PASS|NOISE for references; FAIL|MEMFAIL for impls under faulty/). */
+unsigned case_expected_mask(const struct ckpt_case *c, const char *impl);
+int case_has_label(const struct ckpt_case *c, const char *label);
+/* Writes "key=value" pairs of the resolved case via the callback (recorder
+ * stores them as attributes, the report prints them). */
+void case_foreach_attr(const struct ckpt_case *c,
+                       void (*fn)(void *ctx, const char *key, const char *value), void *ctx);
+
+#endif

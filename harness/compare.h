@@ -1,0 +1,81 @@
+/* compare: exact, per-tensor comparison of two host tensors — bitwise
+ * equality, differing count, first differing index, sign-aware ULP distance
+ * (float32, bfloat16, float16; float64 too), max abs/rel difference, NaN/Inf
+ * counts with NaN bit patterns compared exactly — and the comparison of two
+ * whole recorded runs in their recorded order. Pure C, no libtorch. */
+#ifndef CKPT_COMPARE_H
+#define CKPT_COMPARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "host_tensor.h"
+#include "run_record.h"
+
+/* ULP distance reported when one side is NaN and the other is not, or two
+ * NaNs differ in their bits. Infinities are not special: +inf vs -inf is
+ * their (large, finite) ordered distance. */
+#define ULP_INFINITE UINT64_MAX
+
+struct tensor_diff {
+    int comparable;         /* 0: dtype or shape differ (reason in `why`) */
+    char why[160];
+    int bitwise_equal;      /* every byte identical (NaN payloads included) */
+    size_t count;           /* elements compared */
+    size_t n_differ;        /* elements whose bits differ */
+    size_t first_index;     /* flat index of the first differing element */
+    double first_a, first_b; /* the values there (as double) */
+    uint64_t max_ulp;       /* max over elements; 0 when bitwise equal. For
+                             * int64/uint8/bool: the absolute difference */
+    size_t max_ulp_index;   /* first element reaching max_ulp */
+    double max_abs, max_rel; /* over elements that are finite on both sides */
+    size_t nan_a, nan_b, inf_a, inf_b; /* over all elements, equal or not */
+};
+
+/* Sign-aware distance in units in the last place: how many steps from one
+ * representable value to the next separate a and b on the number line (1.0
+ * and its successor are 1 apart; the smallest positive and negative subnormals are 2 apart).
+ * +0 and -0 are 0 ULP apart but still count as differing bits. Two NaNs with
+ * identical bits are 0 apart; any other pair involving NaN is ULP_INFINITE. */
+uint64_t ulp_distance_f32(float a, float b);
+uint64_t ulp_distance_f64(double a, double b);
+uint64_t ulp_distance_bf16(uint16_t a, uint16_t b);
+uint64_t ulp_distance_f16(uint16_t a, uint16_t b);
+double bf16_to_double(uint16_t v);
+double f16_to_double(uint16_t v);
+
+/* Fills *d for a vs b. Returns ST_OK; incomparable inputs are not an
+ * error: d->comparable = 0 and d->why says why ("dtype float32 vs bfloat16",
+ * "shape [2, 3] vs [3, 2]", both joined by "; "). ST_INTERNAL only for a
+ * malformed tensor (unknown dtype, numel not matching shape, no data). */
+int compare_tensors(const struct host_tensor *a, const struct host_tensor *b, struct tensor_diff *d);
+
+/* Summary of two runs, walked in a's recorded order. */
+struct run_diff {
+    int n_tensors;          /* tensors compared */
+    int n_differ;           /* tensors not bitwise equal (incomparable included) */
+    int n_missing;          /* in a but not b, or b but not a */
+    char first_missing[160]; /* its path: a's first missing in a's order, else b's */
+    uint64_t max_ulp;       /* over all comparable tensors */
+    char max_ulp_path[160];
+    double max_abs;
+    /* The first tensor (recorded order) that is not bitwise equal; it may be
+     * an incomparable pair (first.comparable == 0, first_index_str ""). */
+    int has_divergence;
+    char first_path[160];   /* e.g. "steps/1/grads/l0.bias" */
+    struct tensor_diff first;
+    char first_index_str[96]; /* "[3, 17]" */
+    int incomparable;       /* some pair had differing dtype/shape */
+    char incomparable_path[160];
+    char incomparable_why[160];
+};
+
+/* Compares every tensor of a with the same path in b. With only_prefix NULL
+ * the paths under "steps/" and "final_params/" are compared; otherwise
+ * exactly the paths starting with only_prefix (e.g. "steps/", "saved/").
+ * Differences are results in *out, not errors: returns ST_OK, or ST_INTERNAL
+ * for a malformed tensor. */
+int compare_runs(const struct run_record *a, const struct run_record *b, const char *only_prefix,
+                 struct run_diff *out);
+
+#endif

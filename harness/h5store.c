@@ -1,0 +1,1195 @@
+/* h5store: see h5store.h for the contract and docs/schema.md for the layout.
+ *
+ * Error handling. HDF5 prints its error stack to stderr unless told not to;
+ * every entry point below calls silence_hdf5() first (see there), and every
+ * failure becomes one error_set() line "FILE: /PATH/IN/FILE: what went
+ * wrong (HDF5's innermost reason)". The reason is read from HDF5's error
+ * stack right after the failing call, before any cleanup call clears it,
+ * which is why the code sets its message before closing handles.
+ *
+ * No global mutable state: everything a writer needs lives in struct
+ * h5store, and the readers open, read and close within one call. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "h5store.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "error.h"
+
+struct h5store {
+    char *path;     /* the final name, as the caller gave it: used in messages */
+    char *tmp;      /* "<path>.tmp": the file actually written until commit */
+    hid_t file;
+    hid_t gcpl;     /* groups: link creation order tracked + indexed, no timestamps */
+    hid_t dcpl;     /* datasets: no timestamps */
+    hid_t f16_file; /* IEEE half, little-endian: what float16 datasets are stored as */
+    hid_t f16_mem;  /* the same layout in native byte order: what host memory holds */
+    int failed;     /* a write failed: commit refuses, so no partial report is published */
+};
+
+/* ---- shared helpers ------------------------------------------------- */
+
+/* HDF5 prints its error stack to stderr by default. We switch that off at
+ * the top of every entry point rather than once behind a global flag: the
+ * call is cheap, it needs no mutable global, and in a thread-safe HDF5
+ * build the setting is per thread, so a once-flag would leave other
+ * threads printing. The error stack itself is still recorded; h5_reason()
+ * reads it. */
+static void silence_hdf5(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
+struct reason_buf {
+    char *buf;
+    size_t len;
+};
+
+static herr_t reason_walk(unsigned n, const H5E_error2_t *err, void *data)
+{
+    struct reason_buf *r = data;
+    if (n != 0)
+        return 0;
+    /* The innermost entry is the specific one ("truncated file: eof = ..."),
+     * the outer ones only say which API call failed. */
+    if (err->desc && err->desc[0])
+        snprintf(r->buf, r->len, "%s", err->desc);
+    else
+        H5Eget_msg(err->min_num, NULL, r->buf, r->len);
+    return 0;
+}
+
+/* HDF5's innermost error description for the call that just failed, or "". */
+static const char *h5_reason(char *buf, size_t len)
+{
+    struct reason_buf r = {buf, len};
+    buf[0] = '\0';
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, reason_walk, &r);
+    /* Keep the message on one line whatever HDF5 wrote. */
+    for (char *p = buf; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    return buf;
+}
+
+/* error_set() for a failed HDF5 call: "file: where: what (reason)". `where`
+ * may be NULL for file-level failures. Call it before closing anything. */
+static int fail_h5(int code, const char *file, const char *where, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail_h5(int code, const char *file, const char *where, const char *fmt, ...)
+{
+    char what[512], reason[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    h5_reason(reason, sizeof reason);
+    return error_set(code, "%s: %s%s%s%s%s%s", file, where ? where : "", where ? ": " : "", what,
+                     reason[0] ? " (HDF5: " : "", reason, reason[0] ? ")" : "");
+}
+
+/* Failures to create or rename the output that come from where it is
+ * (missing or read-only directory, a path through a file) are the user's to
+ * fix: ST_INPUT. Anything else (disk full, too many open files) is
+ * ST_INTERNAL. */
+static int output_errno_status(int e)
+{
+    switch (e) {
+    case EACCES: case EPERM: case ENOENT: case ENOTDIR: case EROFS:
+    case EISDIR: case ENAMETOOLONG: case ELOOP: case EEXIST:
+        return ST_INPUT;
+    default:
+        return ST_INTERNAL;
+    }
+}
+
+/* IEEE binary16 exactly as h5py defines its float16 (IEEE_F16LE in h5t.pyx),
+ * so h5py maps it to numpy float16. Built from a 32-bit float: the fields
+ * are moved into the low 16 bits first, because H5Tset_size refuses to
+ * shrink a float through its sign/exponent/mantissa fields; then the size
+ * (precision follows it down to 16) and the exponent bias. */
+static hid_t make_float_type(hid_t base, size_t epos, size_t esize, size_t msize, size_t ebias)
+{
+    hid_t t = H5Tcopy(base);
+    if (t < 0)
+        return H5I_INVALID_HID;
+    if (H5Tset_fields(t, 15, epos, esize, 0, msize) < 0 || H5Tset_size(t, 2) < 0 ||
+        H5Tset_ebias(t, ebias) < 0) {
+        H5Tclose(t);
+        return H5I_INVALID_HID;
+    }
+    return t;
+}
+
+static hid_t make_half(hid_t base) { return make_float_type(base, 10, 5, 10, 15); }
+/* bfloat16 as a 2-byte HDF5 float. We never write it (the schema stores
+ * bfloat16 as uint16 bit patterns) but read files that chose it. */
+static hid_t make_bf16_float(hid_t base) { return make_float_type(base, 7, 8, 7, 127); }
+
+/* A fixed-length, NUL-terminated UTF-8 string of len characters: h5dump
+ * prints it as "text", h5py reads it as bytes. */
+static hid_t make_str_type(size_t len)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0)
+        return H5I_INVALID_HID;
+    if (H5Tset_size(t, len + 1) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0 ||
+        H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
+        H5Tclose(t);
+        return H5I_INVALID_HID;
+    }
+    return t;
+}
+
+/* ---- writing -------------------------------------------------------- */
+
+static void close_id(hid_t *id, herr_t (*close)(hid_t))
+{
+    if (*id >= 0)
+        close(*id);
+    *id = H5I_INVALID_HID;
+}
+
+/* Closes every handle; returns H5Fclose's result (the one that matters:
+ * it is where buffered metadata reaches the disk). */
+static herr_t store_close(struct h5store *s)
+{
+    close_id(&s->gcpl, H5Pclose);
+    close_id(&s->dcpl, H5Pclose);
+    close_id(&s->f16_file, H5Tclose);
+    close_id(&s->f16_mem, H5Tclose);
+    herr_t rc = 0;
+    if (s->file >= 0)
+        rc = H5Fclose(s->file);
+    s->file = H5I_INVALID_HID;
+    return rc;
+}
+
+static void store_free(struct h5store *s)
+{
+    free(s->path);
+    free(s->tmp);
+    free(s);
+}
+
+int h5store_create(struct h5store **out, const char *path)
+{
+    silence_hdf5();
+    *out = NULL;
+    if (!path || !path[0])
+        return error_set(ST_INPUT, "h5store: empty output path");
+
+    struct h5store *s = calloc(1, sizeof *s);
+    if (!s)
+        return error_set(ST_INTERNAL, "%s: out of memory", path);
+    s->file = s->gcpl = s->dcpl = s->f16_file = s->f16_mem = H5I_INVALID_HID;
+    size_t n = strlen(path);
+    s->path = malloc(n + 1);
+    s->tmp = malloc(n + 5);
+    if (!s->path || !s->tmp) {
+        store_free(s);
+        return error_set(ST_INTERNAL, "%s: out of memory", path);
+    }
+    memcpy(s->path, path, n + 1);
+    snprintf(s->tmp, n + 5, "%s.tmp", path);
+
+    /* Probe with open(2) first: its errno says precisely why the directory
+     * is unusable (HDF5 only says "unable to open file"), and lets us tell
+     * the user's problem (ST_INPUT) from ours. */
+    int fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) {
+        int e = errno;
+        int rc = error_set(output_errno_status(e), "%s: cannot create %s: %s", path, s->tmp,
+                           strerror(e));
+        store_free(s);
+        return rc;
+    }
+    close(fd);
+
+    int rc = ST_OK;
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    s->gcpl = H5Pcreate(H5P_GROUP_CREATE);
+    s->dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    const unsigned order = H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED;
+    /* Creation order is tracked so the file lists things in the order they
+     * were written (h5dump --sort_by=creation_order, h5py track_order);
+     * object timestamps are off so the same run writes the same bytes. The
+     * root group takes its settings from the file creation list. Closing
+     * with H5F_CLOSE_STRONG makes H5Fclose close (and flush) anything still
+     * open instead of silently keeping the file open past the rename. */
+    if (fcpl < 0 || fapl < 0 || s->gcpl < 0 || s->dcpl < 0 ||
+        H5Pset_link_creation_order(fcpl, order) < 0 || H5Pset_attr_creation_order(fcpl, order) < 0 ||
+        H5Pset_obj_track_times(fcpl, 0) < 0 || H5Pset_link_creation_order(s->gcpl, order) < 0 ||
+        H5Pset_attr_creation_order(s->gcpl, order) < 0 || H5Pset_obj_track_times(s->gcpl, 0) < 0 ||
+        H5Pset_obj_track_times(s->dcpl, 0) < 0 ||
+        H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
+        rc = fail_h5(ST_INTERNAL, path, NULL, "cannot set up HDF5 property lists");
+    } else if ((s->f16_file = make_half(H5T_IEEE_F32LE)) < 0 ||
+               (s->f16_mem = make_half(H5T_NATIVE_FLOAT)) < 0) {
+        rc = fail_h5(ST_INTERNAL, path, NULL, "cannot build the float16 HDF5 type");
+    } else if ((s->file = H5Fcreate(s->tmp, H5F_ACC_TRUNC, fcpl, fapl)) < 0) {
+        rc = fail_h5(ST_INTERNAL, path, NULL, "cannot create HDF5 file %s", s->tmp);
+    }
+    if (fcpl >= 0)
+        H5Pclose(fcpl);
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    if (rc != ST_OK) {
+        store_close(s);
+        unlink(s->tmp);
+        store_free(s);
+        return rc;
+    }
+    *out = s;
+    return ST_OK;
+}
+
+/* Opens the group at an absolute path, creating missing components with
+ * s->gcpl (H5Pset_create_intermediate_group would create them without
+ * creation-order tracking). */
+static int group_at(struct h5store *s, const char *group, hid_t *out)
+{
+    *out = H5I_INVALID_HID;
+    char *copy = malloc(strlen(group) + 1);
+    if (!copy)
+        return error_set(ST_INTERNAL, "%s: out of memory", s->path);
+    strcpy(copy, group);
+    int rc = ST_OK;
+    hid_t cur = H5Gopen2(s->file, "/", H5P_DEFAULT);
+    if (cur < 0)
+        rc = fail_h5(ST_INTERNAL, s->path, "/", "cannot open root group");
+    char *save = NULL;
+    for (char *c = strtok_r(copy, "/", &save); c && rc == ST_OK; c = strtok_r(NULL, "/", &save)) {
+        htri_t exists = H5Lexists(cur, c, H5P_DEFAULT);
+        hid_t next = H5I_INVALID_HID;
+        if (exists > 0) {
+            next = H5Gopen2(cur, c, H5P_DEFAULT);
+            if (next < 0)
+                rc = fail_h5(ST_INTERNAL, s->path, group, "'%s' exists and is not a group", c);
+        } else {
+            next = H5Gcreate2(cur, c, H5P_DEFAULT, s->gcpl, H5P_DEFAULT);
+            if (next < 0)
+                rc = fail_h5(ST_INTERNAL, s->path, group, "cannot create group '%s'", c);
+        }
+        H5Gclose(cur);
+        cur = next;
+    }
+    free(copy);
+    if (rc != ST_OK) {
+        if (cur >= 0)
+            H5Gclose(cur);
+        return rc;
+    }
+    *out = cur;
+    return ST_OK;
+}
+
+/* A scalar attribute on obj, replacing one of the same name (so a runner
+ * may update a value). Returns <0 on HDF5 failure, message not yet set. */
+static herr_t write_attr(hid_t obj, const char *key, hid_t ftype, hid_t mtype, const void *value)
+{
+    if (H5Aexists(obj, key) > 0 && H5Adelete(obj, key) < 0)
+        return -1;
+    hid_t space = H5Screate(H5S_SCALAR);
+    if (space < 0)
+        return -1;
+    hid_t a = H5Acreate2(obj, key, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t rc = a < 0 ? -1 : H5Awrite(a, mtype, value);
+    /* Close errors would clear the stack of a write error; the write's
+     * result is the one reported. */
+    if (a >= 0)
+        H5Aclose(a);
+    H5Sclose(space);
+    return rc;
+}
+
+static herr_t write_str_attr(hid_t obj, const char *key, const char *value)
+{
+    hid_t t = make_str_type(strlen(value));
+    if (t < 0)
+        return -1;
+    herr_t rc = write_attr(obj, key, t, t, value);
+    H5Tclose(t);
+    return rc;
+}
+
+static int group_attr(struct h5store *s, const char *group, const char *key, hid_t ftype,
+                      hid_t mtype, const void *value, const char *str_value)
+{
+    silence_hdf5();
+    if (!s)
+        return error_set(ST_INTERNAL, "h5store: attribute written to a closed store");
+    if (!group || !group[0] || !key || !key[0]) {
+        s->failed = 1;
+        return error_set(ST_INTERNAL, "%s: attribute needs a group and a key", s->path);
+    }
+    hid_t g;
+    int rc = group_at(s, group, &g);
+    if (rc == ST_OK) {
+        herr_t w = str_value ? write_str_attr(g, key, str_value)
+                             : write_attr(g, key, ftype, mtype, value);
+        if (w < 0)
+            rc = fail_h5(ST_INTERNAL, s->path, group, "cannot write attribute %s", key);
+        H5Gclose(g);
+    }
+    if (rc != ST_OK)
+        s->failed = 1;
+    return rc;
+}
+
+int h5store_attr_str(struct h5store *s, const char *group, const char *key, const char *value)
+{
+    return group_attr(s, group, key, H5I_INVALID_HID, H5I_INVALID_HID, NULL, value ? value : "");
+}
+
+int h5store_attr_int(struct h5store *s, const char *group, const char *key, long long value)
+{
+    return group_attr(s, group, key, H5T_STD_I64LE, H5T_NATIVE_LLONG, &value, NULL);
+}
+
+int h5store_attr_double(struct h5store *s, const char *group, const char *key, double value)
+{
+    return group_attr(s, group, key, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value, NULL);
+}
+
+/* File and memory types of a harness dtype (see docs/schema.md). */
+static int dtype_types(const struct h5store *s, enum dtype d, hid_t *ftype, hid_t *mtype)
+{
+    switch (d) {
+    case DT_F32: *ftype = H5T_IEEE_F32LE; *mtype = H5T_NATIVE_FLOAT; return 0;
+    case DT_F64: *ftype = H5T_IEEE_F64LE; *mtype = H5T_NATIVE_DOUBLE; return 0;
+    case DT_F16: *ftype = s->f16_file; *mtype = s->f16_mem; return 0;
+    case DT_BF16: *ftype = H5T_STD_U16LE; *mtype = H5T_NATIVE_UINT16; return 0;
+    case DT_I64: *ftype = H5T_STD_I64LE; *mtype = H5T_NATIVE_INT64; return 0;
+    case DT_U8: case DT_BOOL: *ftype = H5T_STD_U8LE; *mtype = H5T_NATIVE_UINT8; return 0;
+    default: return -1;
+    }
+}
+
+static int write_tensor(struct h5store *s, const char *path, const struct host_tensor *t)
+{
+    if (!path || !path[0] || !t)
+        return error_set(ST_INTERNAL, "%s: dataset needs a path and a tensor", s->path);
+    hid_t ftype, mtype;
+    if (dtype_types(s, t->dtype, &ftype, &mtype) < 0)
+        return error_set(ST_INTERNAL, "%s: %s: cannot store dtype %d", s->path, path, (int)t->dtype);
+    if (t->ndim < 0 || t->ndim > HOST_TENSOR_MAX_DIMS || (t->numel > 0 && !t->data))
+        return error_set(ST_INTERNAL, "%s: %s: malformed host tensor", s->path, path);
+
+    /* Split "/a/b/name" into the group "/a/b" and the dataset name. */
+    size_t n = strlen(path);
+    char *parent = malloc(n + 2);
+    if (!parent)
+        return error_set(ST_INTERNAL, "%s: out of memory", s->path);
+    strcpy(parent, path);
+    char *slash = strrchr(parent, '/');
+    const char *name = slash ? path + (slash - parent) + 1 : path;
+    if (slash)
+        *slash = '\0';
+    if (!parent[0] || !slash)
+        strcpy(parent, "/");
+    if (!name[0]) {
+        free(parent);
+        return error_set(ST_INTERNAL, "%s: %s: dataset path ends in '/'", s->path, path);
+    }
+
+    hid_t g, space = H5I_INVALID_HID, ds = H5I_INVALID_HID;
+    int rc = group_at(s, parent, &g);
+    free(parent);
+    if (rc != ST_OK)
+        return rc;
+    hsize_t dims[HOST_TENSOR_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++)
+        dims[i] = (hsize_t)t->shape[i];
+    /* A rank-0 tensor (a loss) is a scalar dataspace, so h5py gives a
+     * numpy scalar and h5dump prints "SCALAR", not a 1-element array. */
+    space = t->ndim == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(t->ndim, dims, NULL);
+    if (H5Lexists(g, name, H5P_DEFAULT) > 0)
+        rc = error_set(ST_INTERNAL, "%s: %s: already written", s->path, path);
+    else if (space < 0)
+        rc = fail_h5(ST_INTERNAL, s->path, path, "cannot create dataspace");
+    else if ((ds = H5Dcreate2(g, name, ftype, space, H5P_DEFAULT, s->dcpl, H5P_DEFAULT)) < 0)
+        rc = fail_h5(ST_INTERNAL, s->path, path, "cannot create dataset");
+    else if (t->numel > 0 && H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->data) < 0)
+        rc = fail_h5(ST_INTERNAL, s->path, path, "cannot write dataset");
+    else if (write_str_attr(ds, "dtype", dtype_name(t->dtype)) < 0)
+        rc = fail_h5(ST_INTERNAL, s->path, path, "cannot write dtype attribute");
+    if (ds >= 0)
+        H5Dclose(ds);
+    if (space >= 0)
+        H5Sclose(space);
+    H5Gclose(g);
+    return rc;
+}
+
+int h5store_write_tensor(struct h5store *s, const char *path, const struct host_tensor *t)
+{
+    silence_hdf5();
+    if (!s)
+        return error_set(ST_INTERNAL, "h5store: tensor written to a closed store");
+    int rc = write_tensor(s, path, t);
+    if (rc != ST_OK)
+        s->failed = 1;
+    return rc;
+}
+
+static int write_run(struct h5store *s, const struct run_record *r)
+{
+    if (!r || !r->name[0] || strchr(r->name, '/'))
+        return error_set(ST_INTERNAL, "%s: run needs a name without '/'", s->path);
+    /* Longest path: "/runs/" + name + "/" + item path or attribute group. */
+    size_t cap = 6 + sizeof r->name + 1 + RUN_PATH_MAX + RUN_ATTR_KEY_MAX + 1;
+    char *full = malloc(cap);
+    if (!full)
+        return error_set(ST_INTERNAL, "%s: out of memory", s->path);
+    snprintf(full, cap, "/runs/%s", r->name);
+    hid_t g;
+    int rc = group_at(s, full, &g); /* an empty run still gets its group */
+    if (rc == ST_OK)
+        H5Gclose(g);
+    for (int i = 0; i < r->n && rc == ST_OK; i++) {
+        snprintf(full, cap, "/runs/%s/%s", r->name, r->items[i].path);
+        rc = write_tensor(s, full, &r->items[i].t);
+    }
+    /* "group.key" goes on /runs/<name>/group as "key" (split at the first
+     * dot, so keys may contain dots and groups may not); a key without a
+     * dot goes on the run group itself. The reader inverts this. */
+    for (int i = 0; i < r->n_attrs && rc == ST_OK; i++) {
+        const char *key = r->attrs[i].key;
+        const char *dot = strchr(key, '.');
+        if (dot && (dot == key || !dot[1])) {
+            rc = error_set(ST_INTERNAL, "%s: run %s: malformed attribute key '%s'", s->path,
+                           r->name, key);
+            break;
+        }
+        if (dot)
+            snprintf(full, cap, "/runs/%s/%.*s", r->name, (int)(dot - key), key);
+        else
+            snprintf(full, cap, "/runs/%s", r->name);
+        /* Whole numbers a double holds exactly (byte counts, recompute
+         * counts) are stored as int64 so h5dump prints 1048576, not
+         * 1.04858e+06; everything else as float64. Readers take both. */
+        double v = r->attrs[i].value;
+        long long whole = 0;
+        int is_whole = isfinite(v) && fabs(v) <= 9007199254740992.0 && v == trunc(v) &&
+                       !(v == 0 && signbit(v));
+        if (is_whole)
+            whole = (long long)v;
+        rc = is_whole ? group_attr(s, full, dot ? dot + 1 : key, H5T_STD_I64LE, H5T_NATIVE_LLONG,
+                                   &whole, NULL)
+                      : group_attr(s, full, dot ? dot + 1 : key, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                                   &v, NULL);
+    }
+    free(full);
+    return rc;
+}
+
+int h5store_write_run(struct h5store *s, const struct run_record *r)
+{
+    silence_hdf5();
+    if (!s)
+        return error_set(ST_INTERNAL, "h5store: run written to a closed store");
+    int rc = write_run(s, r);
+    if (rc != ST_OK)
+        s->failed = 1;
+    return rc;
+}
+
+int h5store_commit(struct h5store *s)
+{
+    silence_hdf5();
+    if (!s)
+        return error_set(ST_INTERNAL, "h5store: commit of a closed store");
+    int rc = ST_OK;
+    if (s->failed)
+        rc = error_set(ST_INTERNAL, "%s: not written: an earlier write to it failed", s->path);
+    herr_t closed = store_close(s);
+    if (rc == ST_OK && closed < 0)
+        rc = fail_h5(ST_INTERNAL, s->path, NULL, "closing %s failed", s->tmp);
+    if (rc == ST_OK && rename(s->tmp, s->path) != 0) {
+        int e = errno;
+        rc = error_set(output_errno_status(e), "%s: cannot rename %s to it: %s", s->path, s->tmp,
+                       strerror(e));
+    }
+    if (rc != ST_OK)
+        unlink(s->tmp);
+    store_free(s);
+    return rc;
+}
+
+void h5store_abort(struct h5store *s)
+{
+    if (!s)
+        return;
+    silence_hdf5();
+    store_close(s);
+    unlink(s->tmp);
+    store_free(s);
+}
+
+/* ---- reading -------------------------------------------------------- */
+
+/* 1 if every component of an absolute path exists. H5Lexists answers an
+ * error, not 0, when a parent is missing, hence the walk. */
+static int path_exists(hid_t file, const char *path)
+{
+    size_t n = strlen(path);
+    char *prefix = malloc(n + 2);
+    if (!prefix)
+        return 0;
+    int ok = 1;
+    for (size_t i = 1; i <= n && ok; i++) {
+        if (i == n || path[i] == '/') {
+            if (path[i - 1] == '/')
+                continue; /* "//" or the leading "/" */
+            memcpy(prefix, path, i);
+            prefix[i] = '\0';
+            ok = H5Lexists(file, prefix, H5P_DEFAULT) > 0;
+        }
+    }
+    free(prefix);
+    return ok;
+}
+
+/* Reads a scalar string attribute, fixed-length (what we write) or
+ * variable-length (what h5py writes for a Python str). Returns 1 on
+ * success, 0 if it is not a single string, -1 on HDF5 failure, -2 if it
+ * does not fit in buf. */
+static int attr_string(hid_t attr, char *buf, size_t len)
+{
+    hid_t ftype = H5Aget_type(attr);
+    hid_t space = H5Aget_space(attr);
+    hid_t mtype = H5I_INVALID_HID;
+    int rc = -1;
+    if (ftype < 0 || space < 0)
+        goto done;
+    if (H5Tget_class(ftype) != H5T_STRING || H5Sget_simple_extent_npoints(space) != 1) {
+        rc = 0;
+        goto done;
+    }
+    mtype = H5Tcopy(H5T_C_S1);
+    if (mtype < 0 || H5Tset_cset(mtype, H5Tget_cset(ftype)) < 0)
+        goto done;
+    if (H5Tis_variable_str(ftype) > 0) {
+        char *v = NULL;
+        if (H5Tset_size(mtype, H5T_VARIABLE) < 0 || H5Aread(attr, mtype, &v) < 0)
+            goto done;
+        const char *value = v ? v : "";
+        rc = strlen(value) < len ? 1 : -2;
+        if (rc == 1)
+            strcpy(buf, value);
+        H5free_memory(v);
+    } else {
+        size_t n = H5Tget_size(ftype);
+        char *tmp = malloc(n + 1);
+        if (!tmp || H5Tset_size(mtype, n + 1) < 0 || H5Tset_strpad(mtype, H5T_STR_NULLTERM) < 0 ||
+            H5Aread(attr, mtype, tmp) < 0) {
+            free(tmp);
+            goto done;
+        }
+        tmp[n] = '\0';
+        rc = strlen(tmp) < len ? 1 : -2;
+        if (rc == 1)
+            strcpy(buf, tmp);
+        free(tmp);
+    }
+done:
+    if (mtype >= 0)
+        H5Tclose(mtype);
+    if (space >= 0)
+        H5Sclose(space);
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    return rc;
+}
+
+/* Opens a report for reading after the checks that give each kind of bad
+ * input its own message: exists, is a file, is HDF5, opens (a truncated
+ * file fails here), has schema_version == H5STORE_SCHEMA_VERSION. */
+static int open_report(const char *path, hid_t *out)
+{
+    *out = H5I_INVALID_HID;
+    if (!path || !path[0])
+        return error_set(ST_INPUT, "h5store: empty input path");
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return error_set(ST_INPUT, "%s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return error_set(ST_INPUT, "%s: is a directory, not an HDF5 file", path);
+    if (st.st_size == 0)
+        return error_set(ST_INPUT, "%s: empty file, not an HDF5 file", path);
+#if H5_VERSION_GE(1, 12, 0)
+    htri_t is = H5Fis_accessible(path, H5P_DEFAULT);
+#else
+    htri_t is = H5Fis_hdf5(path);
+#endif
+    if (is == 0)
+        return error_set(ST_INPUT, "%s: not an HDF5 file", path);
+    if (is < 0)
+        return fail_h5(ST_INPUT, path, NULL, "cannot read");
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0)
+        return fail_h5(ST_INPUT, path, NULL, "truncated or damaged HDF5 file");
+
+    int rc = ST_OK;
+    long long version = 0;
+    hid_t a = H5I_INVALID_HID, t = H5I_INVALID_HID, sp = H5I_INVALID_HID;
+    htri_t has = H5Aexists(f, "schema_version");
+    if (has == 0) {
+        rc = error_set(ST_INPUT, "%s: /: attribute schema_version missing (not a ckpt-verify "
+                                 "report?)",
+                       path);
+    } else if (has < 0 || (a = H5Aopen(f, "schema_version", H5P_DEFAULT)) < 0 ||
+               (t = H5Aget_type(a)) < 0 || (sp = H5Aget_space(a)) < 0) {
+        rc = fail_h5(ST_INPUT, path, "/", "cannot read attribute schema_version");
+    } else if (H5Tget_class(t) != H5T_INTEGER || H5Sget_simple_extent_npoints(sp) != 1) {
+        rc = error_set(ST_INPUT, "%s: /: schema_version is not an integer", path);
+    } else if (H5Aread(a, H5T_NATIVE_LLONG, &version) < 0) {
+        rc = fail_h5(ST_INPUT, path, "/", "cannot read attribute schema_version");
+    } else if (version != H5STORE_SCHEMA_VERSION) {
+        rc = error_set(ST_INPUT, "%s: /: schema_version is %lld, this harness reads %d", path,
+                       version, H5STORE_SCHEMA_VERSION);
+    }
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (t >= 0)
+        H5Tclose(t);
+    if (a >= 0)
+        H5Aclose(a);
+    if (rc != ST_OK) {
+        H5Fclose(f);
+        return rc;
+    }
+    *out = f;
+    return ST_OK;
+}
+
+int h5store_check_file(const char *path)
+{
+    silence_hdf5();
+    hid_t f;
+    int rc = open_report(path, &f);
+    if (rc == ST_OK)
+        H5Fclose(f);
+    return rc;
+}
+
+/* "8-byte float", "2-byte unsigned integer": for messages. */
+static const char *storage_str(hid_t ftype, char *buf, size_t len)
+{
+    const char *kind;
+    switch (H5Tget_class(ftype)) {
+    case H5T_FLOAT: kind = "float"; break;
+    case H5T_INTEGER: kind = H5Tget_sign(ftype) == H5T_SGN_NONE ? "unsigned integer" : "integer"; break;
+    case H5T_ENUM: kind = "enum"; break;
+    case H5T_STRING: kind = "string"; break;
+    case H5T_COMPOUND: kind = "compound"; break;
+    default: kind = "non-numeric"; break;
+    }
+    snprintf(buf, len, "%zu-byte %s", H5Tget_size(ftype), kind);
+    return buf;
+}
+
+/* Chooses the harness dtype of a dataset and the memory type to read it
+ * with. From the HDF5 type: floats of 4 and 8 bytes, 2-byte floats laid out
+ * as IEEE half (float16) or as bfloat16, unsigned 1-byte integers (uint8),
+ * other integers widened to int64 (lossless; uint64 is refused), 1-byte
+ * enums (h5py's bool). The "dtype" attribute, when present, must agree; it
+ * is what marks 16-bit integer bit patterns as bfloat16 (or float16) and
+ * uint8 as bool.
+ * *mtype is a new handle for the caller to close. */
+static int read_plan(hid_t ftype, int want, const char *file, const char *where, enum dtype *dt,
+                     hid_t *mtype)
+{
+    char what[64];
+    size_t size = H5Tget_size(ftype);
+    int have = -1; /* dtype inferred from the storage */
+    hid_t base = H5I_INVALID_HID;
+    *mtype = H5I_INVALID_HID;
+    switch (H5Tget_class(ftype)) {
+    case H5T_FLOAT:
+        if (size == 4) {
+            have = DT_F32, base = H5T_NATIVE_FLOAT;
+        } else if (size == 8) {
+            have = DT_F64, base = H5T_NATIVE_DOUBLE;
+        } else if (size == 2) {
+            size_t spos, epos, esize, mpos, msize;
+            if (H5Tget_fields(ftype, &spos, &epos, &esize, &mpos, &msize) < 0)
+                return fail_h5(ST_INPUT, file, where, "unreadable float type");
+            if (esize == 5 && msize == 10)
+                have = DT_F16, *mtype = make_half(H5T_NATIVE_FLOAT);
+            else if (esize == 8 && msize == 7)
+                have = DT_BF16, *mtype = make_bf16_float(H5T_NATIVE_FLOAT);
+        }
+        break;
+    case H5T_INTEGER: {
+        int is_signed = H5Tget_sign(ftype) != H5T_SGN_NONE;
+        if (size == 2 && (want == DT_BF16 || want == DT_F16))
+            /* 16-bit float bit patterns kept in an integer dataset: read
+             * the bits as they are (same width, no value conversion). */
+            have = want, base = is_signed ? H5T_NATIVE_INT16 : H5T_NATIVE_UINT16;
+        else if (!is_signed && size == 1)
+            have = DT_U8, base = H5T_NATIVE_UINT8;
+        else if (is_signed ? size <= 8 : size < 8)
+            have = DT_I64, base = H5T_NATIVE_INT64;
+        break;
+    }
+    case H5T_ENUM:
+        if (size == 1) {
+            have = DT_BOOL;
+            *mtype = H5Tget_native_type(ftype, H5T_DIR_ASCEND);
+        }
+        break;
+    default:
+        break;
+    }
+    int same_bytes = (want == DT_BOOL && have == DT_U8) || (want == DT_U8 && have == DT_BOOL);
+    int rc = ST_OK;
+    if (have < 0)
+        rc = error_set(ST_INPUT, "%s: %s: unsupported element type (%s)", file, where,
+                       storage_str(ftype, what, sizeof what));
+    else if (want >= 0 && want != have && !same_bytes)
+        rc = error_set(ST_INPUT, "%s: %s: dtype attribute says %s but the dataset holds %s values",
+                       file, where, dtype_name((enum dtype)want),
+                       storage_str(ftype, what, sizeof what));
+    if (rc != ST_OK) {
+        if (*mtype >= 0)
+            H5Tclose(*mtype);
+        *mtype = H5I_INVALID_HID;
+        return rc;
+    }
+    if (base >= 0)
+        *mtype = H5Tcopy(base);
+    if (*mtype < 0)
+        return fail_h5(ST_INPUT, file, where, "cannot build a memory type");
+    *dt = (enum dtype)(want >= 0 ? want : have);
+    return ST_OK;
+}
+
+/* The "dtype" attribute as a dtype, -1 when absent. Accepts "torch.float16"
+ * style values (what str(tensor.dtype) gives in a cross-check script). */
+static int dtype_attr(hid_t ds, const char *file, const char *where, int *want)
+{
+    *want = -1;
+    htri_t has = H5Aexists(ds, "dtype");
+    if (has == 0)
+        return ST_OK;
+    char buf[64];
+    hid_t a = has > 0 ? H5Aopen(ds, "dtype", H5P_DEFAULT) : H5I_INVALID_HID;
+    int got = a >= 0 ? attr_string(a, buf, sizeof buf) : -1;
+    int rc = ST_OK;
+    if (got < 0 && got != -2)
+        rc = fail_h5(ST_INPUT, file, where, "unreadable dtype attribute");
+    else if (got <= 0)
+        rc = error_set(ST_INPUT, "%s: %s: dtype attribute is not a short string", file, where);
+    if (a >= 0)
+        H5Aclose(a);
+    if (rc != ST_OK)
+        return rc;
+    const char *dot = strrchr(buf, '.');
+    *want = dtype_from_name(dot ? dot + 1 : buf);
+    if (*want < 0)
+        return error_set(ST_INPUT, "%s: %s: unknown dtype attribute '%s'", file, where, buf);
+    return ST_OK;
+}
+
+/* Loads an open dataset into out (allocated here). `where` is its absolute
+ * path, for messages. */
+static int load_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out)
+{
+    memset(out, 0, sizeof *out);
+    int want;
+    int rc = dtype_attr(ds, file, where, &want);
+    if (rc != ST_OK)
+        return rc;
+    hid_t ftype = H5Dget_type(ds), space = H5I_INVALID_HID, mtype = H5I_INVALID_HID;
+    enum dtype dt = DT_F32;
+    if (ftype < 0)
+        return fail_h5(ST_INPUT, file, where, "unreadable datatype");
+    rc = read_plan(ftype, want, file, where, &dt, &mtype);
+    if (rc == ST_OK && (space = H5Dget_space(ds)) < 0)
+        rc = fail_h5(ST_INPUT, file, where, "unreadable dataspace");
+    if (rc == ST_OK) {
+        H5S_class_t cls = H5Sget_simple_extent_type(space);
+        int ndim = cls == H5S_SIMPLE ? H5Sget_simple_extent_ndims(space) : 0;
+        hsize_t dims[HOST_TENSOR_MAX_DIMS];
+        int64_t shape[HOST_TENSOR_MAX_DIMS];
+        if (cls != H5S_SIMPLE && cls != H5S_SCALAR)
+            rc = error_set(ST_INPUT, "%s: %s: empty (null) dataspace", file, where);
+        else if (ndim < 0 || ndim > HOST_TENSOR_MAX_DIMS)
+            rc = error_set(ST_INPUT, "%s: %s: rank %d exceeds %d", file, where, ndim,
+                           HOST_TENSOR_MAX_DIMS);
+        else if (ndim > 0 && H5Sget_simple_extent_dims(space, dims, NULL) < 0)
+            rc = fail_h5(ST_INPUT, file, where, "unreadable dataspace");
+        if (rc == ST_OK) {
+            for (int i = 0; i < ndim; i++)
+                shape[i] = (int64_t)dims[i];
+            rc = host_tensor_alloc(out, dt, ndim, shape);
+        }
+        if (rc == ST_OK && out->numel > 0 &&
+            H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->data) < 0) {
+            rc = fail_h5(ST_INPUT, file, where, "unreadable dataset");
+            host_tensor_free(out);
+        }
+    }
+    if (mtype >= 0)
+        H5Tclose(mtype);
+    if (space >= 0)
+        H5Sclose(space);
+    H5Tclose(ftype);
+    return rc;
+}
+
+int h5store_read_tensor(const char *path, const char *dataset, struct host_tensor *out)
+{
+    silence_hdf5();
+    memset(out, 0, sizeof *out);
+    hid_t f;
+    int rc = open_report(path, &f);
+    if (rc != ST_OK)
+        return rc;
+    hid_t ds = H5I_INVALID_HID;
+    if (!dataset || !dataset[0] || !path_exists(f, dataset))
+        rc = error_set(ST_INPUT, "%s: %s: dataset missing", path, dataset ? dataset : "");
+    else if ((ds = H5Dopen2(f, dataset, H5P_DEFAULT)) < 0)
+        rc = fail_h5(ST_INPUT, path, dataset, "not a readable dataset");
+    else
+        rc = load_dataset(ds, path, dataset, out);
+    if (ds >= 0)
+        H5Dclose(ds);
+    H5Fclose(f);
+    return rc;
+}
+
+int h5store_read_attr_str(const char *path, const char *group, const char *key, char *buf,
+                          size_t len)
+{
+    silence_hdf5();
+    if (buf && len)
+        buf[0] = '\0';
+    hid_t f;
+    int rc = open_report(path, &f);
+    if (rc != ST_OK)
+        return rc;
+    hid_t obj = H5I_INVALID_HID, a = H5I_INVALID_HID;
+    htri_t has = 0;
+    if (!group || !key || !buf || !len)
+        rc = error_set(ST_INTERNAL, "%s: read_attr_str needs a group, a key and a buffer", path);
+    else if (!path_exists(f, group) || (obj = H5Oopen(f, group, H5P_DEFAULT)) < 0)
+        rc = error_set(ST_INPUT, "%s: %s: group missing", path, group);
+    else if ((has = H5Aexists(obj, key)) <= 0)
+        rc = error_set(ST_INPUT, "%s: %s: attribute %s missing", path, group, key);
+    else if ((a = H5Aopen(obj, key, H5P_DEFAULT)) < 0)
+        rc = fail_h5(ST_INPUT, path, group, "unreadable attribute %s", key);
+    if (rc == ST_OK) {
+        int got = attr_string(a, buf, len);
+        if (got == -1)
+            rc = fail_h5(ST_INPUT, path, group, "unreadable attribute %s", key);
+        else if (got == -2)
+            rc = error_set(ST_INPUT, "%s: %s: attribute %s longer than %zu bytes", path, group, key,
+                           len - 1);
+        else if (got == 0)
+            rc = error_set(ST_INPUT, "%s: %s: attribute %s is not a string", path, group, key);
+        if (rc != ST_OK)
+            buf[0] = '\0';
+    }
+    if (a >= 0)
+        H5Aclose(a);
+    if (obj >= 0)
+        H5Oclose(obj);
+    H5Fclose(f);
+    return rc;
+}
+
+/* ---- listing runs --------------------------------------------------- */
+
+struct run_list {
+    const char *file;
+    char (*names)[64];
+    int n, cap;
+    int status;
+};
+
+static herr_t list_link(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    struct run_list *l = data;
+    if (info->type != H5L_TYPE_HARD)
+        return 0;
+    hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
+    if (obj < 0) {
+        l->status = fail_h5(ST_INPUT, l->file, "/runs", "unreadable entry %s", name);
+        return -1;
+    }
+    int is_group = H5Iget_type(obj) == H5I_GROUP;
+    H5Oclose(obj);
+    if (!is_group)
+        return 0;
+    if (strlen(name) >= sizeof l->names[0]) {
+        l->status = error_set(ST_INPUT, "%s: /runs/%s: run name longer than 63 bytes", l->file,
+                              name);
+        return -1;
+    }
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 8;
+        char(*names)[64] = realloc(l->names, (size_t)cap * sizeof *names);
+        if (!names) {
+            l->status = error_set(ST_INTERNAL, "%s: out of memory listing runs", l->file);
+            return -1;
+        }
+        l->names = names;
+        l->cap = cap;
+    }
+    strcpy(l->names[l->n++], name);
+    return 0;
+}
+
+int h5store_list_runs(const char *path, char (**names)[64], int *count)
+{
+    silence_hdf5();
+    *names = NULL;
+    *count = 0;
+    hid_t f;
+    int rc = open_report(path, &f);
+    if (rc != ST_OK)
+        return rc;
+    struct run_list l = {path, NULL, 0, 0, ST_OK};
+    hid_t g = H5I_INVALID_HID;
+    if (!path_exists(f, "/runs") || (g = H5Gopen2(f, "/runs", H5P_DEFAULT)) < 0)
+        rc = error_set(ST_INPUT, "%s: /runs: group missing", path);
+    else if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, list_link, &l) < 0)
+        rc = l.status != ST_OK ? l.status : fail_h5(ST_INPUT, path, "/runs", "cannot list runs");
+    if (g >= 0)
+        H5Gclose(g);
+    H5Fclose(f);
+    if (rc != ST_OK) {
+        free(l.names);
+        return rc;
+    }
+    *names = l.names;
+    *count = l.n;
+    return ST_OK;
+}
+
+/* ---- reading a run -------------------------------------------------- */
+
+struct run_visit {
+    const char *file;
+    const char *run_path; /* "/runs/<run>" */
+    struct run_record *rec;
+    const char *prefix; /* subgroup path for attribute keys, NULL for the run group */
+    int status;
+};
+
+/* Numeric single-value attributes of a group become run attributes: on the
+ * run group "key", on a subgroup "<subgroup path>.key". Others (strings,
+ * arrays, enums) are not numeric facts about the run and are skipped. */
+static herr_t visit_attr(hid_t loc, const char *name, const H5A_info_t *info, void *data)
+{
+    (void)info;
+    struct run_visit *v = data;
+    char key[RUN_ATTR_KEY_MAX];
+    char where[RUN_PATH_MAX + 80];
+    snprintf(where, sizeof where, "%s%s%s", v->run_path, v->prefix ? "/" : "",
+             v->prefix ? v->prefix : "");
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    hid_t t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
+    hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
+    if (t < 0 || sp < 0) {
+        v->status = fail_h5(ST_INPUT, v->file, where, "unreadable attribute %s", name);
+    } else {
+        H5T_class_t cls = H5Tget_class(t);
+        if ((cls == H5T_INTEGER || cls == H5T_FLOAT) && H5Sget_simple_extent_npoints(sp) == 1) {
+            double value;
+            int n = snprintf(key, sizeof key, "%s%s%s", v->prefix ? v->prefix : "",
+                             v->prefix ? "." : "", name);
+            if (n < 0 || (size_t)n >= sizeof key)
+                v->status = error_set(ST_INPUT, "%s: %s: attribute key %s.%s longer than %d bytes",
+                                      v->file, where, v->prefix ? v->prefix : "", name,
+                                      RUN_ATTR_KEY_MAX - 1);
+            else if (H5Aread(a, H5T_NATIVE_DOUBLE, &value) < 0)
+                v->status = fail_h5(ST_INPUT, v->file, where, "unreadable attribute %s", name);
+            else
+                v->status = run_record_set_attr(v->rec, key, value);
+        }
+    }
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (t >= 0)
+        H5Tclose(t);
+    if (a >= 0)
+        H5Aclose(a);
+    return v->status == ST_OK ? 0 : -1;
+}
+
+static int group_attrs(hid_t group, struct run_visit *v, const char *prefix)
+{
+    v->prefix = prefix;
+    herr_t rc = H5Aiterate2(group, H5_INDEX_NAME, H5_ITER_INC, NULL, visit_attr, v);
+    if (rc < 0 && v->status == ST_OK)
+        v->status = fail_h5(ST_INPUT, v->file, v->run_path, "cannot list attributes");
+    return v->status;
+}
+
+static herr_t visit_link(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    struct run_visit *v = data;
+    if (info->type != H5L_TYPE_HARD)
+        return 0; /* soft and external links are not part of the run */
+    char where[RUN_PATH_MAX * 2 + 80];
+    snprintf(where, sizeof where, "%s/%s", v->run_path, name);
+    hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
+    if (obj < 0) {
+        v->status = fail_h5(ST_INPUT, v->file, where, "unreadable object");
+        return -1;
+    }
+    H5I_type_t type = H5Iget_type(obj);
+    if (type == H5I_DATASET) {
+        struct host_tensor t;
+        if (strlen(name) >= RUN_PATH_MAX)
+            v->status = error_set(ST_INPUT, "%s: %s: path longer than %d bytes", v->file, where,
+                                  RUN_PATH_MAX - 1);
+        else if ((v->status = load_dataset(obj, v->file, where, &t)) == ST_OK &&
+                 (v->status = run_record_add(v->rec, name, &t)) != ST_OK)
+            host_tensor_free(&t);
+    } else if (type == H5I_GROUP) {
+        group_attrs(obj, v, name);
+    }
+    H5Oclose(obj);
+    return v->status == ST_OK ? 0 : -1;
+}
+
+/* Natural order of two path components: digit runs compare as numbers
+ * (l2 < l10), everything else bytewise. Equal numbers with different
+ * leading zeros order by zero count so the order stays total. */
+static int natural_cmp(const char *a, size_t na, const char *b, size_t nb)
+{
+    size_t i = 0, j = 0;
+    while (i < na && j < nb) {
+        if (isdigit((unsigned char)a[i]) && isdigit((unsigned char)b[j])) {
+            size_t zi = i, zj = j;
+            while (zi < na && a[zi] == '0')
+                zi++;
+            while (zj < nb && b[zj] == '0')
+                zj++;
+            size_t ei = zi, ej = zj;
+            while (ei < na && isdigit((unsigned char)a[ei]))
+                ei++;
+            while (ej < nb && isdigit((unsigned char)b[ej]))
+                ej++;
+            if (ei - zi != ej - zj)
+                return ei - zi < ej - zj ? -1 : 1;
+            int c = memcmp(a + zi, b + zj, ei - zi);
+            if (c)
+                return c < 0 ? -1 : 1;
+            if (zi - i != zj - j)
+                return zi - i < zj - j ? -1 : 1;
+            i = ei;
+            j = ej;
+        } else {
+            unsigned char ca = (unsigned char)a[i], cb = (unsigned char)b[j];
+            if (ca != cb)
+                return ca < cb ? -1 : 1;
+            i++;
+            j++;
+        }
+    }
+    return (na - i) < (nb - j) ? -1 : (na - i) > (nb - j);
+}
+
+static int span_is(const char *s, size_t n, const char *word)
+{
+    return strlen(word) == n && memcmp(s, word, n) == 0;
+}
+
+static int span_is_number(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isdigit((unsigned char)s[i]))
+            return 0;
+    return n > 0;
+}
+
+struct span {
+    const char *s;
+    size_t n;
+};
+
+/* Rank before name order. At the top of a run "steps" comes first: it is
+ * what happened first, and compare reports the first difference it meets,
+ * which should be a step's gradient rather than a final parameter. Inside
+ * steps/<k>: the loss, then grads/..., then anything else. */
+static int component_rank(int level, struct span up2, struct span up1, struct span c)
+{
+    if (level == 0)
+        return span_is(c.s, c.n, "steps") ? 0 : 1;
+    if (level >= 2 && span_is(up2.s, up2.n, "steps") && span_is_number(up1.s, up1.n))
+        return span_is(c.s, c.n, "loss") ? 0 : span_is(c.s, c.n, "grads") ? 1 : 2;
+    return 0;
+}
+
+static int path_cmp(const char *a, const char *b)
+{
+    struct span up2 = {"", 0}, up1 = {"", 0};
+    for (int level = 0;; level++) {
+        struct span ca = {a, strcspn(a, "/")}, cb = {b, strcspn(b, "/")};
+        int ra = component_rank(level, up2, up1, ca), rb = component_rank(level, up2, up1, cb);
+        if (ra != rb)
+            return ra < rb ? -1 : 1;
+        int c = natural_cmp(ca.s, ca.n, cb.s, cb.n);
+        if (c)
+            return c;
+        a += ca.n;
+        b += cb.n;
+        if (!*a || !*b) /* a group sorts before what it holds */
+            return *a ? 1 : *b ? -1 : 0;
+        a++;
+        b++;
+        up2 = up1;
+        up1 = ca;
+    }
+}
+
+static int run_tensor_cmp(const void *x, const void *y)
+{
+    return path_cmp(((const struct run_tensor *)x)->path, ((const struct run_tensor *)y)->path);
+}
+
+int h5store_read_run(const char *path, const char *run, struct run_record *out)
+{
+    silence_hdf5();
+    run_record_init(out, run ? run : "");
+    hid_t f;
+    int rc = open_report(path, &f);
+    if (rc != ST_OK)
+        return rc;
+    char run_path[sizeof out->name + 8];
+    snprintf(run_path, sizeof run_path, "/runs/%s", out->name);
+    struct run_visit v = {path, run_path, out, NULL, ST_OK};
+    hid_t g = H5I_INVALID_HID;
+    if (!run || !run[0] || strchr(run, '/') || strlen(run) >= sizeof out->name ||
+        !path_exists(f, run_path) || (g = H5Gopen2(f, run_path, H5P_DEFAULT)) < 0) {
+        rc = error_set(ST_INPUT, "%s: /runs/%s: run missing", path, run ? run : "");
+    } else if ((rc = group_attrs(g, &v, NULL)) == ST_OK &&
+               H5Lvisit(g, H5_INDEX_NAME, H5_ITER_INC, visit_link, &v) < 0) {
+        rc = v.status != ST_OK ? v.status : fail_h5(ST_INPUT, path, run_path, "cannot walk run");
+    }
+    if (g >= 0)
+        H5Gclose(g);
+    H5Fclose(f);
+    if (rc != ST_OK) {
+        run_record_free(out);
+        return rc;
+    }
+    qsort(out->items, (size_t)out->n, sizeof *out->items, run_tensor_cmp);
+    return ST_OK;
+}

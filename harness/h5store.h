@@ -1,0 +1,62 @@
+/* h5store: the HDF5 report file of one case (schema in DESIGN.md and
+ * docs/schema.md), written to "<path>.tmp" and renamed on commit so a killed
+ * run never leaves a half-written file; and the reader that loads any file
+ * following the schema (ours, PyTorch cross-check's, another framework's)
+ * into run_records. HDF5's own error printer is silenced; its failures come
+ * back as one-line messages naming the file and the path inside it. */
+#ifndef CKPT_H5STORE_H
+#define CKPT_H5STORE_H
+
+#include "host_tensor.h"
+#include "run_record.h"
+
+#define H5STORE_SCHEMA_VERSION 1
+
+struct h5store; /* an open file being written */
+
+/* Creates "<path>.tmp" (truncating a stale one). ST_INPUT if the directory
+ * is not writable. A write that fails marks the store: commit then refuses
+ * (ST_INTERNAL) and deletes the temporary, so no partial file is published. */
+int h5store_create(struct h5store **out, const char *path);
+/* String / integer / double attribute on a group ("/" for the root,
+ * "/case", "/verdicts/reentrant"); missing groups are created. */
+int h5store_attr_str(struct h5store *s, const char *group, const char *key, const char *value);
+int h5store_attr_int(struct h5store *s, const char *group, const char *key, long long value);
+int h5store_attr_double(struct h5store *s, const char *group, const char *key, double value);
+/* Dataset at an absolute path ("/inputs/x"); intermediate groups created.
+ * float32 -> IEEE F32LE, float16 -> an IEEE half type h5py reads as float16,
+ * bfloat16 -> uint16 bit patterns; every dataset carries a "dtype" string
+ * attribute with the harness dtype name. */
+int h5store_write_tensor(struct h5store *s, const char *path, const struct host_tensor *t);
+/* /runs/<r->name>/<each tensor path>, and each "group.key" attribute on
+ * /runs/<name>/<group> (split at the first dot; a key without a dot goes on
+ * the run group). Whole numbers are stored as int64, others as float64. */
+int h5store_write_run(struct h5store *s, const struct run_record *r);
+/* Closes and renames "<path>.tmp" to path. The handle is freed either way. */
+int h5store_commit(struct h5store *s);
+/* Closes and deletes the temporary file. */
+void h5store_abort(struct h5store *s);
+
+/* ---- reading --------------------------------------------------------- */
+/* Every reader first makes h5store_check_file's checks; all bad-file
+ * failures are ST_INPUT with "FILE: /PATH: problem". */
+
+/* Checks the file exists, is HDF5, and has schema_version 1 (ST_INPUT
+ * otherwise, naming the file). */
+int h5store_check_file(const char *path);
+/* Names of the groups under /runs, in name order; *names is malloc'd, each
+ * entry 64 bytes. ST_INPUT if /runs is missing. */
+int h5store_list_runs(const char *path, char (**names)[64], int *count);
+/* Loads /runs/<run>: every dataset under it, as paths relative to the run
+ * group, sorted naturally (steps/ before other top-level groups; steps/2
+ * before steps/10; within a step loss first, then grads in natural name
+ * order), and the numeric attributes of its subgroups as "group.key" (of
+ * the run group itself as "key"). On failure *out is left empty. */
+int h5store_read_run(const char *path, const char *run, struct run_record *out);
+/* One dataset by absolute path. */
+int h5store_read_tensor(const char *path, const char *dataset, struct host_tensor *out);
+/* A string attribute of a group into buf (ST_INPUT if missing). */
+int h5store_read_attr_str(const char *path, const char *group, const char *key, char *buf,
+                          size_t len);
+
+#endif

@@ -1,0 +1,48 @@
+/* model: the harness's models as lists of layers over named parameters —
+ * mlp, gpt_block, branchy, rrelu_mlp — exactly as DESIGN.md and
+ * docs/models.md define them, so other frameworks can rebuild them from the
+ * HDF5 file alone. A layer maps one activation to the next; checkpoint
+ * segments are runs of consecutive layers. */
+#ifndef CKPT_MODEL_H
+#define CKPT_MODEL_H
+
+#include "case.h"
+#include "tape.h"
+
+#define MODEL_PARAM_NAME_MAX 48
+
+struct model_param {
+    char name[MODEL_PARAM_NAME_MAX]; /* "l0.weight", "h1.attn.qkv.weight" */
+    int layer;
+    int ndim;
+    int64_t shape[2];
+    double init_std; /* normal(0, init_std); 0 = ones (norm weights); -1 = zeros */
+    struct var *var; /* set by the runner for a run */
+};
+
+struct model {
+    enum model_kind kind;
+    int layers, hidden, seq, batch, heads;
+    double dropout;
+    enum fusion_kind fusion;
+    enum dtype dtype;
+    int device;
+    int n_params;
+    struct model_param *params;
+};
+
+/* Lays out the model's parameters for a case (no values yet). */
+int model_create(struct model *m, const struct ckpt_case *c, int device);
+void model_free(struct model *m);
+/* Input and target shapes: [batch, seq, hidden]. */
+void model_input_shape(const struct model *m, int64_t shape[3]);
+/* Runs layer `layer` on x. */
+int model_layer_forward(const struct model *m, int layer, struct var *x, struct var **out);
+/* Runs layers [begin, end) on x. */
+int model_layers_forward(const struct model *m, int begin, int end, struct var *x, struct var **out);
+/* The loss on the last activation: mean((x - target)^2). */
+int model_loss(const struct model *m, struct var *x, struct var *target, struct var **loss);
+/* One line per layer: "layer 0: linear(l0.weight, l0.bias) -> gelu_tanh -> dropout(p)". */
+int model_describe(const struct model *m, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,45 @@
+/* checkpoint_env: what a checkpoint captures in forward to replay in
+ * recompute — the RNG states of its device set and the autocast state —
+ * and the enter/exit pair that puts them in force around a recompute under
+ * a forked RNG (the surrounding streams are restored on exit), as
+ * torch.utils.checkpoint does. Shared by both reference styles; the
+ * mutation switches of a planted bug are honoured here. */
+#ifndef CKPT_CHECKPOINT_ENV_H
+#define CKPT_CHECKPOINT_ENV_H
+
+#include "../harness/autocast.h"
+#include "../harness/rng_stash.h"
+#include "impl.h"
+
+struct checkpoint_env {
+    int preserve_rng;
+    struct rng_stash forward_rng;     /* states when the forward began */
+    struct autocast_state autocast;   /* autocast when the forward began */
+    const struct impl_mutation *mutation;
+    const struct context_hooks *context;
+    struct impl_stats *stats;
+};
+
+/* Saved across a recompute, to put back on exit. */
+struct recompute_frame {
+    struct rng_stash surrounding_rng;
+    int forked;
+    struct autocast_state autocast;
+    int grad_mode;
+    double started_ms;
+};
+
+/* In forward, before running the segment: stashes RNG (if preserving) for
+ * CPU + the devices of `in` (+ the current device, per policy). */
+int checkpoint_env_capture(struct checkpoint_env *env, const struct checkpoint_impl *impl,
+                           const struct impl_options *opts, const struct var *in);
+/* Before a recompute: fork RNG, replay the stash, restore autocast, grad on. */
+int checkpoint_env_enter(struct checkpoint_env *env, struct recompute_frame *frame);
+/* After it (always call, also on failure): restores what enter changed. */
+int checkpoint_env_exit(struct checkpoint_env *env, struct recompute_frame *frame);
+void checkpoint_env_free(struct checkpoint_env *env);
+
+/* Monotonic clock in milliseconds. */
+double monotonic_ms(void);
+
+#endif

@@ -1,0 +1,83 @@
+/* impl: the checkpoint implementations behind one interface. An impl wraps
+ * a segment function (a run of model layers) and returns its output,
+ * recording whatever nodes it needs: `none` runs it plainly, `reentrant`
+ * and `nonreentrant` follow torch.utils.checkpoint's two styles (see
+ * reentrant.c and nonreentrant.c), and impls/faulty/ holds planted-bug
+ * variants, each a documented mutation of a reference. */
+#ifndef CKPT_IMPL_H
+#define CKPT_IMPL_H
+
+#include "../harness/case.h"
+#include "../harness/rng_stash.h"
+#include "../harness/tape.h"
+
+/* The function a checkpoint wraps: out = f(in). */
+struct segment_fn {
+    int (*call)(void *ctx, struct var *in, struct var **out);
+    void *ctx;
+};
+
+/* PyTorch's context_fn: a pair of callbacks around the original forward and
+ * around the recompute (enter before, exit after). Any may be NULL. */
+struct context_hooks {
+    void (*forward_enter)(void *ctx);
+    void (*forward_exit)(void *ctx);
+    void (*recompute_enter)(void *ctx);
+    void (*recompute_exit)(void *ctx);
+    void *ctx;
+};
+
+/* Planted-bug switches. A reference impl runs with all of them zero; each
+ * faulty impl sets one (impls/faulty/ documents the real failure). */
+struct impl_mutation {
+    int skip_rng_restore;        /* no_rng_stash: recompute draws fresh numbers */
+    int skip_rng_fork;           /* rng_not_forked: replayed stream leaks on */
+    int force_args_only_rng;     /* args_only_rng: current device not stashed */
+    int skip_autocast_restore;   /* autocast_not_restored */
+    int reset_counter_after;     /* counter_reset: >0 resets the handle counter after that many unpacks */
+    int keep_forward_tensors;    /* recompute_elided: forward activations kept and handed back */
+};
+
+/* Everything a run tells the impl, and what it reports back. */
+struct impl_options {
+    int preserve_rng_state;
+    enum rng_policy rng_policy;
+    int current_device;          /* the device the case runs on */
+    int verify_values;           /* non-reentrant: fingerprint saved tensors */
+    const struct context_hooks *context;
+    struct impl_stats *stats;    /* may be NULL */
+};
+
+struct impl_stats {
+    int recomputes;              /* recompute passes run */
+    int recomputed_tensors;      /* saved tensors produced by recompute */
+    double recompute_ms;
+    int warnings;
+    char warning[256];           /* the last warning */
+    /* Set when a checkpoint's own check found recompute != forward. */
+    char mismatch[512];
+};
+
+struct checkpoint_impl {
+    const char *name;
+    const char *summary; /* one line for --help / the README */
+    /* out = seg(in), checkpointed as this impl does it. */
+    int (*run)(const struct checkpoint_impl *impl, const struct impl_options *opts,
+               const struct segment_fn *seg, struct var *in, struct var **out);
+    struct impl_mutation mutation;
+    int is_reference; /* none, reentrant, nonreentrant */
+};
+
+const struct checkpoint_impl *impl_find(const char *name);
+/* Every impl, references first; NULL-terminated. */
+const struct checkpoint_impl *const *impl_all(void);
+
+/* Shared by the reference impls and their mutations. */
+int impl_run_none(const struct checkpoint_impl *impl, const struct impl_options *opts,
+                  const struct segment_fn *seg, struct var *in, struct var **out);
+int impl_run_reentrant(const struct checkpoint_impl *impl, const struct impl_options *opts,
+                       const struct segment_fn *seg, struct var *in, struct var **out);
+int impl_run_nonreentrant(const struct checkpoint_impl *impl, const struct impl_options *opts,
+                          const struct segment_fn *seg, struct var *in, struct var **out);
+
+#endif

@@ -1,0 +1,311 @@
+/* nonreentrant: torch.utils.checkpoint with use_reentrant=False.
+ * Forward runs the segment with grad as the caller has it, under a pack hook
+ * that keeps a handle (an index into the checkpoint's frame, plus the saved
+ * tensor's metadata and, with verify_values, a fingerprint of its bytes)
+ * instead of the tensor. The first unpack in a backward pass recomputes the
+ * segment once (RNG and autocast replayed under a forked RNG) under an inner
+ * pack hook that fills the handles in order, stops early once the last one is
+ * filled, and checks each recomputed tensor against its forward metadata
+ * (and fingerprint). Each recomputed tensor is handed out by its unpack and
+ * dropped by the frame at once. Works when no input requires grad. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/error.h"
+#include "checkpoint_env.h"
+#include "impl.h"
+
+struct saved_meta {
+    const char *op;
+    int ndim;
+    int64_t shape[TENSOR_MAX_DIMS];
+    enum dtype dtype;
+    int device;
+    uint64_t fingerprint;
+    int alive;                 /* its handle is still held by a node */
+};
+
+struct nr_frame {
+    int refcount;
+    struct checkpoint_env env;
+    struct segment_fn seg;
+    tensor *input;
+    int input_requires_grad;
+    int verify_values;
+    const struct impl_mutation *mutation;
+    struct saved_hooks forward_hooks, recompute_hooks;
+
+    int n_handles, cap_handles;
+    struct saved_meta *meta;
+    tensor **kept;              /* recompute_elided only: forward tensors */
+    tensor **recomputed;        /* filled by the recompute, emptied by unpacks */
+    int recompute_counter;
+    uint64_t recomputed_for;    /* engine call the recompute belongs to */
+    int unpacks;
+};
+
+struct nr_handle {
+    struct nr_frame *frame;
+    int index;
+};
+
+static void frame_release(struct nr_frame *f)
+{
+    if (--f->refcount > 0)
+        return;
+    for (int i = 0; i < f->n_handles; i++) {
+        if (f->recomputed)
+            tensor_free(f->recomputed[i]);
+        if (f->kept)
+            tensor_free(f->kept[i]);
+    }
+    free(f->recomputed);
+    free(f->kept);
+    free(f->meta);
+    tensor_free(f->input);
+    checkpoint_env_free(&f->env);
+    free(f);
+}
+
+/* FNV-1a over the tensor's bytes (host copy): cheap, and any bit flip in a
+ * recomputed tensor changes it. */
+static int fingerprint(const tensor *t, uint64_t *out)
+{
+    struct host_tensor h;
+    int st = tensor_to_host(t, &h);
+    if (st)
+        return st;
+    uint64_t hash = 1469598103934665603ull;
+    const unsigned char *p = h.data;
+    for (size_t i = 0, n = host_tensor_bytes(&h); i < n; i++)
+        hash = (hash ^ p[i]) * 1099511628211ull;
+    host_tensor_free(&h);
+    *out = hash;
+    return ST_OK;
+}
+
+static int grow_handles(struct nr_frame *f)
+{
+    if (f->n_handles < f->cap_handles)
+        return ST_OK;
+    int cap = f->cap_handles ? f->cap_handles * 2 : 16;
+    struct saved_meta *meta = realloc(f->meta, (size_t)cap * sizeof *meta);
+    if (!meta)
+        return error_set(ST_RUN, "out of memory growing checkpoint handles");
+    f->meta = meta;
+    if (f->mutation->keep_forward_tensors) {
+        tensor **kept = realloc(f->kept, (size_t)cap * sizeof *kept);
+        if (!kept)
+            return error_set(ST_RUN, "out of memory growing checkpoint handles");
+        f->kept = kept;
+    }
+    f->cap_handles = cap;
+    return ST_OK;
+}
+
+static int forward_pack(void *ctx, const struct node *n, const tensor *t, void **packed)
+{
+    struct nr_frame *f = ctx;
+    int st = grow_handles(f);
+    if (st)
+        return st;
+    struct nr_handle *h = malloc(sizeof *h);
+    if (!h)
+        return error_set(ST_RUN, "out of memory creating a checkpoint handle");
+    struct saved_meta *m = &f->meta[f->n_handles];
+    memset(m, 0, sizeof *m);
+    m->op = n->name;
+    m->ndim = tensor_shape(t, m->shape);
+    m->dtype = tensor_dtype(t);
+    m->device = tensor_device(t);
+    m->alive = 1;
+    if (f->verify_values && (st = fingerprint(t, &m->fingerprint))) {
+        free(h);
+        return st;
+    }
+    if (f->mutation->keep_forward_tensors) {
+        f->kept[f->n_handles] = NULL;
+        if ((st = tensor_share(&f->kept[f->n_handles], t))) {
+            free(h);
+            return st;
+        }
+    }
+    h->frame = f;
+    h->index = f->n_handles++;
+    f->refcount++;
+    *packed = h;
+    return ST_OK;
+}
+
+static void handle_free(void *ctx, void *packed)
+{
+    (void)ctx;
+    struct nr_handle *h = packed;
+    struct nr_frame *f = h->frame;
+    f->meta[h->index].alive = 0;
+    if (f->recomputed) {
+        tensor_free(f->recomputed[h->index]);
+        f->recomputed[h->index] = NULL;
+    }
+    free(h);
+    frame_release(f);
+}
+
+/* Inner pack hook of the recompute: the k-th saved tensor fills handle k.
+ * Once the last handle is filled the recompute stops (PyTorch's early stop). */
+static int recompute_pack(void *ctx, const struct node *n, const tensor *t, void **packed)
+{
+    (void)n;
+    struct nr_frame *f = ctx;
+    *packed = NULL;
+    int k = f->recompute_counter++;
+    if (k >= f->n_handles)
+        return error_set(ST_MISMATCH, "recompute saved more tensors (%d) than the forward did (%d)", k + 1,
+                         f->n_handles);
+    if (f->meta[k].alive) {
+        int st = tensor_share(&f->recomputed[k], t);
+        if (st)
+            return st;
+        if (f->env.stats)
+            f->env.stats->recomputed_tensors++;
+    }
+    return f->recompute_counter == f->n_handles ? ST_STOP : ST_OK;
+}
+
+/* The recompute keeps nothing through this hook itself: recompute_pack's
+ * *packed is NULL, and the recompute graph is dropped right after. */
+static int recompute_unpack(void *ctx, void *packed, tensor **out)
+{
+    (void)ctx;
+    (void)packed;
+    *out = NULL;
+    return error_set(ST_INTERNAL, "a tensor saved during recompute was unpacked");
+}
+
+static int check_metadata(const struct nr_frame *f, int k, const tensor *t)
+{
+    const struct saved_meta *m = &f->meta[k];
+    int64_t shape[TENSOR_MAX_DIMS];
+    int nd = tensor_shape(t, shape);
+    if (tensor_dtype(t) != m->dtype)
+        return error_set(ST_MISMATCH, "recomputed saved tensor #%d (op %s) has dtype %s; the forward saved %s", k,
+                         m->op, dtype_name(tensor_dtype(t)), dtype_name(m->dtype));
+    if (nd != m->ndim || memcmp(shape, m->shape, (size_t)nd * sizeof shape[0]) != 0)
+        return error_set(ST_MISMATCH, "recomputed saved tensor #%d (op %s) has a different shape than in forward",
+                         k, m->op);
+    if (tensor_device(t) != m->device)
+        return error_set(ST_MISMATCH, "recomputed saved tensor #%d (op %s) is on another device than in forward",
+                         k, m->op);
+    if (f->verify_values) {
+        uint64_t fp;
+        int st = fingerprint(t, &fp);
+        if (st)
+            return st;
+        if (fp != m->fingerprint)
+            return error_set(ST_MISMATCH,
+                             "recomputed saved tensor #%d (op %s) differs from the forward's (value fingerprint)", k,
+                             m->op);
+    }
+    return ST_OK;
+}
+
+static int recompute(struct nr_frame *f)
+{
+    int st;
+    if (!f->recomputed && !(f->recomputed = calloc((size_t)f->n_handles + 1, sizeof *f->recomputed)))
+        return error_set(ST_RUN, "out of memory recomputing a checkpoint");
+    f->recompute_counter = 0;
+    tensor *in;
+    if ((st = tensor_share(&in, f->input)))
+        return st;
+    struct var *detached = NULL, *out = NULL;
+    if ((st = var_leaf(&detached, in, f->input_requires_grad, "checkpoint.input")))
+        return st;
+    struct recompute_frame frame;
+    if ((st = saved_hooks_push(&f->recompute_hooks))) {
+        var_release(detached);
+        return st;
+    }
+    st = checkpoint_env_enter(&f->env, &frame);
+    if (!st)
+        st = f->seg.call(f->seg.ctx, detached, &out);
+    if (st == ST_STOP)
+        st = ST_OK;
+    int exit_st = checkpoint_env_exit(&f->env, &frame);
+    saved_hooks_pop();
+    var_release(out);
+    var_release(detached);
+    if (!st)
+        st = exit_st;
+    if (st)
+        return st;
+    f->recomputed_for = tape_engine_current_id();
+    /* The first mismatch in saving order names the op that diverged first. */
+    for (int k = 0; k < f->n_handles; k++) {
+        if (!f->meta[k].alive)
+            continue;
+        if (!f->recomputed[k])
+            return error_set(ST_MISMATCH, "recompute saved %d tensors; the forward saved %d (saved tensor #%d, op %s, "
+                                          "was not recomputed)",
+                             f->recompute_counter, f->n_handles, k, f->meta[k].op);
+        if ((st = check_metadata(f, k, f->recomputed[k])))
+            return st;
+    }
+    return ST_OK;
+}
+
+static int forward_unpack(void *ctx, void *packed, tensor **out)
+{
+    (void)ctx;
+    struct nr_handle *h = packed;
+    struct nr_frame *f = h->frame;
+    int k = h->index;
+    int st;
+    f->unpacks++;
+    if (f->mutation->keep_forward_tensors)
+        return tensor_share(out, f->kept[k]);
+    if (f->mutation->reset_counter_after && f->unpacks == f->mutation->reset_counter_after + 1)
+        f->recomputed_for = 0;
+    if (f->recomputed_for != tape_engine_current_id() && (st = recompute(f)))
+        return st;
+    if (!f->recomputed[k])
+        return error_set(ST_MISMATCH, "saved tensor #%d (op %s) was unpacked twice in one backward without a recompute",
+                         k, f->meta[k].op);
+    /* Handed over: the frame drops its reference right away. */
+    *out = f->recomputed[k];
+    f->recomputed[k] = NULL;
+    return ST_OK;
+}
+
+int impl_run_nonreentrant(const struct checkpoint_impl *impl, const struct impl_options *opts,
+                          const struct segment_fn *seg, struct var *in, struct var **out)
+{
+    struct nr_frame *f = calloc(1, sizeof *f);
+    if (!f)
+        return error_set(ST_RUN, "out of memory creating a checkpoint");
+    f->refcount = 1;
+    f->seg = *seg;
+    f->input_requires_grad = in->requires_grad;
+    f->verify_values = opts->verify_values;
+    f->mutation = &impl->mutation;
+    f->forward_hooks = (struct saved_hooks){forward_pack, forward_unpack, handle_free, f};
+    f->recompute_hooks = (struct saved_hooks){recompute_pack, recompute_unpack, NULL, f};
+    int st = tensor_share(&f->input, in->data);
+    if (!st)
+        st = checkpoint_env_capture(&f->env, impl, opts, in);
+    if (!st)
+        st = saved_hooks_push(&f->forward_hooks);
+    if (st) {
+        frame_release(f);
+        return st;
+    }
+    if (opts->context && opts->context->forward_enter)
+        opts->context->forward_enter(opts->context->ctx);
+    st = seg->call(seg->ctx, in, out);
+    if (opts->context && opts->context->forward_exit)
+        opts->context->forward_exit(opts->context->ctx);
+    saved_hooks_pop();
+    frame_release(f); /* the handles keep it alive as long as nodes hold them */
+    return st;
+}

@@ -1,0 +1,34 @@
+# Integration checks: the CLI end to end, each a CTest test.
+set(CV $<TARGET_FILE:ckpt-verify>)
+set(EXPECT ${CMAKE_SOURCE_DIR}/tests/expect.sh)
+set(IT_OUT ${CMAKE_BINARY_DIR}/it)
+
+add_test(NAME cli.help COMMAND ${EXPECT} 0 "--verify-values" "nonreentrant" -- ${CV} --help)
+add_test(NAME cli.list COMMAND ${EXPECT} 0 "^bias_gelu_bs1 " "^none_bs32 " -- ${CV} --list)
+add_test(NAME cli.unknown_case_suggests_names
+  COMMAND ${EXPECT} 2 "unknown case 'bias_gelu_bs3'.*did you mean: bias_gelu_bs[0-9]" -- ${CV} --case bias_gelu_bs3)
+add_test(NAME cli.bad_flag_is_usage_error COMMAND ${EXPECT} 2 "not a valid number" -- ${CV} --steps zero)
+
+# The triage command of the README: both references bitwise PASS, file written.
+add_test(NAME case.bias_gelu_bs1
+  COMMAND ${EXPECT} 0 "reentrant +PASS +yes +0 " "nonreentrant +PASS +yes +0 " "bias_gelu_bs1.h5"
+  -- ${CV} --case bias_gelu_bs1 --out ${IT_OUT}/bias_gelu_bs1)
+set_tests_properties(case.bias_gelu_bs1 PROPERTIES LABELS "smoke" FIXTURES_SETUP bs1_report)
+
+# diff sees a single one-ULP change and names its index; exit 1.
+add_test(NAME diff.one_ulp_perturbation_is_reported
+  COMMAND bash -c "set -e; python3 ${CMAKE_SOURCE_DIR}/tests/perturb_one_ulp.py ${IT_OUT}/bias_gelu_bs1/bias_gelu_bs1.h5 ${IT_OUT}/perturbed.h5 /runs/baseline_0/steps/1/grads/l0.weight 37 && ${EXPECT} 1 'steps/1/grads/l0.weight +1 of [0-9]+ differ; first at \\[1, 5\\].*max ULP 1;' 'DIFFERENT' -- ${CV} diff ${IT_OUT}/bias_gelu_bs1/bias_gelu_bs1.h5:baseline_0 ${IT_OUT}/perturbed.h5:baseline_0")
+set_tests_properties(diff.one_ulp_perturbation_is_reported PROPERTIES FIXTURES_REQUIRED bs1_report)
+add_test(NAME diff.identical_runs_exit_0
+  COMMAND ${EXPECT} 0 "bitwise identical"
+  -- ${CV} diff ${IT_OUT}/bias_gelu_bs1/bias_gelu_bs1.h5:baseline_0 ${IT_OUT}/bias_gelu_bs1/bias_gelu_bs1.h5:nonreentrant)
+set_tests_properties(diff.identical_runs_exit_0 PROPERTIES FIXTURES_REQUIRED bs1_report)
+
+# Every shipped case runs and meets its expectations.
+add_test(NAME cases.nightly COMMAND ${EXPECT} 0 "all verdicts as expected" -- ${CV} --suite nightly --out ${IT_OUT}/nightly)
+set_tests_properties(cases.nightly PROPERTIES LABELS "nightly")
+
+# The atomic fused kernel is noise, never a checkpoint failure: repeated
+# runs with 2 threads never FAIL (exit 0 means only PASS or NOISE).
+add_test(NAME cases.atomic_is_never_fail
+  COMMAND bash -c "for i in 1 2 3; do ${EXPECT} 0 'bias_gelu_atomic_bs32' -- ${CV} --case bias_gelu_atomic_bs1 --case bias_gelu_atomic_bs8 --case bias_gelu_atomic_bs32 --threads 2 --out ${IT_OUT}/atomic_$i || exit 1; done")
