@@ -17,7 +17,7 @@ set_tests_properties(case.bias_gelu_bs1 PROPERTIES LABELS "smoke" FIXTURES_SETUP
 
 # diff sees a single one-ULP change and names its index; exit 1.
 add_test(NAME diff.one_ulp_perturbation_is_reported
-  COMMAND bash -c "set -e; python3 ${CMAKE_SOURCE_DIR}/tests/perturb_one_ulp.py ${IT_OUT}/bias_gelu_bs1/bias_gelu_bs1.h5 ${IT_OUT}/perturbed.h5 /runs/baseline_0/steps/1/grads/l0.weight 37 && ${EXPECT} 1 'steps/1/grads/l0.weight +1 of [0-9]+ differ; first at \\[1, 5\\].*max ULP 1;' 'DIFFERENT' -- ${CV} diff ${IT_OUT}/bias_gelu_bs1/bias_gelu_bs1.h5:baseline_0 ${IT_OUT}/perturbed.h5:baseline_0")
+  COMMAND bash -c "set -e; ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/perturb_one_ulp.py ${IT_OUT}/bias_gelu_bs1/bias_gelu_bs1.h5 ${IT_OUT}/perturbed.h5 /runs/baseline_0/steps/1/grads/l0.weight 37 && ${EXPECT} 1 'steps/1/grads/l0.weight +1 of [0-9]+ differ; first at \\[1, 5\\].*max ULP 1;' 'DIFFERENT' -- ${CV} diff ${IT_OUT}/bias_gelu_bs1/bias_gelu_bs1.h5:baseline_0 ${IT_OUT}/perturbed.h5:baseline_0")
 set_tests_properties(diff.one_ulp_perturbation_is_reported PROPERTIES FIXTURES_REQUIRED bs1_report)
 add_test(NAME diff.identical_runs_exit_0
   COMMAND ${EXPECT} 0 "bitwise identical"

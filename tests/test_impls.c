@@ -1,0 +1,506 @@
+/* The reference checkpoints: RNG device sets, replay under a forked RNG,
+ * reentrant's partial-backward refusal and no-grad warning, non-reentrant's
+ * single recompute, early stop, metadata and value checks, and the context
+ * hooks that mark exactly the tensors entering a recompute. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "aten/aten.h"
+#include "checkpoint_env.h"
+#include "error.h"
+#include "impl.h"
+#include "ops.h"
+#include "rng_stash.h"
+#include "tape.h"
+
+#define HIDDEN 8
+
+/* ---- device sets (plain C, fake device ids) ------------------------------------ */
+
+static void test_device_set_puts_cpu_first_then_args_then_current(void **state)
+{
+    (void)state;
+    struct rng_device_set set;
+    int args[2] = {3, 1};
+    rng_device_set_build(&set, args, 2, 2, RNG_ARGS_AND_CURRENT);
+    assert_int_equal(set.n, 4);
+    assert_int_equal(set.devices[0], DEVICE_CPU);
+    assert_int_equal(set.devices[1], 1);
+    assert_int_equal(set.devices[2], 2);
+    assert_int_equal(set.devices[3], 3);
+}
+
+static void test_device_set_args_only_leaves_out_the_current_device(void **state)
+{
+    (void)state;
+    struct rng_device_set set;
+    int args[1] = {0};
+    rng_device_set_build(&set, args, 1, 1, RNG_ARGS_ONLY);
+    assert_int_equal(set.n, 2);
+    assert_int_equal(set.devices[0], DEVICE_CPU);
+    assert_int_equal(set.devices[1], 0);
+}
+
+static void test_device_set_deduplicates_and_always_has_cpu(void **state)
+{
+    (void)state;
+    struct rng_device_set set;
+    int args[3] = {DEVICE_CPU, DEVICE_CPU, 0};
+    rng_device_set_build(&set, args, 3, 0, RNG_ARGS_AND_CURRENT);
+    assert_int_equal(set.n, 2);
+    rng_device_set_build(&set, NULL, 0, DEVICE_CPU, RNG_ARGS_ONLY);
+    assert_int_equal(set.n, 1);
+    assert_int_equal(set.devices[0], DEVICE_CPU);
+}
+
+/* ---- a small segment: y = dropout(gelu(x·Wᵀ + b)) + extra ----------------------- */
+
+struct seg_state {
+    struct var *w, *b;
+    double p;
+    int calls;
+    /* Test switches: change what the n-th call computes. */
+    int cast_on_call;      /* on this call, compute in bfloat16 */
+    int shift_on_call;     /* on this call, add 1e-3 before gelu */
+    int trailing_add;      /* end with an op that saves nothing */
+    int trailing_adds_run;
+};
+
+static int seg_call(void *ctx, struct var *in, struct var **out)
+{
+    struct seg_state *s = ctx;
+    struct var *y = NULL, *h = NULL, *x = var_retain(in);
+    int st;
+    s->calls++;
+    if (s->cast_on_call == s->calls) {
+        struct var *cast;
+        if ((st = op_to_dtype(&cast, x, DT_BF16)))
+            goto out;
+        var_release(x);
+        x = cast;
+    }
+    struct var *w = s->w, *b = s->b, *cw = NULL, *cb = NULL;
+    if (tensor_dtype(x->data) != tensor_dtype(w->data)) {
+        if ((st = op_to_dtype(&cw, w, tensor_dtype(x->data))) || (st = op_to_dtype(&cb, b, tensor_dtype(x->data))))
+            goto out;
+        w = cw;
+        b = cb;
+    }
+    st = op_linear(&y, x, w, b);
+    var_release(cw);
+    var_release(cb);
+    if (st)
+        goto out;
+    if (s->shift_on_call == s->calls) {
+        tensor *c;
+        struct var *cv, *shifted;
+        int64_t one = 1;
+        if ((st = tensor_full(&c, tensor_dtype(y->data), 1, &one, DEVICE_CPU, 1e-3)) || (st = var_constant(&cv, c)))
+            goto out;
+        st = op_add(&shifted, y, cv);
+        var_release(cv);
+        if (st)
+            goto out;
+        var_release(y);
+        y = shifted;
+    }
+    if ((st = op_gelu(&h, y, 1)))
+        goto out;
+    if ((st = op_dropout(out, h, s->p)))
+        goto out;
+    if (s->trailing_add) {
+        struct var *sum;
+        s->trailing_adds_run++;
+        if ((st = op_add(&sum, *out, *out))) {
+            var_release(*out);
+            goto out;
+        }
+        var_release(*out);
+        *out = sum;
+    }
+out:
+    var_release(x);
+    var_release(y);
+    var_release(h);
+    return st;
+}
+
+static struct var *random_leaf(int ndim, const int64_t *shape, int requires_grad, const char *name)
+{
+    tensor *t;
+    assert_int_equal(tensor_randn(&t, DT_F32, ndim, shape, DEVICE_CPU, 0.5), ST_OK);
+    struct var *v;
+    assert_int_equal(var_leaf(&v, t, requires_grad, name), ST_OK);
+    return v;
+}
+
+struct fixture {
+    struct seg_state seg;
+    struct var *x;
+    struct impl_stats stats;
+    struct impl_options opts;
+};
+
+static int setup(void **state)
+{
+    aten_init();
+    aten_rng_manual_seed(DEVICE_CPU, 7);
+    struct fixture *f = calloc(1, sizeof *f);
+    int64_t ws[2] = {HIDDEN, HIDDEN}, bs[1] = {HIDDEN}, xs[2] = {4, HIDDEN};
+    f->seg.w = random_leaf(2, ws, 1, "w");
+    f->seg.b = random_leaf(1, bs, 1, "b");
+    f->seg.p = 0.5;
+    f->x = random_leaf(2, xs, 1, "x");
+    f->opts = (struct impl_options){.preserve_rng_state = 1, .rng_policy = RNG_ARGS_AND_CURRENT,
+                                    .current_device = DEVICE_CPU, .stats = &f->stats};
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    var_release(f->seg.w);
+    var_release(f->seg.b);
+    var_release(f->x);
+    free(f);
+    return 0;
+}
+
+/* Forward through impl, sum-of-squares loss, full backward. Returns the
+ * backward's status; the caller reads ->grad. */
+static int run_checkpointed(struct fixture *f, const char *impl_name, int *forward_status)
+{
+    const struct checkpoint_impl *impl = impl_find(impl_name);
+    struct segment_fn fn = {seg_call, &f->seg};
+    struct var *y = NULL, *loss = NULL, *target = NULL;
+    tensor *t;
+    int64_t xs[2] = {4, HIDDEN};
+    assert_int_equal(tensor_zeros(&t, DT_F32, 2, xs, DEVICE_CPU), ST_OK);
+    assert_int_equal(var_constant(&target, t), ST_OK);
+    var_zero_grad(f->seg.w);
+    var_zero_grad(f->seg.b);
+    var_zero_grad(f->x);
+    int st = impl->run(impl, &f->opts, &fn, f->x, &y);
+    if (forward_status)
+        *forward_status = st;
+    if (!st)
+        st = op_mse_loss(&loss, y, target);
+    if (!st)
+        st = tape_backward(&loss, NULL, 1);
+    var_release(loss);
+    var_release(y);
+    var_release(target);
+    return st;
+}
+
+static tensor *clone_of(const tensor *t)
+{
+    tensor *c;
+    assert_int_equal(tensor_clone(&c, t), ST_OK);
+    return c;
+}
+
+static void assert_same_grads(struct fixture *f, tensor *const ref[3])
+{
+    assert_true(tensor_bitwise_equal(f->seg.w->grad, ref[0]));
+    assert_true(tensor_bitwise_equal(f->seg.b->grad, ref[1]));
+    assert_true(tensor_bitwise_equal(f->x->grad, ref[2]));
+}
+
+static void reference_grads(struct fixture *f, uint64_t seed, tensor *ref[3])
+{
+    aten_rng_manual_seed(DEVICE_CPU, seed);
+    assert_int_equal(run_checkpointed(f, "none", NULL), ST_OK);
+    ref[0] = clone_of(f->seg.w->grad);
+    ref[1] = clone_of(f->seg.b->grad);
+    ref[2] = clone_of(f->x->grad);
+}
+
+static void free3(tensor *t[3])
+{
+    for (int i = 0; i < 3; i++)
+        tensor_free(t[i]);
+}
+
+static void test_reentrant_replays_dropout_and_matches_plain_bitwise(void **state)
+{
+    struct fixture *f = *state;
+    tensor *ref[3];
+    reference_grads(f, 11, ref);
+    aten_rng_manual_seed(DEVICE_CPU, 11);
+    assert_int_equal(run_checkpointed(f, "reentrant", NULL), ST_OK);
+    assert_same_grads(f, ref);
+    assert_int_equal(f->stats.recomputes, 1);
+    free3(ref);
+}
+
+static void test_nonreentrant_replays_dropout_and_matches_plain_bitwise(void **state)
+{
+    struct fixture *f = *state;
+    tensor *ref[3];
+    reference_grads(f, 12, ref);
+    aten_rng_manual_seed(DEVICE_CPU, 12);
+    assert_int_equal(run_checkpointed(f, "nonreentrant", NULL), ST_OK);
+    assert_same_grads(f, ref);
+    assert_int_equal(f->stats.recomputes, 1);
+    free3(ref);
+}
+
+/* The RNG stream after backward is where the forward left it: recompute ran
+ * under a forked generator. The draw after the segment matters: without it
+ * an unforked replay would end exactly where the forward ended. */
+static void expect_surrounding_stream_untouched(struct fixture *f, const char *impl_name)
+{
+    const struct checkpoint_impl *impl = impl_find(impl_name);
+    struct segment_fn fn = {seg_call, &f->seg};
+    struct var *y = NULL, *loss = NULL;
+    uint8_t *after_forward, *after_backward;
+    size_t len_f, len_b;
+    aten_rng_manual_seed(DEVICE_CPU, 13);
+    assert_int_equal(impl->run(impl, &f->opts, &fn, f->x, &y), ST_OK);
+    assert_int_equal(op_mse_loss(&loss, y, y), ST_OK);
+    tensor *later_draw;
+    int64_t n = 16;
+    assert_int_equal(tensor_randn(&later_draw, DT_F32, 1, &n, DEVICE_CPU, 1.0), ST_OK);
+    tensor_free(later_draw);
+    assert_int_equal(aten_rng_get_state(DEVICE_CPU, &after_forward, &len_f), ST_OK);
+    assert_int_equal(tape_backward(&loss, NULL, 1), ST_OK);
+    assert_int_equal(aten_rng_get_state(DEVICE_CPU, &after_backward, &len_b), ST_OK);
+    assert_int_equal(len_f, len_b);
+    assert_memory_equal(after_forward, after_backward, len_f);
+    assert_true(f->stats.recomputes >= 1);
+    free(after_forward);
+    free(after_backward);
+    var_release(loss);
+    var_release(y);
+}
+
+static void test_reentrant_recompute_leaves_the_rng_stream_untouched(void **state)
+{
+    expect_surrounding_stream_untouched(*state, "reentrant");
+}
+
+static void test_nonreentrant_recompute_leaves_the_rng_stream_untouched(void **state)
+{
+    expect_surrounding_stream_untouched(*state, "nonreentrant");
+}
+
+static void test_without_preserve_rng_state_recompute_draws_a_new_mask(void **state)
+{
+    struct fixture *f = *state;
+    tensor *ref[3];
+    reference_grads(f, 14, ref);
+    f->opts.preserve_rng_state = 0;
+    aten_rng_manual_seed(DEVICE_CPU, 14);
+    assert_int_equal(run_checkpointed(f, "nonreentrant", NULL), ST_OK);
+    assert_false(tensor_bitwise_equal(f->seg.w->grad, ref[0]));
+    free3(ref);
+}
+
+static void test_reentrant_refuses_a_partial_backward(void **state)
+{
+    struct fixture *f = *state;
+    const struct checkpoint_impl *impl = impl_find("reentrant");
+    struct segment_fn fn = {seg_call, &f->seg};
+    struct var *y = NULL, *loss = NULL;
+    tensor *grads[1];
+    assert_int_equal(impl->run(impl, &f->opts, &fn, f->x, &y), ST_OK);
+    assert_int_equal(op_mse_loss(&loss, y, y), ST_OK);
+    int st = tape_grad(&loss, NULL, 1, &f->x, 1, grads);
+    assert_int_equal(st, ST_RUN);
+    assert_non_null(strstr(error_message(), "not compatible with grad()"));
+    var_release(loss);
+    var_release(y);
+}
+
+static void test_reentrant_warns_and_gives_no_param_grads_when_no_input_requires_grad(void **state)
+{
+    struct fixture *f = *state;
+    f->x->requires_grad = 0;
+    int forward_st;
+    run_checkpointed(f, "reentrant", &forward_st);
+    assert_int_equal(forward_st, ST_OK);
+    assert_int_equal(f->stats.warnings, 1);
+    assert_non_null(strstr(f->stats.warning, "none of the inputs requires grad"));
+    assert_null(f->seg.w->grad);
+    f->x->requires_grad = 1;
+}
+
+static void test_nonreentrant_gives_param_grads_when_no_input_requires_grad(void **state)
+{
+    struct fixture *f = *state;
+    f->x->requires_grad = 0;
+    assert_int_equal(run_checkpointed(f, "nonreentrant", NULL), ST_OK);
+    assert_non_null(f->seg.w->grad);
+    assert_non_null(f->seg.b->grad);
+    assert_int_equal(f->stats.recomputes, 1);
+    f->x->requires_grad = 1;
+}
+
+static void test_nonreentrant_recomputes_once_for_all_unpacks(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(run_checkpointed(f, "nonreentrant", NULL), ST_OK);
+    /* linear saves x and w, gelu its input, dropout its mask: 4 handles,
+     * one recompute pass filling all of them. */
+    assert_int_equal(f->stats.recomputes, 1);
+    assert_int_equal(f->stats.recomputed_tensors, 4);
+    assert_int_equal(f->seg.calls, 2);
+}
+
+static void test_nonreentrant_recompute_stops_after_the_last_saved_tensor(void **state)
+{
+    struct fixture *f = *state;
+    f->seg.trailing_add = 1;
+    assert_int_equal(run_checkpointed(f, "nonreentrant", NULL), ST_OK);
+    /* The trailing add saves nothing, so the recompute stops before it. */
+    assert_int_equal(f->seg.calls, 2);
+    assert_int_equal(f->seg.trailing_adds_run, 1);
+    f->seg.trailing_add = 0;
+}
+
+static void test_nonreentrant_reports_recomputed_dtype_mismatch(void **state)
+{
+    struct fixture *f = *state;
+    f->seg.cast_on_call = 2; /* the recompute is the second call */
+    int st = run_checkpointed(f, "nonreentrant", NULL);
+    assert_int_equal(st, ST_MISMATCH);
+    assert_non_null(strstr(error_message(), "recomputed saved tensor #0 (op linear) has dtype bfloat16"));
+    f->seg.cast_on_call = 0;
+}
+
+static void test_verify_values_names_the_first_recomputed_tensor_that_differs(void **state)
+{
+    struct fixture *f = *state;
+    f->seg.shift_on_call = 2;
+    f->opts.verify_values = 1;
+    int st = run_checkpointed(f, "nonreentrant", NULL);
+    assert_int_equal(st, ST_MISMATCH);
+    /* x and w are the same; the gelu input (handle #2) is the first that moved. */
+    assert_non_null(strstr(error_message(), "recomputed saved tensor #2 (op gelu_tanh) differs"));
+    f->opts.verify_values = 0;
+    f->seg.calls = 0;
+    /* Without the value check the same bug slips through the metadata check. */
+    assert_int_equal(run_checkpointed(f, "nonreentrant", NULL), ST_OK);
+    f->seg.shift_on_call = 0;
+}
+
+/* ---- context hooks: what enters the recompute region ------------------------------- */
+
+#define MAX_MARKS 64
+struct marks {
+    int active;
+    const void *produced[MAX_MARKS]; /* storages made inside the region */
+    int n_produced;
+    const void *entered[MAX_MARKS];  /* storages used but not made inside */
+    int n_entered;
+    struct op_observer previous;
+};
+
+static int contains(const void *const *set, int n, const void *id)
+{
+    for (int i = 0; i < n; i++)
+        if (set[i] == id)
+            return 1;
+    return 0;
+}
+
+static void mark_op(void *ctx, const char *op, struct var *const *inputs, int n_inputs, const struct var *output)
+{
+    (void)op;
+    struct marks *m = ctx;
+    for (int i = 0; i < n_inputs; i++) {
+        if (!inputs[i])
+            continue;
+        const void *id = tensor_storage_id(inputs[i]->data);
+        if (!contains(m->produced, m->n_produced, id) && !contains(m->entered, m->n_entered, id))
+            m->entered[m->n_entered++] = id;
+    }
+    m->produced[m->n_produced++] = tensor_storage_id(output->data);
+}
+
+static void recompute_enter(void *ctx)
+{
+    struct marks *m = ctx;
+    m->active++;
+    m->previous = tape_set_op_observer((struct op_observer){mark_op, m});
+}
+
+static void recompute_exit(void *ctx)
+{
+    struct marks *m = ctx;
+    tape_set_op_observer(m->previous);
+}
+
+static void expect_recompute_marks_exactly_inputs_and_params(struct fixture *f, const char *impl_name)
+{
+    struct marks m = {0};
+    struct context_hooks hooks = {.recompute_enter = recompute_enter, .recompute_exit = recompute_exit, .ctx = &m};
+    f->opts.context = &hooks;
+    assert_int_equal(run_checkpointed(f, impl_name, NULL), ST_OK);
+    f->opts.context = NULL;
+    assert_int_equal(m.active, 1);
+    assert_int_equal(m.n_entered, 3);
+    assert_true(contains(m.entered, m.n_entered, tensor_storage_id(f->x->data)));
+    assert_true(contains(m.entered, m.n_entered, tensor_storage_id(f->seg.w->data)));
+    assert_true(contains(m.entered, m.n_entered, tensor_storage_id(f->seg.b->data)));
+}
+
+static void test_reentrant_recompute_context_sees_only_segment_inputs_and_params(void **state)
+{
+    expect_recompute_marks_exactly_inputs_and_params(*state, "reentrant");
+}
+
+static void test_nonreentrant_recompute_context_sees_only_segment_inputs_and_params(void **state)
+{
+    expect_recompute_marks_exactly_inputs_and_params(*state, "nonreentrant");
+}
+
+static void count_call(void *ctx) { (*(int *)ctx)++; }
+
+static void test_forward_context_wraps_the_original_forward_once(void **state)
+{
+    struct fixture *f = *state;
+    int entered = 0;
+    struct context_hooks hooks = {.forward_enter = count_call, .ctx = &entered};
+    f->opts.context = &hooks;
+    assert_int_equal(run_checkpointed(f, "nonreentrant", NULL), ST_OK);
+    assert_int_equal(run_checkpointed(f, "reentrant", NULL), ST_OK);
+    f->opts.context = NULL;
+    assert_int_equal(entered, 2);
+}
+
+#define FIXTURE_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_device_set_puts_cpu_first_then_args_then_current),
+        cmocka_unit_test(test_device_set_args_only_leaves_out_the_current_device),
+        cmocka_unit_test(test_device_set_deduplicates_and_always_has_cpu),
+        FIXTURE_TEST(test_reentrant_replays_dropout_and_matches_plain_bitwise),
+        FIXTURE_TEST(test_nonreentrant_replays_dropout_and_matches_plain_bitwise),
+        FIXTURE_TEST(test_reentrant_recompute_leaves_the_rng_stream_untouched),
+        FIXTURE_TEST(test_nonreentrant_recompute_leaves_the_rng_stream_untouched),
+        FIXTURE_TEST(test_without_preserve_rng_state_recompute_draws_a_new_mask),
+        FIXTURE_TEST(test_reentrant_refuses_a_partial_backward),
+        FIXTURE_TEST(test_reentrant_warns_and_gives_no_param_grads_when_no_input_requires_grad),
+        FIXTURE_TEST(test_nonreentrant_gives_param_grads_when_no_input_requires_grad),
+        FIXTURE_TEST(test_nonreentrant_recomputes_once_for_all_unpacks),
+        FIXTURE_TEST(test_nonreentrant_recompute_stops_after_the_last_saved_tensor),
+        FIXTURE_TEST(test_nonreentrant_reports_recomputed_dtype_mismatch),
+        FIXTURE_TEST(test_verify_values_names_the_first_recomputed_tensor_that_differs),
+        FIXTURE_TEST(test_reentrant_recompute_context_sees_only_segment_inputs_and_params),
+        FIXTURE_TEST(test_nonreentrant_recompute_context_sees_only_segment_inputs_and_params),
+        FIXTURE_TEST(test_forward_context_wraps_the_original_forward_once),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
