@@ -324,3 +324,12 @@ int compare_runs(const struct run_record *a, const struct run_record *b, const c
             note_missing(out, b->items[i].path);
     return ST_OK;
 }
+
+const char *ulp_format(uint64_t ulp, char *buf, size_t len)
+{
+    if (ulp == ULP_INFINITE)
+        snprintf(buf, len, "inf");
+    else
+        snprintf(buf, len, "%llu", (unsigned long long)ulp);
+    return buf;
+}

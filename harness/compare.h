@@ -44,6 +44,9 @@ uint64_t ulp_distance_f16(uint16_t a, uint16_t b);
 double bf16_to_double(uint16_t v);
 double f16_to_double(uint16_t v);
 
+/* "17", or "inf" for ULP_INFINITE (a NaN on one side), into buf. */
+const char *ulp_format(uint64_t ulp, char *buf, size_t len);
+
 /* Fills *d for a vs b. Returns ST_OK; incomparable inputs are not an
  * error: d->comparable = 0 and d->why says why ("dtype float32 vs bfloat16",
  * "shape [2, 3] vs [3, 2]", both joined by "; "). ST_INTERNAL only for a

@@ -11,15 +11,6 @@
 #include "compare.h"
 #include "error.h"
 
-static const char *ulp_cell(uint64_t ulp, char *buf, size_t len)
-{
-    if (ulp == ULP_INFINITE)
-        snprintf(buf, len, "inf");
-    else
-        snprintf(buf, len, "%llu", (unsigned long long)ulp);
-    return buf;
-}
-
 static const char *percent_cell(double v, char *buf, size_t len)
 {
     if (isnan(v))
@@ -33,7 +24,7 @@ void report_print_case(FILE *out, const struct case_result *r)
 {
     char ulp[32], saved[32], over[32];
     fprintf(out, "case %s  (baselines: %d, noise floor: %s ULP)  -> %s\n", r->name, r->baseline_runs,
-            ulp_cell(r->noise_floor_ulp, ulp, sizeof ulp), r->status ? "not written" : r->h5_path);
+            ulp_format(r->noise_floor_ulp, ulp, sizeof ulp), r->status ? "not written" : r->h5_path);
     if (r->status && r->n_results == 0) {
         fprintf(out, "  ERROR  %s\n", r->error);
         return;
@@ -47,7 +38,7 @@ void report_print_case(FILE *out, const struct case_result *r)
         else
             snprintf(over, sizeof over, "%.2fx", x->overhead);
         fprintf(out, "  %-22s %-8s %-3s %8s  %9s  %8s  %s\n", x->impl, verdict_name(x->verdict),
-                x->expected ? "yes" : "NO", ulp_cell(x->max_ulp, ulp, sizeof ulp),
+                x->expected ? "yes" : "NO", ulp_format(x->max_ulp, ulp, sizeof ulp),
                 percent_cell(x->memory_saved, saved, sizeof saved), over,
                 x->first_divergence[0] ? x->first_divergence : "-");
         fprintf(out, "  %-22s   %s\n", "", x->reason);

@@ -383,15 +383,6 @@ static void describe_divergence(const struct run_diff *d, char *buf, size_t len)
     buf[0] = '\0';
 }
 
-static const char *ulp_text(uint64_t ulp, char *buf, size_t len)
-{
-    if (ulp == ULP_INFINITE)
-        snprintf(buf, len, "inf (NaN)");
-    else
-        snprintf(buf, len, "%llu", (unsigned long long)ulp);
-    return buf;
-}
-
 static int within_noise(uint64_t ulp, uint64_t floor)
 {
     if (floor == 0 || ulp == ULP_INFINITE)
@@ -434,7 +425,7 @@ static int decide(struct case_state *cs, const struct run_record *run, struct im
     if (c->tolerance > 0 && (double)d.max_ulp <= c->tolerance) {
         res->verdict = V_PASS;
         snprintf(res->reason, sizeof res->reason, "within the case's tolerance: max %s ULP <= %g ULP (%s)",
-                 ulp_text(d.max_ulp, ulp_a, sizeof ulp_a), c->tolerance, d.max_ulp_path);
+                 ulp_format(d.max_ulp, ulp_a, sizeof ulp_a), c->tolerance, d.max_ulp_path);
         return ST_OK;
     }
     /* Widen the noise floor with more baselines before blaming the impl. */
@@ -446,16 +437,16 @@ static int decide(struct case_state *cs, const struct run_record *run, struct im
         snprintf(res->reason, sizeof res->reason,
                  "differs from baseline_0 by max %s ULP (%s), within %dx the baseline's own run-to-run spread of %s "
                  "ULP over %d runs: kernel non-determinism, not the checkpoint",
-                 ulp_text(d.max_ulp, ulp_a, sizeof ulp_a), d.max_ulp_path, NOISE_MARGIN,
-                 ulp_text(cs->noise_floor, ulp_b, sizeof ulp_b), cs->baselines);
+                 ulp_format(d.max_ulp, ulp_a, sizeof ulp_a), d.max_ulp_path, NOISE_MARGIN,
+                 ulp_format(cs->noise_floor, ulp_b, sizeof ulp_b), cs->baselines);
         return ST_OK;
     }
     res->verdict = V_FAIL;
     snprintf(res->reason, sizeof res->reason,
              "differs beyond the noise floor: first at %s; max %s ULP (%s) vs baseline spread %s ULP over %d runs "
              "(NOISE allows %dx)",
-             res->first_divergence, ulp_text(d.max_ulp, ulp_a, sizeof ulp_a), d.max_ulp_path,
-             ulp_text(cs->noise_floor, ulp_b, sizeof ulp_b), cs->baselines, NOISE_MARGIN);
+             res->first_divergence, ulp_format(d.max_ulp, ulp_a, sizeof ulp_a), d.max_ulp_path,
+             ulp_format(cs->noise_floor, ulp_b, sizeof ulp_b), cs->baselines, NOISE_MARGIN);
     return ST_OK;
 }
 

@@ -225,41 +225,34 @@ void node_release_saved(struct node *n)
 
 void node_release(struct node *n)
 {
-    /* Long chains are released iteratively so a deep graph cannot overflow
-     * the C stack: each freed node's edges go on an explicit worklist. */
-    struct node **work = NULL;
-    int len = 0, cap = 0;
-    while (n || len) {
-        if (!n)
-            n = work[--len];
-        if (--n->refcount > 0) {
-            n = NULL;
-            continue;
-        }
-        node_release_saved(n);
-        if (n->ctx_free)
-            n->ctx_free(n->ctx);
-        if (n->leaf) {
-            n->leaf->grad_accumulator = NULL;
-            var_release(n->leaf);
-        }
-        for (int i = 0; i < n->n_inputs; i++) {
-            if (!n->next[i].node)
-                continue;
-            if (len == cap) {
-                int grown = cap ? cap * 2 : 32;
-                struct node **w = realloc(work, (size_t)grown * sizeof *w);
-                if (!w)
-                    abort(); /* cannot report from a release path; never seen */
-                work = w;
-                cap = grown;
-            }
-            work[len++] = n->next[i].node;
-        }
-        free(n);
-        n = NULL;
+    /* A node freed here may drop the last reference to the nodes it points
+     * to. They are chained through release_next (the node is ours alone once
+     * its count is 0) instead of recursing, so a deep graph cannot overflow
+     * the C stack and freeing never needs memory. */
+    struct node *work = NULL;
+    if (n && --n->refcount == 0) {
+        n->release_next = NULL;
+        work = n;
     }
-    free(work);
+    while (work) {
+        struct node *cur = work;
+        work = cur->release_next;
+        node_release_saved(cur);
+        if (cur->ctx_free)
+            cur->ctx_free(cur->ctx);
+        if (cur->leaf) {
+            cur->leaf->grad_accumulator = NULL;
+            var_release(cur->leaf);
+        }
+        for (int i = 0; i < cur->n_inputs; i++) {
+            struct node *next = cur->next[i].node;
+            if (next && --next->refcount == 0) {
+                next->release_next = work;
+                work = next;
+            }
+        }
+        free(cur);
+    }
 }
 
 int node_save(struct node *n, const tensor *t)
@@ -355,49 +348,51 @@ static int task_add(struct graph_task *g, struct node *n, struct task_entry **ou
     return ST_OK;
 }
 
+struct node_stack {
+    struct node **items;
+    int len, cap;
+};
+
+static int node_stack_push(struct node_stack *s, struct node *n)
+{
+    if (s->len == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 64;
+        struct node **items = realloc(s->items, (size_t)cap * sizeof *items);
+        if (!items)
+            return error_set(ST_RUN, "out of memory walking the backward graph");
+        s->items = items;
+        s->cap = cap;
+    }
+    s->items[s->len++] = n;
+    return ST_OK;
+}
+
 /* Discovers every node reachable from the roots and counts, for each, the
  * edges that reach it from other reachable nodes. */
 static int task_discover(struct graph_task *g, struct node **roots, int n_roots)
 {
-    struct node **stack = NULL;
-    int len = 0, cap = 0, st = ST_OK;
-    for (int r = 0; r < n_roots; r++) {
-        struct task_entry *e;
+    struct node_stack stack = {0};
+    struct task_entry *e;
+    int st = ST_OK;
+    for (int r = 0; r < n_roots && !st; r++) {
         if (!roots[r] || task_find(g, roots[r]))
             continue;
-        if ((st = task_add(g, roots[r], &e)))
-            goto out;
-        if (len == cap) {
-            cap = cap ? cap * 2 : 64;
-            struct node **s = realloc(stack, (size_t)cap * sizeof *s);
-            if (!s) { st = error_set(ST_RUN, "out of memory walking the graph"); goto out; }
-            stack = s;
-        }
-        stack[len++] = roots[r];
+        if (!(st = task_add(g, roots[r], &e)))
+            st = node_stack_push(&stack, roots[r]);
     }
-    while (len) {
-        struct node *n = stack[--len];
-        for (int i = 0; i < n->n_inputs; i++) {
+    while (stack.len && !st) {
+        struct node *n = stack.items[--stack.len];
+        for (int i = 0; i < n->n_inputs && !st; i++) {
             struct node *next = n->next[i].node;
             if (!next)
                 continue;
-            struct task_entry *e = task_find(g, next);
-            if (!e) {
-                if ((st = task_add(g, next, &e)))
-                    goto out;
-                if (len == cap) {
-                    cap = cap ? cap * 2 : 64;
-                    struct node **s = realloc(stack, (size_t)cap * sizeof *s);
-                    if (!s) { st = error_set(ST_RUN, "out of memory walking the graph"); goto out; }
-                    stack = s;
-                }
-                stack[len++] = next;
-            }
-            e->dependencies++;
+            if (!(e = task_find(g, next)) && !(st = task_add(g, next, &e)))
+                st = node_stack_push(&stack, next);
+            if (!st)
+                e->dependencies++;
         }
     }
-out:
-    free(stack);
+    free(stack.items);
     return st;
 }
 

@@ -70,6 +70,7 @@ struct node {
     void *ctx;
     void (*ctx_free)(void *ctx);
     struct var *leaf; /* accumulate-grad nodes: the leaf they feed (owned ref) */
+    struct node *release_next; /* node_release's worklist; no meaning otherwise */
 };
 
 struct var {
