@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,10 +206,22 @@ static void *atomic_worker(void *arg)
         return NULL;
     }
     /* Interleaved rows: consecutive rows belong to different workers, so
-     * every column receives a stream of rows from all workers at once. */
-    for (size_t r = w->index; r < j->rows; r += j->nworkers)
+     * every column receives a stream of rows from all workers at once.
+     * Each worker also starts at a row picked by the clock when it starts:
+     * on a GPU thousands of blocks race and the order changes every launch,
+     * while two CPU threads on a small tensor tend to settle into one
+     * interleaving for many calls in a row, which would hide the noise from
+     * a handful of baseline runs. The order is still decided at run time
+     * only, never by anything a run can replay. */
+    size_t mine = j->rows > w->index ? (j->rows - w->index + j->nworkers - 1) / j->nworkers : 0;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    size_t first = mine ? (size_t)(now.tv_nsec / 64) % mine : 0;
+    for (size_t k = 0; k < mine; k++) {
+        size_t r = w->index + ((first + k) % mine) * j->nworkers;
         for (size_t c = 0; c < j->cols; c++)
             atomic_add_f32(&j->acc[c], dx_element(j->dy, j->x, j->bias, j->dx, j->dt, j->cols, r, c));
+    }
     w->status = ST_OK;
     return NULL;
 }
