@@ -458,7 +458,8 @@ static int parse_word_list(const char *value, char (*out)[CASE_WORD_MAX], int ma
     struct span item;
     int n = 0;
     while (next_item(&cursor, ',', &item)) {
-        char word[CASE_WORD_MAX];
+        /* Zeroed: the whole slot is copied below, and cases compare bytewise. */
+        char word[CASE_WORD_MAX] = "";
         if (span_copy(item, word, sizeof word) || !is_ok(word))
             return bad_item(at, item);
         if (n == max)

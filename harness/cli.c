@@ -1,10 +1,14 @@
-/* cli: the ckpt-verify command. Parses flags, loads cases, runs them through
- * the runner, prints the tables, writes summary.json; and the `diff`
- * subcommand over any two files of the schema. The only place that exits.
- * Exit codes: 0 every verdict expected, 1 an unexpected verdict or a
- * difference (diff), 2 usage or input error, 3 internal error. */
+/* cli: the ckpt-verify command. Parses flags, loads cases, runs them (or a
+ * --shard of them) through the runner, prints the tables and progress,
+ * writes summary.json and junit.xml, compares with --compare-to; and the
+ * subcommands (`diff` over any two files of the schema, `merge` of run
+ * directories, ...). The only place that exits.
+ * Exit codes: 0 every verdict expected, 1 an unexpected verdict, a
+ * regression or a difference (diff), 2 usage or input error, 3 internal
+ * error. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +17,22 @@
 #include <unistd.h>
 
 #include "aten/aten.h"
+#include "bench.h"
 #include "case.h"
 #include "compare.h"
 #include "error.h"
 #include "h5store.h"
 #include "impl.h"
+#include "mutation_matrix.h"
+#include "junit.h"
+#include "merge.h"
+#include "plot.h"
+#include "progress.h"
+#include "regress.h"
 #include "report.h"
 #include "runner.h"
+#include "shard.h"
+#include "summary_file.h"
 
 #define EXIT_UNEXPECTED 1
 #define EXIT_USAGE 2
@@ -31,6 +44,9 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: ckpt-verify [options]                 run cases (default: the smoke suite)\n"
             "       ckpt-verify diff A.h5[:run] B.h5[:run] compare two runs of any schema files\n"
+            "       ckpt-verify merge OUT_DIR DIR...        merge run directories (shards) into one report\n"
+            "       ckpt-verify plot RUN_DIR                determinism, memory and time plots (gnuplot)\n"
+            "       ckpt-verify bench [--quick] [--out DIR]  memory and time benchmark (see bench --help)\n"
             "\n"
             "Runs each case with and without gradient checkpointing from the same seed, parameters\n"
             "and inputs, records every gradient to HDF5 and compares them bitwise (ULP distance when\n"
@@ -48,6 +64,8 @@ static void usage(FILE *out)
             "  --threads N        intra-op threads (overrides the case)\n"
             "  --device DEV       cpu or cuda:N (overrides the case)\n"
             "  --verify-values    non-reentrant: check recomputed saved tensors against forward fingerprints\n"
+            "  --shard K/N        run the K-th of N round-robin slices of the selected cases (1 <= K <= N)\n"
+            "  --compare-to DIR   list regressions against the run in DIR (its summary.json); any -> exit 1\n"
             "  -h, --help         this text\n"
             "\n"
             "impls:\n",
@@ -93,6 +111,117 @@ static int split_file_run(const char *arg, char *file, size_t flen, char *run, s
     return ST_OK;
 }
 
+static int diff_in_scope(const char *path)
+{
+    return strncmp(path, "steps/", 6) == 0 || strncmp(path, "final_params/", 13) == 0;
+}
+
+/* A tensor both sides hold with a different dtype or shape means the two
+ * files do not record the same model: that is bad input (exit 2), not a
+ * finding about checkpointing, so it is refused before anything is printed. */
+static int check_comparable(const char *fa, const struct run_record *a, const char *fb,
+                            const struct run_record *b)
+{
+    for (int i = 0; i < a->n; i++) {
+        const struct run_tensor *ta = &a->items[i];
+        const struct run_tensor *tb = diff_in_scope(ta->path) ? run_record_find(b, ta->path) : NULL;
+        if (!tb)
+            continue;
+        char sa[96], sb[96];
+        host_tensor_shape_str(&ta->t, sa, sizeof sa);
+        host_tensor_shape_str(&tb->t, sb, sizeof sb);
+        if (ta->t.dtype != tb->t.dtype || strcmp(sa, sb) != 0)
+            return error_set(ST_INPUT, "%s: /runs/%s/%s: %s %s here but %s %s in %s:/runs/%s/%s: not comparable", fb,
+                             b->name, ta->path, dtype_name(tb->t.dtype), sb, dtype_name(ta->t.dtype), sa, fa,
+                             a->name, ta->path);
+    }
+    return ST_OK;
+}
+
+/* The raw bits of element i, for showing which NaN payloads differ. */
+static unsigned long long element_bits(const struct host_tensor *t, size_t i)
+{
+    size_t size = dtype_size(t->dtype);
+    unsigned char bytes[8] = {0};
+    unsigned long long v = 0;
+    memcpy(bytes, (const unsigned char *)t->data + i * size, size);
+    for (size_t k = size; k-- > 0;) /* little-endian host, as h5store reads it */
+        v = v << 8 | bytes[k];
+    return v;
+}
+
+struct nonfinite_totals {
+    size_t nan_a, nan_b, inf_a, inf_b;
+};
+
+/* One line per tensor that differs, and one per identical tensor holding
+ * NaN or Inf: an all-NaN gradient in both runs is bitwise equal but never
+ * silently so. */
+static void print_tensor_diff(const struct run_tensor *ta, const struct run_tensor *tb, const struct tensor_diff *d,
+                              struct nonfinite_totals *totals)
+{
+    char ulp[32], idx[96];
+    totals->nan_a += d->nan_a;
+    totals->nan_b += d->nan_b;
+    totals->inf_a += d->inf_a;
+    totals->inf_b += d->inf_b;
+    if (d->bitwise_equal) {
+        if (d->nan_a || d->inf_a)
+            printf("  %-40s identical, including NaN %zu/%zu, Inf %zu/%zu (bit patterns equal)\n", ta->path,
+                   d->nan_a, d->nan_b, d->inf_a, d->inf_b);
+        return;
+    }
+    host_tensor_index_str(&ta->t, d->first_index, idx, sizeof idx);
+    printf("  %-40s %zu of %zu differ; first at %s (%.9g vs %.9g", ta->path, d->n_differ, d->count, idx, d->first_a,
+           d->first_b);
+    /* Two NaNs print alike; only their bits show the difference. */
+    if (isnan(d->first_a) || isnan(d->first_b)) {
+        int digits = (int)dtype_size(ta->t.dtype) * 2;
+        printf("; bits 0x%0*llx vs 0x%0*llx", digits, element_bits(&ta->t, d->first_index), digits,
+               element_bits(&tb->t, d->first_index));
+    }
+    printf("); max ULP %s; max abs %.3g; NaN %zu/%zu, Inf %zu/%zu\n", ulp_format(d->max_ulp, ulp, sizeof ulp),
+           d->max_abs, d->nan_a, d->nan_b, d->inf_a, d->inf_b);
+}
+
+static int diff_runs(const char *fa, const struct run_record *a, const char *fb, const struct run_record *b)
+{
+    int st;
+    if ((st = h5store_check_run(fa, a)) || (st = h5store_check_run(fb, b)) ||
+        (st = check_comparable(fa, a, fb, b)))
+        return fail(st);
+    printf("diff %s:%s vs %s:%s (bitwise; ULP distance, sign-aware, where bits differ)\n", fa, a->name, fb, b->name);
+    int differ = 0, compared = 0, missing = 0;
+    struct nonfinite_totals totals = {0};
+    for (int i = 0; i < a->n; i++) {
+        const struct run_tensor *ta = &a->items[i];
+        if (!diff_in_scope(ta->path))
+            continue;
+        const struct run_tensor *tb = run_record_find(b, ta->path);
+        if (!tb) {
+            printf("  %-40s only in A\n", ta->path);
+            missing++;
+            continue;
+        }
+        struct tensor_diff d;
+        if ((st = compare_tensors(&ta->t, &tb->t, &d)))
+            return fail(st);
+        compared++;
+        differ += !d.bitwise_equal;
+        print_tensor_diff(ta, tb, &d, &totals);
+    }
+    for (int i = 0; i < b->n; i++)
+        if (diff_in_scope(b->items[i].path) && !run_record_find(a, b->items[i].path)) {
+            printf("  %-40s only in B\n", b->items[i].path);
+            missing++;
+        }
+    printf("%d tensors compared: %d differ, %d missing on one side", compared, differ, missing);
+    if (totals.nan_a || totals.nan_b || totals.inf_a || totals.inf_b)
+        printf("; NaN %zu/%zu, Inf %zu/%zu", totals.nan_a, totals.nan_b, totals.inf_a, totals.inf_b);
+    printf(" -> %s\n", differ || missing ? "DIFFERENT" : "bitwise identical");
+    return differ || missing ? EXIT_UNEXPECTED : 0;
+}
+
 static int cmd_diff(int argc, char **argv)
 {
     if (argc != 3) {
@@ -111,49 +240,10 @@ static int cmd_diff(int argc, char **argv)
         run_record_free(&a);
         return fail(st);
     }
-    printf("diff %s:%s vs %s:%s (bitwise; ULP distance, sign-aware, where bits differ)\n", fa, ra, fb, rb);
-    int differ = 0, compared = 0, missing = 0;
-    for (int i = 0; i < a.n; i++) {
-        const struct run_tensor *ta = &a.items[i];
-        if (strncmp(ta->path, "steps/", 6) != 0 && strncmp(ta->path, "final_params/", 13) != 0)
-            continue;
-        const struct run_tensor *tb = run_record_find(&b, ta->path);
-        if (!tb) {
-            printf("  %-40s only in A\n", ta->path);
-            missing++;
-            continue;
-        }
-        struct tensor_diff d;
-        if ((st = compare_tensors(&ta->t, &tb->t, &d)))
-            break;
-        compared++;
-        if (!d.comparable) {
-            printf("  %-40s not comparable: %s\n", ta->path, d.why);
-            differ++;
-        } else if (!d.bitwise_equal) {
-            char idx[96];
-            host_tensor_index_str(&ta->t, d.first_index, idx, sizeof idx);
-            printf("  %-40s %zu of %zu differ; first at %s (%.9g vs %.9g); max ULP %s%llu; max abs %.3g; NaN %zu/%zu, "
-                   "Inf %zu/%zu\n",
-                   ta->path, d.n_differ, d.count, idx, d.first_a, d.first_b, d.max_ulp == ULP_INFINITE ? "inf " : "",
-                   d.max_ulp == ULP_INFINITE ? 0ULL : (unsigned long long)d.max_ulp, d.max_abs, d.nan_a, d.nan_b,
-                   d.inf_a, d.inf_b);
-            differ++;
-        }
-    }
-    for (int i = 0; i < b.n && !st; i++)
-        if ((!strncmp(b.items[i].path, "steps/", 6) || !strncmp(b.items[i].path, "final_params/", 13)) &&
-            !run_record_find(&a, b.items[i].path)) {
-            printf("  %-40s only in B\n", b.items[i].path);
-            missing++;
-        }
+    int code = diff_runs(fa, &a, fb, &b);
     run_record_free(&a);
     run_record_free(&b);
-    if (st)
-        return fail(st);
-    printf("%d tensors compared: %d differ, %d missing on one side -> %s\n", compared, differ, missing,
-           differ || missing ? "DIFFERENT" : "bitwise identical");
-    return differ || missing ? EXIT_UNEXPECTED : 0;
+    return code;
 }
 
 /* ---- running cases ------------------------------------------------------------ */
@@ -210,27 +300,98 @@ static int make_dirs(const char *path)
     return ST_OK;
 }
 
-static void progress(int done, int total, const char *name)
+/* Every impl the selected cases name must exist before anything runs: a
+ * typo in the last case of a suite should not cost the runs before it. */
+static int check_impls(const struct ckpt_case *const *run, int n_run, const struct overrides *o)
 {
-    if (!isatty(STDERR_FILENO))
-        return;
-    if (name)
-        fprintf(stderr, "\r\033[K[%d/%d] %s", done + 1, total, name);
-    else
-        fprintf(stderr, "\r\033[K");
-    fflush(stderr);
+    for (int i = 0; i < n_run; i++) {
+        struct ckpt_case c = *run[i];
+        int st = apply_overrides(&c, o);
+        if (st)
+            return st;
+        for (int k = 0; k < c.n_impls; k++)
+            if (!impl_find(c.impls[k]))
+                return error_set(ST_INPUT, "%s:%d: case %s: unknown impl '%s' (see --help)", c.file, c.line,
+                                 c.name, c.impls[k]);
+    }
+    return ST_OK;
+}
+
+static int cmd_merge(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: ckpt-verify merge OUT_DIR DIR...\n");
+        return EXIT_USAGE;
+    }
+    int st, unexpected = 0;
+    if ((st = make_dirs(argv[1])) ||
+        (st = merge_run_dirs(argv[1], (const char *const *)argv + 2, argc - 2, stdout, &unexpected)))
+        return fail(st);
+    /* The merged report gets the plots a single run would (scripts and
+     * gnuplot found as `plot` finds them); missing plots do not change the
+     * verdicts, so they only warn. */
+    const char *scripts = getenv("CKPT_SCRIPTS_DIR") ? getenv("CKPT_SCRIPTS_DIR") : CKPT_SOURCE_DIR "/scripts";
+    const char *gnuplot = getenv("CKPT_GNUPLOT") ? getenv("CKPT_GNUPLOT") : "gnuplot";
+    if (plot_run_dir(argv[1], scripts, gnuplot, stdout))
+        fprintf(stderr, "ckpt-verify: warning: merged report has no plots: %s\n", error_message());
+    return unexpected ? EXIT_UNEXPECTED : 0;
+}
+
+/* plot RUN_DIR: the scripts come from CKPT_SCRIPTS_DIR, else the source
+ * tree's scripts/; gnuplot from CKPT_GNUPLOT, else PATH. */
+static int cmd_plot(int argc, char **argv)
+{
+    if (argc != 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: ckpt-verify plot RUN_DIR   (RUN_DIR holds summary.json; plots go to RUN_DIR/plots)\n");
+        return argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) ? 0 : EXIT_USAGE;
+    }
+    const char *scripts = getenv("CKPT_SCRIPTS_DIR") ? getenv("CKPT_SCRIPTS_DIR") : CKPT_SOURCE_DIR "/scripts";
+    const char *gnuplot = getenv("CKPT_GNUPLOT") ? getenv("CKPT_GNUPLOT") : "gnuplot";
+    int st = plot_run_dir(argv[1], scripts, gnuplot, stdout);
+    return st ? fail(st) : 0;
+}
+
+static int cmd_bench(int argc, char **argv)
+{
+    struct bench_options o;
+    int help, met, st;
+    if ((st = bench_parse_args(argc, argv, &o, &help)))
+        return fail(st);
+    if (help) {
+        bench_usage(stdout);
+        return 0;
+    }
+    char default_out[256];
+    if (!o.out_dir) {
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(default_out, sizeof default_out, "reports/bench-%Y%m%d-%H%M%S", &tm);
+        o.out_dir = default_out;
+    }
+    if ((st = make_dirs(o.out_dir)) || (st = aten_init()) || (st = bench_run(&o, stdout, &met)))
+        return fail(st);
+    return met ? 0 : EXIT_UNEXPECTED;
 }
 
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "diff") == 0)
         return cmd_diff(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "plot") == 0)
+        return cmd_plot(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "bench") == 0)
+        return cmd_bench(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "merge") == 0)
+        return cmd_merge(argc - 1, argv + 1);
 
     const char *cases_path = getenv("CKPT_CASES") ? getenv("CKPT_CASES") : CKPT_CASES_DIR;
-    const char *out_dir = NULL, *suite = NULL, *selected[MAX_SELECTED];
+    const char *out_dir = NULL, *suite = NULL, *selected[MAX_SELECTED], *compare_to = NULL;
+    struct shard shard = {1, 1};
     int n_selected = 0, list = 0;
     struct overrides o = {0};
-    enum { OPT_CASES = 256, OPT_IMPL, OPT_OUT, OPT_STEPS, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_VERIFY, OPT_SUITE };
+    enum { OPT_CASES = 256, OPT_IMPL, OPT_OUT, OPT_STEPS, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_VERIFY, OPT_SUITE,
+           OPT_SHARD, OPT_COMPARE };
     static const struct option options[] = {
         {"case", required_argument, NULL, 'c'},        {"cases", required_argument, NULL, OPT_CASES},
         {"list", no_argument, NULL, 'l'},              {"impl", required_argument, NULL, OPT_IMPL},
@@ -238,6 +399,7 @@ int main(int argc, char **argv)
         {"seed", required_argument, NULL, OPT_SEED},   {"threads", required_argument, NULL, OPT_THREADS},
         {"device", required_argument, NULL, OPT_DEVICE}, {"verify-values", no_argument, NULL, OPT_VERIFY},
         {"suite", required_argument, NULL, OPT_SUITE}, {"help", no_argument, NULL, 'h'},
+        {"shard", required_argument, NULL, OPT_SHARD}, {"compare-to", required_argument, NULL, OPT_COMPARE},
         {NULL, 0, NULL, 0},
     };
     int opt;
@@ -258,6 +420,11 @@ int main(int argc, char **argv)
         case OPT_SUITE: suite = optarg; break;
         case OPT_DEVICE: o.device = optarg; break;
         case OPT_VERIFY: o.verify_values = 1; break;
+        case OPT_COMPARE: compare_to = optarg; break;
+        case OPT_SHARD:
+            if (shard_parse(optarg, &shard))
+                return fail(ST_INPUT);
+            break;
         case OPT_STEPS:
         case OPT_THREADS:
         case OPT_SEED: {
@@ -334,6 +501,29 @@ int main(int argc, char **argv)
         }
     }
 
+    /* The shard keeps each case's index in the full selection, so merged
+     * shards come back in the order one unsharded run would have. */
+    int *index_of = calloc((size_t)n_run + 1, sizeof *index_of), n_selected_total = n_run;
+    n_run = 0;
+    for (int i = 0; index_of && i < n_selected_total; i++)
+        if (shard_takes(&shard, i)) {
+            index_of[n_run] = i;
+            run[n_run++] = run[i];
+        }
+    /* A bad previous run is found before the suite spends its time. */
+    json_t *previous = NULL;
+    if (!index_of)
+        st = error_set(ST_INTERNAL, "out of memory");
+    else if (!(st = check_impls(run, n_run, &o)) && compare_to)
+        st = summary_file_load(compare_to, &previous);
+    if (st) {
+        free(index_of);
+        free(run);
+        case_list_free(&cases);
+        return fail(st);
+    }
+    if (shard.n > 1)
+        printf("shard %d/%d: %d of %d selected case(s)\n", shard.k, shard.n, n_run, n_selected_total);
     char default_out[256];
     if (!out_dir) {
         time_t now = time(NULL);
@@ -343,31 +533,39 @@ int main(int argc, char **argv)
         out_dir = default_out;
     }
     if ((st = make_dirs(out_dir)) || (st = aten_init())) {
+        json_decref(previous);
+        free(index_of);
         free(run);
         case_list_free(&cases);
         return fail(st);
     }
 
     struct summary *summary = NULL;
-    if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION))) {
+    if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION)) ||
+        (st = summary_set_run(summary, n_selected ? NULL : suite ? suite : "smoke", shard.k, shard.n))) {
+        summary_free(summary);
+        json_decref(previous);
+        free(index_of);
         free(run);
         case_list_free(&cases);
         return fail(st);
     }
-    struct run_settings settings = {out_dir, CKPT_GIT_REV, CKPT_VERSION};
+    struct run_settings settings = {.out_dir = out_dir, .git_rev = CKPT_GIT_REV, .harness_version = CKPT_VERSION};
     int unexpected = 0, worst = 0;
     struct case_result *result = malloc(sizeof *result);
+    struct progress bar;
+    progress_init(&bar, stderr, isatty(STDERR_FILENO), n_run);
     for (int i = 0; i < n_run && result; i++) {
         struct ckpt_case c = *run[i];
-        progress(i, n_run, c.name);
+        progress_case_start(&bar, i, c.name);
+        double started = progress_now();
         if ((st = apply_overrides(&c, &o))) {
-            progress(0, 0, NULL);
             worst = EXIT_USAGE;
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
             break;
         }
         st = runner_run_case(&c, &settings, result);
-        progress(0, 0, NULL);
+        progress_case_done(&bar, i, result, progress_now() - started);
         if (st == ST_INPUT) {
             worst = EXIT_USAGE;
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
@@ -375,18 +573,30 @@ int main(int argc, char **argv)
         }
         report_print_case(stdout, result);
         fflush(stdout);
-        summary_add_case(summary, result);
-        if (st && result->n_results == 0)
+        summary_add_case_run(summary, result, index_of[i], progress_now() - started);
+        /* A case that could not run, or whose report could not be written
+         * (a full disk), is unexpected whatever its verdicts say. */
+        if (st)
             unexpected++;
         for (int k = 0; k < result->n_results; k++)
             unexpected += !result->results[k].expected;
     }
     if (!result)
         worst = EXIT_INTERNAL;
-    if ((st = summary_write(summary, out_dir)))
+    if ((st = summary_write(summary, out_dir)) || (st = junit_write(summary_json(summary), out_dir, NULL)))
         fprintf(stderr, "ckpt-verify: %s\n", error_message());
+    mutation_matrix_print(stdout, summary_json(summary));
     printf("%d case(s); %s; report in %s\n", n_run,
            unexpected ? "UNEXPECTED verdicts (see NO above)" : "all verdicts as expected", out_dir);
+    struct regress_counts regressions = {0};
+    if (previous && !st) {
+        struct regress_options ro;
+        regress_default_options(&ro);
+        if ((st = regress_compare(previous, summary_json(summary), compare_to, &ro, stdout, &regressions)))
+            fprintf(stderr, "ckpt-verify: %s\n", error_message());
+    }
+    json_decref(previous);
+    free(index_of);
     free(result);
     summary_free(summary);
     free(run);
@@ -395,5 +605,5 @@ int main(int argc, char **argv)
         return worst;
     if (st)
         return EXIT_INTERNAL;
-    return unexpected ? EXIT_UNEXPECTED : 0;
+    return unexpected || regressions.regressions ? EXIT_UNEXPECTED : 0;
 }

@@ -803,6 +803,58 @@ static int dtype_attr(hid_t ds, const char *file, const char *where, int *want)
     return ST_OK;
 }
 
+/* A damaged or crafted file can claim a shape far larger than the data it
+ * holds (the layout's size field is only a claim too); allocating for that
+ * fails at best and gets the process killed at worst. So the size the shape
+ * implies must fit in the address space and in this file: contiguous and
+ * compact data are stored as they are (so within the file, and all of it
+ * written), chunked data may be compressed (so within deflate's best ratio,
+ * about 1032:1, of the whole file). Data kept in other files (external
+ * storage, virtual datasets) is refused: a report is one file, and a
+ * crafted one must not make us read any other. */
+static int check_dataset_size(hid_t ds, hid_t ftype, int ndim, const hsize_t *dims,
+                              const char *file, const char *where)
+{
+    hsize_t bytes = H5Tget_size(ftype);
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] > 0 && bytes > (hsize_t)(SIZE_MAX / 2) / dims[i])
+            return error_set(ST_INPUT, "%s: %s: shape too large to load", file, where);
+        bytes *= dims[i];
+    }
+    hid_t dcpl = H5Dget_create_plist(ds);
+    H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
+    int external = dcpl >= 0 ? H5Pget_external_count(dcpl) : -1;
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (layout == H5D_LAYOUT_ERROR || external < 0)
+        return fail_h5(ST_INPUT, file, where, "unreadable storage layout");
+    if (external > 0 || layout == H5D_VIRTUAL)
+        return error_set(ST_INPUT, "%s: %s: data stored in other files (%s) is not supported", file,
+                         where, external > 0 ? "external storage" : "a virtual dataset");
+    if (bytes == 0)
+        return ST_OK;
+    hsize_t file_bytes = 0;
+    hid_t f = H5Iget_file_id(ds);
+    herr_t got = f >= 0 ? H5Fget_filesize(f, &file_bytes) : -1;
+    if (f >= 0)
+        H5Fclose(f); /* a second handle on the file: closing it keeps the file open */
+    if (got < 0)
+        return fail_h5(ST_INPUT, file, where, "cannot get the file size");
+    int stored_as_is = layout == H5D_CONTIGUOUS || layout == H5D_COMPACT;
+    if (stored_as_is) {
+        hsize_t stored = H5Dget_storage_size(ds);
+        if (stored < bytes)
+            return error_set(ST_INPUT, "%s: %s: the file holds %llu of its %llu bytes (damaged, or "
+                                       "never written)", file, where, (unsigned long long)stored,
+                             (unsigned long long)bytes);
+    }
+    if (stored_as_is ? bytes > file_bytes : bytes / 1032 > file_bytes)
+        return error_set(ST_INPUT, "%s: %s: shape needs %llu bytes, more than a %llu-byte file "
+                                   "holds%s", file, where, (unsigned long long)bytes,
+                         (unsigned long long)file_bytes, stored_as_is ? "" : " even compressed");
+    return ST_OK;
+}
+
 /* Loads an open dataset into out (allocated here). `where` is its absolute
  * path, for messages. */
 static int load_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out)
@@ -831,6 +883,8 @@ static int load_dataset(hid_t ds, const char *file, const char *where, struct ho
                            HOST_TENSOR_MAX_DIMS);
         else if (ndim > 0 && H5Sget_simple_extent_dims(space, dims, NULL) < 0)
             rc = fail_h5(ST_INPUT, file, where, "unreadable dataspace");
+        else
+            rc = check_dataset_size(ds, ftype, ndim, dims, file, where);
         if (rc == ST_OK) {
             for (int i = 0; i < ndim; i++)
                 shape[i] = (int64_t)dims[i];
@@ -977,6 +1031,37 @@ int h5store_list_runs(const char *path, char (**names)[64], int *count)
     }
     *names = l.names;
     *count = l.n;
+    return ST_OK;
+}
+
+int h5store_check_run(const char *path, const struct run_record *r)
+{
+    int steps = 0;
+    for (int i = 0; i < r->n; i++) {
+        const char *p = r->items[i].path;
+        if (strncmp(p, "steps/", 6) != 0)
+            continue;
+        const char *k = p + 6;
+        size_t digits = strspn(k, "0123456789");
+        if (digits == 0 || k[digits] != '/')
+            return error_set(ST_INPUT, "%s: /runs/%s/%s: not under a numbered step (steps/<k>/...)",
+                             path, r->name, p);
+        steps++;
+        /* Each step's loss is checked once, from the step's first entry;
+         * the reader sorts the loss first within its step. */
+        char loss[RUN_PATH_MAX];
+        snprintf(loss, sizeof loss, "steps/%.*s/loss", (int)digits, k);
+        if (i > 0 && strncmp(r->items[i - 1].path, p, 6 + digits + 1) == 0)
+            continue;
+        const struct run_tensor *t = run_record_find(r, loss);
+        if (!t)
+            return error_set(ST_INPUT, "%s: /runs/%s/%s: dataset missing", path, r->name, loss);
+        if (t->t.numel != 1)
+            return error_set(ST_INPUT, "%s: /runs/%s/%s: holds %zu values, expected one", path,
+                             r->name, loss, t->t.numel);
+    }
+    if (steps == 0)
+        return error_set(ST_INPUT, "%s: /runs/%s/steps: no step recorded", path, r->name);
     return ST_OK;
 }
 
@@ -1190,6 +1275,7 @@ int h5store_read_run(const char *path, const char *run, struct run_record *out)
         run_record_free(out);
         return rc;
     }
-    qsort(out->items, (size_t)out->n, sizeof *out->items, run_tensor_cmp);
+    if (out->n > 1) /* a run with no datasets has no items array: qsort(NULL) is undefined */
+        qsort(out->items, (size_t)out->n, sizeof *out->items, run_tensor_cmp);
     return ST_OK;
 }

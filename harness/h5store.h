@@ -53,6 +53,11 @@ int h5store_list_runs(const char *path, char (**names)[64], int *count);
  * order), and the numeric attributes of its subgroups as "group.key" (of
  * the run group itself as "key"). On failure *out is left empty. */
 int h5store_read_run(const char *path, const char *run, struct run_record *out);
+/* Checks a run h5store_read_run returned against what every run of the
+ * schema holds: at least one steps/<k> (k a decimal number), each with a
+ * single-value loss. ST_INPUT naming the path inside the file otherwise;
+ * `diff` makes these checks before comparing anything. */
+int h5store_check_run(const char *path, const struct run_record *r);
 /* One dataset by absolute path. */
 int h5store_read_tensor(const char *path, const char *dataset, struct host_tensor *out);
 /* A string attribute of a group into buf (ST_INPUT if missing). */

@@ -1,5 +1,6 @@
 #include "host_tensor.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +15,21 @@ int host_tensor_alloc(struct host_tensor *t, enum dtype dtype, int ndim, const i
     t->dtype = dtype;
     t->ndim = ndim;
     t->numel = 1;
+    size_t size = dtype_size(dtype);
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
             return error_set(ST_INTERNAL, "negative dimension %lld", (long long)shape[i]);
         t->shape[i] = shape[i];
+        /* Shapes can come from a file: a product that wraps would allocate
+         * a small buffer for a large read. */
+        if (shape[i] > 0 && t->numel > SIZE_MAX / (size ? size : 1) / (size_t)shape[i]) {
+            t->numel = 0;
+            return error_set(ST_RUN, "out of memory: a host tensor of rank %d would need more than %zu bytes",
+                             ndim, SIZE_MAX);
+        }
         t->numel *= (size_t)shape[i];
     }
-    size_t bytes = t->numel * dtype_size(dtype);
+    size_t bytes = t->numel * size;
     t->data = calloc(bytes ? bytes : 1, 1);
     if (!t->data)
         return error_set(ST_RUN, "out of memory allocating %zu bytes for a host tensor", bytes);

@@ -66,6 +66,7 @@ int model_create(struct model *m, const struct ckpt_case *c, int device)
     m->dropout = c->dropout;
     m->fusion = c->fusion;
     m->dtype = (enum dtype)c->dtype;
+    m->autocast = c->autocast;
     m->device = device;
     m->params = calloc((size_t)(c->layers * params_per_layer(c->model)), sizeof *m->params);
     if (!m->params)
@@ -303,4 +304,254 @@ int model_describe(const struct model *m, char *buf, size_t len)
     if (off < len)
         off += (size_t)snprintf(buf + off, len - off, "loss = mean((x - target)^2)\n");
     return ST_OK;
+}
+
+/* ---- checkpoint plans and saved-bytes prediction ------------------------ */
+
+void segment_plan_make(struct segment_plan *p, int layers, int segments)
+{
+    if (segments == SEGMENTS_NONE || layers < 1) {
+        *p = (struct segment_plan){0, 0, 0};
+    } else if (segments == 0) {
+        *p = (struct segment_plan){1, layers, layers};
+    } else {
+        int n = segments > layers ? layers : segments;
+        int size = layers / n;
+        *p = (struct segment_plan){size, n - 1, size * (n - 1)};
+    }
+}
+
+/* The dtypes an op computes in, after autocast's casts (autocast.h): the
+ * autocast dtype for linear and the attention products, float32 for layer
+ * norm, softmax and the loss, the inputs' own dtype otherwise. */
+struct dtype_rules {
+    int autocast;
+    enum dtype lower; /* the autocast dtype */
+};
+
+static enum dtype rule_lower(const struct dtype_rules *r, enum dtype in)
+{
+    return r->autocast && in != DT_F64 ? r->lower : in;
+}
+
+static enum dtype rule_fp32(const struct dtype_rules *r, enum dtype in)
+{
+    return r->autocast && in != DT_F64 ? DT_F32 : in;
+}
+
+/* ATen's type promotion between two floating dtypes (bf16 + f32 = f32). */
+static enum dtype promote(enum dtype a, enum dtype b)
+{
+    if (a == b)
+        return a;
+    return a == DT_F64 || b == DT_F64 ? DT_F64 : DT_F32;
+}
+
+/* What one layer, run plainly, leaves saved at the end of forward. Its
+ * input and output are accounted for by the caller, because whether they
+ * are held depends on what runs around the layer. */
+struct layer_memory {
+    int input_kept;      /* an op of the layer saves the input tensor itself */
+    int64_t input_casts; /* bytes of casts of the input that ops save */
+    int64_t internal;    /* everything else: intermediates, masks, casts of parameters */
+    enum dtype out;      /* the output's dtype */
+};
+
+/* Bytes of one activation [batch, seq, width] of dtype d. */
+static int64_t act_bytes(const struct model *m, int64_t width, enum dtype d)
+{
+    return (int64_t)m->batch * m->seq * width * (int64_t)dtype_size(d);
+}
+
+/* The input of a linear (or of the two linears of a branchy layer, each of
+ * which casts it on its own): saved as is, or its autocast cast saved. */
+static void linear_input(const struct model *m, const struct dtype_rules *r, enum dtype in, int consumers,
+                         struct layer_memory *lm)
+{
+    enum dtype x = rule_lower(r, in);
+    if (x == in)
+        lm->input_kept = 1;
+    else
+        lm->input_casts += consumers * act_bytes(m, m->hidden, x);
+}
+
+/* A weight [rows, cols] that autocast casts for a linear: the cast is a new
+ * tensor the linear saves (the parameter itself was allocated before the
+ * step and is not an activation). No cast, no bytes. The harness casts per
+ * op; it has no cast cache. */
+static int64_t weight_cast(const struct model *m, const struct dtype_rules *r, int64_t rows, int64_t cols)
+{
+    enum dtype w = rule_lower(r, m->dtype);
+    return w == m->dtype ? 0 : rows * cols * (int64_t)dtype_size(w);
+}
+
+/* dropout(h, p) saves its scaled mask (h's shape and dtype) and returns
+ * h · mask; h itself is saved by nobody and freed. p = 0 draws nothing,
+ * saves nothing and returns h. */
+static int64_t dropout_mask(const struct model *m, int64_t width, enum dtype d)
+{
+    return m->dropout > 0 ? act_bytes(m, width, d) : 0;
+}
+
+/* mlp: linear (saves its input and the weight) -> bias-GELU -> dropout.
+ * rrelu_mlp: linear -> rrelu (saves its input and its random slopes) -> dropout. */
+static void mlp_memory(const struct model *m, const struct dtype_rules *r, enum dtype in, struct layer_memory *lm)
+{
+    int64_t h = m->hidden;
+    linear_input(m, r, in, 1, lm);
+    lm->internal += weight_cast(m, r, h, h);
+    /* linear's output, in the dtype it computed in; under autocast the
+     * bias (fusion none) is cast inside the linear and not saved. */
+    enum dtype y = rule_lower(r, in);
+    /* gelu (unfused: x·Wᵀ + b), the fused kernel (x·Wᵀ) or rrelu saves it. */
+    lm->internal += act_bytes(m, h, y);
+    if (m->kind == MODEL_RRELU_MLP)
+        lm->internal += act_bytes(m, h, y); /* rrelu's slopes */
+    else if (m->fusion != FUSION_NONE && m->dtype != y)
+        lm->internal += h * (int64_t)dtype_size(y); /* the fused kernel saves the bias cast to y's dtype */
+    lm->internal += dropout_mask(m, h, y);
+    lm->out = y;
+}
+
+/* branchy: gelu(linear_a(x)) + linear_b(x) + x, then dropout. Both linears
+ * save x (or each its own cast of x); gelu saves linear_a's output; the two
+ * adds save nothing, so linear_b's output and the sums are freed. */
+static void branchy_memory(const struct model *m, const struct dtype_rules *r, enum dtype in,
+                           struct layer_memory *lm)
+{
+    int64_t h = m->hidden;
+    linear_input(m, r, in, 2, lm);
+    lm->internal += 2 * weight_cast(m, r, h, h);
+    enum dtype a = rule_lower(r, in);
+    lm->internal += act_bytes(m, h, a);
+    enum dtype sum = promote(a, in); /* (gelu(a) + b) + x */
+    lm->internal += dropout_mask(m, h, sum);
+    lm->out = sum;
+}
+
+/* layer_norm saves its input (or its float32 cast under autocast), mean and
+ * rstd ([batch, seq, 1] in the input's dtype) and its weight and bias (their
+ * float32 casts when the parameters are in a lower dtype). Returns the
+ * bytes beyond the saved input; *out = the dtype it computes in. */
+static int64_t layer_norm_stats(const struct model *m, const struct dtype_rules *r, enum dtype in, enum dtype *out)
+{
+    enum dtype x = rule_fp32(r, in);
+    int64_t bytes = 2 * act_bytes(m, 1, x);
+    enum dtype p = rule_fp32(r, m->dtype);
+    if (p != m->dtype)
+        bytes += 2 * m->hidden * (int64_t)dtype_size(p);
+    *out = x;
+    return bytes;
+}
+
+/* bias_dropout_add(x, b, residual): saves the mask of (x + b) (a
+ * one-element tensor of ones when p = 0); x, x + b and the dropped value
+ * are freed. *out = the dtype of the sum. */
+static int64_t bias_dropout_add_mask(const struct model *m, enum dtype x, enum dtype *out)
+{
+    enum dtype sum = promote(x, m->dtype);
+    *out = sum;
+    return m->dropout > 0 ? act_bytes(m, m->hidden, sum) : (int64_t)dtype_size(sum);
+}
+
+/* gpt_block, op by op (model.c gpt_layer). */
+static void gpt_memory(const struct model *m, const struct dtype_rules *r, enum dtype in, struct layer_memory *lm)
+{
+    int64_t c = m->hidden;
+    enum dtype ln1, ln2, sum1, sum2;
+    /* ln1 saves x or its float32 cast. */
+    if (rule_fp32(r, in) == in)
+        lm->input_kept = 1;
+    else
+        lm->input_casts += act_bytes(m, c, rule_fp32(r, in));
+    lm->internal += layer_norm_stats(m, r, in, &ln1);
+    /* qkv = linear(ln1 out): saves ln1's output (or its cast, and then the
+     * output itself is freed). qkv itself is freed after attention. */
+    enum dtype q = rule_lower(r, ln1);
+    lm->internal += act_bytes(m, c, q) + weight_cast(m, r, 3 * c, c);
+    /* attention saves q, k, v (contiguous copies) and the softmax
+     * probabilities [batch, heads, seq, seq] (float32 under autocast). */
+    lm->internal += 3 * act_bytes(m, c, q);
+    lm->internal += (int64_t)m->batch * m->heads * m->seq * m->seq * (int64_t)dtype_size(rule_fp32(r, q));
+    /* proj = linear(attention out): saves it. */
+    lm->internal += act_bytes(m, c, q) + weight_cast(m, r, c, c);
+    /* x1 = x + dropout(proj + b). */
+    lm->internal += bias_dropout_add_mask(m, q, &sum1);
+    enum dtype x1 = promote(in, sum1);
+    /* ln2 saves x1 (or its float32 cast; x1 is then freed with the block). */
+    lm->internal += act_bytes(m, c, rule_fp32(r, x1));
+    lm->internal += layer_norm_stats(m, r, x1, &ln2);
+    /* fc = linear(ln2 out) [.., 4c]: saves ln2's output or its cast. */
+    enum dtype f = rule_lower(r, ln2);
+    lm->internal += act_bytes(m, c, f) + weight_cast(m, r, 4 * c, c);
+    enum dtype g;
+    if (m->fusion == FUSION_NONE) {
+        /* add then gelu: gelu saves f + b; f is freed. */
+        g = promote(f, m->dtype);
+        lm->internal += act_bytes(m, 4 * c, g);
+    } else {
+        /* the fused kernel saves f and the bias (cast to f's dtype if needed). */
+        g = f;
+        lm->internal += act_bytes(m, 4 * c, f);
+        if (m->dtype != f)
+            lm->internal += 4 * c * (int64_t)dtype_size(f);
+    }
+    /* mlp.proj = linear(gelu out): saves it or its cast. */
+    enum dtype hp = rule_lower(r, g);
+    lm->internal += act_bytes(m, 4 * c, hp) + weight_cast(m, r, c, 4 * c);
+    lm->internal += bias_dropout_add_mask(m, hp, &sum2);
+    lm->out = promote(x1, sum2);
+}
+
+static void layer_memory(const struct model *m, const struct dtype_rules *r, enum dtype in, struct layer_memory *lm)
+{
+    memset(lm, 0, sizeof *lm);
+    switch (m->kind) {
+    case MODEL_MLP:
+    case MODEL_RRELU_MLP: mlp_memory(m, r, in, lm); break;
+    case MODEL_BRANCHY: branchy_memory(m, r, in, lm); break;
+    case MODEL_GPT_BLOCK: gpt_memory(m, r, in, lm); break;
+    }
+}
+
+/* Walks the layers in order. Each activation between layers is counted
+ * once, by whoever keeps it:
+ *  - a plain layer whose ops save its input tensor (linear, layer norm);
+ *  - a checkpointed segment that starts at it: reentrant saves its input
+ *    on the checkpoint node, non-reentrant keeps it in the frame; nothing
+ *    inside a checkpointed segment stays (reentrant runs it without a tape,
+ *    non-reentrant's pack hook keeps handles, not tensors), so its
+ *    intermediates and casts count nothing;
+ *  - the loss, for the last one.
+ * The model input x was allocated before the step: keeping it is free,
+ * casting it is not. */
+int64_t model_predict_saved_bytes(const struct model *m, const struct segment_plan *plan)
+{
+    struct dtype_rules r = {m->autocast != AUTOCAST_OFF, m->autocast == AUTOCAST_F16 ? DT_F16 : DT_BF16};
+    int64_t total = 0;
+    enum dtype cur = m->dtype;
+    for (int i = 0; i < m->layers; i++) {
+        struct layer_memory lm;
+        layer_memory(m, &r, cur, &lm);
+        int plain = i >= plan->plain_from;
+        if (plain) {
+            if (lm.input_kept && i > 0)
+                total += act_bytes(m, m->hidden, cur);
+            total += lm.input_casts + lm.internal;
+        } else if (plan->size > 0 && i % plan->size == 0 && i > 0) {
+            total += act_bytes(m, m->hidden, cur);
+        }
+        cur = lm.out;
+    }
+    /* mse_loss saves the last activation and the target, each as is or as
+     * its float32 cast (autocast; the uncast activation is then freed).
+     * Its one-element result keeps the storage of the element-wise squared
+     * errors it was reduced from (libtorch 1.13's mse_loss: measured, one
+     * activation's bytes, not 4), so the loss itself holds an activation. */
+    enum dtype x = rule_fp32(&r, cur), t = rule_fp32(&r, m->dtype);
+    total += act_bytes(m, m->hidden, x);
+    if (t != m->dtype)
+        total += act_bytes(m, m->hidden, t);
+    total += act_bytes(m, m->hidden, x);
+    return total;
 }

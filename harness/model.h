@@ -2,7 +2,9 @@
  * mlp, gpt_block, branchy, rrelu_mlp — exactly as DESIGN.md and
  * docs/models.md define them, so other frameworks can rebuild them from the
  * HDF5 file alone. A layer maps one activation to the next; checkpoint
- * segments are runs of consecutive layers. */
+ * segments are runs of consecutive layers (segment_plan). It also predicts,
+ * from the layer shapes and what each op saves (ops.h), how many bytes a
+ * forward leaves saved for backward under a given segmenting. */
 #ifndef CKPT_MODEL_H
 #define CKPT_MODEL_H
 
@@ -26,6 +28,7 @@ struct model {
     double dropout;
     enum fusion_kind fusion;
     enum dtype dtype;
+    enum autocast_kind autocast; /* the case's autocast around forward */
     int device;
     int n_params;
     struct model_param *params;
@@ -44,5 +47,31 @@ int model_layers_forward(const struct model *m, int begin, int end, struct var *
 int model_loss(const struct model *m, struct var *x, struct var *target, struct var **loss);
 /* One line per layer: "layer 0: linear(l0.weight, l0.bias) -> gelu_tanh -> dropout(p)". */
 int model_describe(const struct model *m, char *buf, size_t len);
+
+/* Which layers a checkpointed forward wraps, in the shape of torch's
+ * checkpoint_sequential: `count` segments of `size` consecutive layers
+ * from layer 0 ([k*size, (k+1)*size) for k < count), then layers
+ * [plain_from, layers) run plainly. */
+struct segment_plan {
+    int size, count, plain_from;
+};
+#define SEGMENTS_NONE (-1) /* no checkpoint at all: the baseline */
+/* segments as a case stores it: 0 = every layer its own segment; N =
+ * checkpoint_sequential(N): size L/N, N-1 segments checkpointed, the rest
+ * (the last L - size*(N-1) layers) plain, so N = 1 checkpoints nothing;
+ * SEGMENTS_NONE = everything plain. */
+void segment_plan_make(struct segment_plan *p, int layers, int segments);
+
+/* Bytes that the forward of m (through the loss) leaves allocated for
+ * backward when the layers are checkpointed as `plan` says, counted the way
+ * the runner measures memory.end_forward_bytes: bytes newly allocated since
+ * the step began, so parameters, the input x and the target (allocated
+ * before) count only through copies made of them (autocast casts). Exact on
+ * the counting CPU allocator for the reference impls (none, reentrant,
+ * nonreentrant: a checkpointed segment keeps just its input tensor), except
+ * a reentrant checkpoint whose input requires no grad: it records nothing
+ * and holds less. On CUDA the caching allocator rounds each block up to 512
+ * bytes. model.c lists every term; docs/memory.md explains them. */
+int64_t model_predict_saved_bytes(const struct model *m, const struct segment_plan *plan);
 
 #endif

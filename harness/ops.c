@@ -6,6 +6,10 @@
 #include "autocast.h"
 #include "error.h"
 #include "fused_bias_gelu.h"
+#ifdef CKPT_WITH_CUDA
+#include "cuda/bias_dropout_add_cuda.h"
+#include "cuda/fused_bias_gelu_cuda.h"
+#endif
 
 #define MAX_SAVES NODE_MAX_SAVED
 
@@ -228,11 +232,77 @@ int op_bias_gelu_unfused(struct var **out, struct var *x, struct var *b)
 
 /* ---- fused bias+GELU (the harness's own kernel) ---------------------------- */
 
-static int require_cpu_contiguous(const tensor *t, const char *what)
+/* The fused kernels run where the tensors are: the C kernel on the CPU, the
+ * CUDA kernel (harness/cuda/) on a CUDA device in a CUDA build. */
+static int require_kernel_device(const tensor *t, const char *what)
 {
+#ifndef CKPT_WITH_CUDA
     if (tensor_device(t) != DEVICE_CPU)
         return error_set(ST_RUN, "fused bias+GELU: %s is on a CUDA device; this build has only the CPU kernel", what);
+#else
+    (void)t;
+    (void)what;
+#endif
     return ST_OK;
+}
+
+/* y = fused_bias_gelu(x, b) on x's device; all contiguous, one dtype. */
+static int fused_forward_kernel(const tensor *x, const tensor *b, tensor *y, size_t rows, size_t cols)
+{
+    const int dev = tensor_device(x);
+    if (dev == DEVICE_CPU)
+        return fused_bias_gelu_forward(tensor_data_const(x), tensor_data_const(b), tensor_data(y), rows, cols,
+                                       tensor_dtype(x));
+#ifdef CKPT_WITH_CUDA
+    void *stream;
+    int st = aten_cuda_stream(dev, &stream);
+    if (st)
+        return st;
+    return cuda_fused_bias_gelu_forward(tensor_raw_data_const(x), tensor_raw_data_const(b), tensor_raw_data(y),
+                                        rows, cols, tensor_dtype(x), dev, stream);
+#else
+    return require_kernel_device(x, "input");
+#endif
+}
+
+/* dx and dbias on x's device (dy, x, b contiguous, one dtype). */
+static int fused_backward_kernel(const tensor *dy, const tensor *x, const tensor *b, tensor *dx, tensor *db,
+                                 size_t rows, size_t cols, enum dbias_reduction red)
+{
+    const int dev = tensor_device(x);
+    if (dev == DEVICE_CPU)
+        return fused_bias_gelu_backward(tensor_data_const(dy), tensor_data_const(x), tensor_data_const(b),
+                                        tensor_data(dx), tensor_data(db), rows, cols, tensor_dtype(x), red,
+                                        ATOMIC_DBIAS_THREADS);
+#ifdef CKPT_WITH_CUDA
+    /* The reduction's scratch comes from the caching allocator, so the memory
+     * statistics see it. Freeing it right after the launch is safe: the
+     * allocator hands the block out again only to work queued later on the
+     * same stream. */
+    tensor *ws = NULL;
+    void *stream;
+    const size_t bytes = cuda_fbg_workspace_bytes(rows, cols, red);
+    int64_t floats = (int64_t)(bytes / sizeof(float));
+    int st = aten_cuda_stream(dev, &stream);
+    if (!st && bytes > 0)
+        st = tensor_empty(&ws, DT_F32, 1, &floats, dev);
+    if (!st)
+        st = cuda_fused_bias_gelu_backward(tensor_raw_data_const(dy), tensor_raw_data_const(x),
+                                           tensor_raw_data_const(b), tensor_raw_data(dx), tensor_raw_data(db),
+                                           ws ? tensor_raw_data(ws) : NULL, bytes, rows, cols, tensor_dtype(x), red,
+                                           dev, stream);
+    tensor_free(ws);
+    return st;
+#else
+    (void)dy;
+    (void)b;
+    (void)dx;
+    (void)db;
+    (void)rows;
+    (void)cols;
+    (void)red;
+    return require_kernel_device(x, "input");
+#endif
 }
 
 static int fused_backward(struct node *n, tensor *const *g, tensor **gi)
@@ -245,14 +315,13 @@ static int fused_backward(struct node *n, tensor *const *g, tensor **gi)
     size_t rows = tensor_numel(saved[0]) / (size_t)cols;
     int64_t shape[TENSOR_MAX_DIMS];
     int nd = tensor_shape(saved[0], shape);
+    const int dev = tensor_device(saved[0]);
     if ((st = tensor_contiguous(&dy, g[0])) ||
-        (st = tensor_empty(&dx, tensor_dtype(saved[0]), nd, shape, DEVICE_CPU)) ||
-        (st = tensor_empty(&db, tensor_dtype(saved[1]), 1, &cols, DEVICE_CPU)))
+        (st = tensor_empty(&dx, tensor_dtype(saved[0]), nd, shape, dev)) ||
+        (st = tensor_empty(&db, tensor_dtype(saved[1]), 1, &cols, dev)))
         goto out;
-    st = fused_bias_gelu_backward(tensor_data_const(dy), tensor_data_const(saved[0]), tensor_data_const(saved[1]),
-                                  tensor_data(dx), tensor_data(db), rows, (size_t)cols, tensor_dtype(saved[0]),
-                                  n->ints[0] == FUSED_ATOMIC ? DBIAS_ATOMIC : DBIAS_DETERMINISTIC,
-                                  ATOMIC_DBIAS_THREADS);
+    st = fused_backward_kernel(dy, saved[0], saved[1], dx, db, rows, (size_t)cols,
+                               n->ints[0] == FUSED_ATOMIC ? DBIAS_ATOMIC : DBIAS_DETERMINISTIC);
     if (st)
         goto out;
     if (n->next[0].node) {
@@ -283,19 +352,19 @@ int op_bias_gelu_fused(struct var **out, struct var *x, struct var *b, enum fuse
         st = (cb = var_retain(b)) ? ST_OK : ST_INTERNAL;
     if (st)
         return st;
-    if ((st = require_cpu_contiguous(x->data, "input")) || (st = tensor_contiguous(&xc, x->data)))
+    if ((st = require_kernel_device(x->data, "input")) || (st = tensor_contiguous(&xc, x->data)))
         goto out;
     int64_t shape[TENSOR_MAX_DIMS];
     int nd = tensor_shape(xc, shape);
     int64_t cols = shape[nd - 1];
-    if (tensor_ndim(cb->data) != 1 || tensor_size(cb->data, 0) != cols) {
-        st = error_set(ST_INTERNAL, "fused bias+GELU: bias must be [%lld]", (long long)cols);
+    if (tensor_ndim(cb->data) != 1 || tensor_size(cb->data, 0) != cols ||
+        tensor_device(cb->data) != tensor_device(xc)) {
+        st = error_set(ST_INTERNAL, "fused bias+GELU: bias must be [%lld] on the input's device", (long long)cols);
         goto out;
     }
-    if ((st = tensor_empty(&y, tensor_dtype(xc), nd, shape, DEVICE_CPU)))
+    if ((st = tensor_empty(&y, tensor_dtype(xc), nd, shape, tensor_device(xc))))
         goto out;
-    if ((st = fused_bias_gelu_forward(tensor_data_const(xc), tensor_data_const(cb->data), tensor_data(y),
-                                      tensor_numel(xc) / (size_t)cols, (size_t)cols, tensor_dtype(xc))))
+    if ((st = fused_forward_kernel(xc, cb->data, y, tensor_numel(xc) / (size_t)cols, (size_t)cols)))
         goto out;
     struct var *inputs[2] = {x, cb};
     const tensor *saves[2] = {xc, cb->data};
@@ -383,10 +452,85 @@ out:
     return st;
 }
 
+#ifdef CKPT_WITH_CUDA
+/* The float dtype ATen's promotion gives a mix of two (bf16 with f16 is f32). */
+static enum dtype promoted(enum dtype a, enum dtype b)
+{
+    return a == b ? a : (a == DT_F64 || b == DT_F64) ? DT_F64 : DT_F32;
+}
+
+static int cast_contiguous(tensor **out, const tensor *t, enum dtype dt)
+{
+    tensor *cast = NULL;
+    int st = tensor_dtype(t) == dt ? tensor_share(&cast, t) : tensor_to_dtype(&cast, t, dt);
+    if (!st)
+        st = tensor_contiguous(out, cast);
+    tensor_free(cast);
+    return st;
+}
+
+/* The CUDA path: one fused kernel (harness/cuda/bias_dropout_add_cuda.h)
+ * whose mask comes from the device's default generator, reserved through the
+ * shim, so a restored generator state replays it. Inputs are cast (off the
+ * tape, as ATen's add promotes internally) to their common dtype; the tape
+ * casts gradients back to each input's dtype. Saves the scaled mask, like
+ * the CPU path, so the backward is shared. */
+static int bias_dropout_add_cuda(struct var **out, struct var *x, struct var *b, struct var *residual, double p)
+{
+    const int dev = tensor_device(x->data);
+    const enum dtype dt =
+        promoted(promoted(tensor_dtype(x->data), tensor_dtype(b->data)), tensor_dtype(residual->data));
+    tensor *xc = NULL, *bc = NULL, *rc = NULL, *y = NULL, *noise = NULL;
+    int64_t shape[TENSOR_MAX_DIMS], rshape[TENSOR_MAX_DIMS];
+    const int nd = tensor_shape(x->data, shape);
+    int same = nd >= 1 && tensor_shape(residual->data, rshape) == nd && tensor_ndim(b->data) == 1 &&
+               tensor_size(b->data, 0) == shape[nd - 1] && tensor_device(b->data) == dev &&
+               tensor_device(residual->data) == dev;
+    for (int i = 0; same && i < nd; i++)
+        same = shape[i] == rshape[i];
+    if (!same)
+        return error_set(ST_INTERNAL, "fused bias+dropout+add: needs x [..., C], bias [C] and a residual of x's "
+                                      "shape, all on one device");
+    const size_t cols = (size_t)shape[nd - 1];
+    const size_t rows = cols ? tensor_numel(x->data) / cols : 0;
+    void *stream;
+    uint64_t seed = 0, offset = 0;
+    int st;
+    if ((st = cast_contiguous(&xc, x->data, dt)) || (st = cast_contiguous(&bc, b->data, dt)) ||
+        (st = cast_contiguous(&rc, residual->data, dt)) || (st = tensor_empty(&y, dt, nd, shape, dev)) ||
+        (st = tensor_empty(&noise, dt, nd, shape, dev)) || (st = aten_cuda_stream(dev, &stream)))
+        goto out;
+    /* Like torch, an empty input draws nothing (the stream stays in step). */
+    if (rows * cols > 0 &&
+        ((st = aten_cuda_philox_reserve(dev, CUDA_BDA_PHILOX_INCREMENT, &seed, &offset)) ||
+         (st = cuda_bias_dropout_add(tensor_raw_data_const(xc), tensor_raw_data_const(bc), tensor_raw_data_const(rc),
+                                     tensor_raw_data(y), tensor_raw_data(noise), rows, cols, dt, p, seed, offset, dev,
+                                     stream))))
+        goto out;
+    struct var *inputs[3] = {x, b, residual};
+    const tensor *saves[1] = {noise};
+    st = op_finish(out, y, "bias_dropout_add", bias_dropout_add_backward, inputs, 3, saves, 1, &p, 1);
+    y = NULL;
+out:
+    tensor_free(xc);
+    tensor_free(bc);
+    tensor_free(rc);
+    tensor_free(noise);
+    tensor_free(y);
+    return st;
+}
+#endif
+
 int op_bias_dropout_add(struct var **out, struct var *x, struct var *b, struct var *residual, double p)
 {
     tensor *sum = NULL, *noise = NULL, *dropped = NULL, *y = NULL;
     int st;
+#ifdef CKPT_WITH_CUDA
+    /* p = 0 draws nothing and p = 1 drops everything: the plain path below
+     * does both without a kernel on any device. */
+    if (tensor_device(x->data) != DEVICE_CPU && p > 0.0 && p < 1.0)
+        return bias_dropout_add_cuda(out, x, b, residual, p);
+#endif
     if ((st = tensor_add(&sum, x->data, b->data)))
         return st;
     if (p > 0.0) {
@@ -503,9 +647,10 @@ static int attention_backward(struct node *n, tensor *const *g, tensor **gi)
         (st = as_dtype(&probs_mm, s[3], mm_dtype)) || (st = transposed_last(&pt, probs_mm)) ||
         (st = tensor_matmul(&dv, pt, go)) || (st = as_dtype(&dprobs_p, dprobs, tensor_dtype(s[3]))) ||
         (st = tensor_softmax_backward(&dmasked, dprobs_p, s[3], -1, tensor_dtype(s[3]))) ||
-        (st = tensor_causal_zero(&dscores0, dmasked)) ||
-        (st = tensor_div_scalar(&dscores, dscores0, n->scalars[0])) ||
-        (st = as_dtype(&dscores_mm, dscores, mm_dtype)) || (st = tensor_matmul(&dq, dscores_mm, s[1])) ||
+        /* Back through the forward's cast to float32 first, then mask and
+         * scale in the matmul dtype, as autograd of that forward does. */
+        (st = as_dtype(&dscores0, dmasked, mm_dtype)) || (st = tensor_causal_zero(&dscores, dscores0)) ||
+        (st = tensor_div_scalar(&dscores_mm, dscores, n->scalars[0])) || (st = tensor_matmul(&dq, dscores_mm, s[1])) ||
         (st = transposed_last(&qt, s[0])) || (st = tensor_matmul(&dkt, qt, dscores_mm)) ||
         (st = transposed_last(&dk, dkt)))
         goto out;
@@ -566,10 +711,10 @@ static int mse_backward(struct node *n, tensor *const *g, tensor **gi)
     if (st)
         return st;
     st = tensor_mse_loss_backward(&gi[0], g[0], s[0], s[1]);
-    if (!st && n->next[1].node) {
-        /* d/dtarget = -d/dx */
-        st = tensor_mul_scalar(&gi[1], gi[0], -1.0);
-    }
+    /* d/dtarget with the roles swapped, as torch's derivative does: negating
+     * dx would give -0 where x == target and torch gives +0. */
+    if (!st && n->next[1].node)
+        st = tensor_mse_loss_backward(&gi[1], g[0], s[1], s[0]);
     free_all(s, 2);
     return st;
 }

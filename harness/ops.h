@@ -23,14 +23,17 @@ int op_add(struct var **out, struct var *a, struct var *b);
 /* Unfused bias+GELU: op_add then op_gelu(tanh) — two ATen kernels.
  * Saves: (x + b) for the gelu. */
 int op_bias_gelu_unfused(struct var **out, struct var *x, struct var *b);
-/* Fused bias+GELU (tanh) in one pass: the harness's own C kernel.
+/* Fused bias+GELU (tanh) in one pass: the harness's own kernel, C on the
+ * CPU, CUDA on a CUDA device (CUDA builds; harness/cuda/).
  * Saves: x, b. Backward: dx, and dbias reduced as `variant` says. */
 int op_bias_gelu_fused(struct var **out, struct var *x, struct var *b, enum fused_variant variant);
 /* Dropout from the default generator of x's device, exactly as ATen's CPU
  * dropout draws (bernoulli(1 - p) mask, scaled by 1/(1 - p)).
  * Saves: the scaled mask. p = 0 draws nothing and returns x itself. */
 int op_dropout(struct var **out, struct var *x, double p);
-/* Fused residual + dropout(x + b): one node. Saves: the scaled mask. */
+/* Fused residual + dropout(x + b): one node. On a CUDA device one kernel
+ * whose Philox mask comes from the device's default generator
+ * (harness/cuda/bias_dropout_add_cuda.h). Saves: the scaled mask. */
 int op_bias_dropout_add(struct var **out, struct var *x, struct var *b, struct var *residual, double p);
 /* Layer norm over the last dim (float32 under autocast). Saves: x, mean,
  * rstd, w, b. */

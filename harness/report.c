@@ -1,5 +1,6 @@
 #include "report.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <math.h>
@@ -10,6 +11,7 @@
 #include "aten/aten.h"
 #include "compare.h"
 #include "error.h"
+#include "summary_file.h"
 
 static const char *percent_cell(double v, char *buf, size_t len)
 {
@@ -20,16 +22,60 @@ static const char *percent_cell(double v, char *buf, size_t len)
     return buf;
 }
 
+/* Bytes in the largest binary unit that keeps them >= 1 ("48.0 MiB"). */
+static const char *bytes_cell(double v, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB"};
+    int u = 0;
+    if (isnan(v)) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    while (u < 3 && fabs(v) >= 1024) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+static const char *ms_cell(double v, char *buf, size_t len)
+{
+    if (isnan(v))
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.3g ms", v);
+    return buf;
+}
+
+/* Measured bytes held at the end of forward against the model's
+ * prediction (model_predict_saved_bytes), and the step time: the figures
+ * checkpointing is about, one line per run. */
+static void print_memory_line(FILE *out, const char *what, double held, double predicted, double peak, double step_ms,
+                              double forward_ms)
+{
+    char a[32], b[32], c[32], d[32], e[32];
+    fprintf(out, "  %-24s   held at end of forward %s (predicted %s", what, bytes_cell(held, a, sizeof a),
+            bytes_cell(predicted, b, sizeof b));
+    if (predicted > 0 && !isnan(held))
+        fprintf(out, ", %+.1f%%", 100.0 * (held - predicted) / predicted);
+    fprintf(out, "), peak %s, step %s (forward %s)\n", bytes_cell(peak, c, sizeof c), ms_cell(step_ms, d, sizeof d),
+            ms_cell(forward_ms, e, sizeof e));
+}
+
 void report_print_case(FILE *out, const struct case_result *r)
 {
     char ulp[32], saved[32], over[32];
     fprintf(out, "case %s  (baselines: %d, noise floor: %s ULP)  -> %s\n", r->name, r->baseline_runs,
-            ulp_format(r->noise_floor_ulp, ulp, sizeof ulp), r->status ? "not written" : r->h5_path);
+            ulp_format(r->noise_floor_ulp, ulp, sizeof ulp),
+            r->status ? "not written" : r->h5_path[0] ? r->h5_path : "no HDF5 file");
     if (r->status && r->n_results == 0) {
         fprintf(out, "  ERROR  %s\n", r->error);
         return;
     }
-    fprintf(out, "  %-22s %-8s %-3s %8s  %9s  %8s  %s\n", "impl", "verdict", "ok", "max ULP", "mem saved", "overhead",
+    print_memory_line(out, "baseline", r->baseline_end_forward_bytes, r->predicted_baseline_end_forward_bytes,
+                      r->baseline_peak_bytes, r->baseline_step_ms, r->baseline_forward_ms);
+    fprintf(out, "  %-24s %-14s %-3s %8s  %9s  %8s  %s\n", "impl", "verdict", "ok", "max ULP", "mem saved", "overhead",
             "first divergence");
     for (int i = 0; i < r->n_results; i++) {
         const struct impl_result *x = &r->results[i];
@@ -37,11 +83,13 @@ void report_print_case(FILE *out, const struct case_result *r)
             snprintf(over, sizeof over, "-");
         else
             snprintf(over, sizeof over, "%.2fx", x->overhead);
-        fprintf(out, "  %-22s %-8s %-3s %8s  %9s  %8s  %s\n", x->impl, verdict_name(x->verdict),
+        fprintf(out, "  %-24s %-14s %-3s %8s  %9s  %8s  %s\n", x->impl, verdict_name(x->verdict),
                 x->expected ? "yes" : "NO", ulp_format(x->max_ulp, ulp, sizeof ulp),
                 percent_cell(x->memory_saved, saved, sizeof saved), over,
                 x->first_divergence[0] ? x->first_divergence : "-");
-        fprintf(out, "  %-22s   %s\n", "", x->reason);
+        fprintf(out, "  %-24s   %s\n", "", x->reason);
+        print_memory_line(out, "", x->end_forward_bytes, x->predicted_end_forward_bytes, x->peak_bytes, x->step_ms,
+                          x->forward_ms);
     }
     if (r->status)
         fprintf(out, "  ERROR  %s\n", r->error);
@@ -77,11 +125,77 @@ int summary_create(struct summary **out, const char *git_rev, const char *harnes
 /* NaN is not JSON: it becomes null. */
 static json_t *json_number(double v) { return isnan(v) || isinf(v) ? json_null() : json_real(v); }
 
-int summary_add_case(struct summary *s, const struct case_result *r)
+/* Every record names the builds that made it: shards merged from different
+ * builds would otherwise be indistinguishable. */
+static void add_run_facts(const struct summary *s, json_t *rec, int case_index, double seconds)
+{
+    static const char *const keys[] = {"harness_version", "libtorch_version", "git_rev"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+        json_object_set(rec, keys[k], json_object_get(s->root, keys[k]));
+    if (case_index >= 0)
+        json_object_set_new(rec, "case_index", json_integer(case_index));
+    if (!isnan(seconds))
+        json_object_set_new(rec, "case_seconds", json_real(seconds));
+}
+
+int summary_add_case(struct summary *s, const struct case_result *r) { return summary_add_case_run(s, r, -1, NAN); }
+
+/* Case keys as JSON: whole numbers as integers, other numbers as reals,
+ * the rest (names, lists, a seed beyond int64) as strings. */
+static void add_case_attr(void *ctx, const char *key, const char *value)
+{
+    char *end;
+    errno = 0;
+    long long i = strtoll(value, &end, 10);
+    if (*value && !*end && !errno) {
+        json_object_set_new(ctx, key, json_integer(i));
+        return;
+    }
+    double v = strtod(value, &end);
+    if (*value && !*end && isfinite(v) && strpbrk(value, ".eE"))
+        json_object_set_new(ctx, key, json_real(v));
+    else
+        json_object_set_new(ctx, key, json_string(value));
+}
+
+/* Memory and time of one record (docs/schema.md has the same figures per
+ * run), and the case definition so plots can group and label records
+ * without the case files. */
+static void add_memory_time(json_t *rec, const struct case_result *r, const struct impl_result *x)
+{
+    const struct { const char *key; double v; } f[] = {
+        {"predicted_end_forward_bytes", x->predicted_end_forward_bytes},
+        {"forward_peak_bytes", x->forward_peak_bytes},
+        {"backward_peak_bytes", x->backward_peak_bytes},
+        {"grad_bytes", x->grad_bytes},
+        {"activation_peak_bytes", x->activation_peak_bytes},
+        {"forward_ms", x->forward_ms},
+        {"backward_ms", x->backward_ms},
+        {"recompute_ms", x->recompute_ms},
+        {"step_ms", x->step_ms},
+        {"baseline_end_forward_bytes", r->baseline_end_forward_bytes},
+        {"predicted_baseline_end_forward_bytes", r->predicted_baseline_end_forward_bytes},
+        {"baseline_grad_bytes", r->baseline_grad_bytes},
+        {"baseline_activation_peak_bytes", r->baseline_activation_peak_bytes},
+        {"param_bytes", r->param_bytes},
+        {"baseline_forward_ms", r->baseline_forward_ms},
+        {"baseline_step_ms", r->baseline_step_ms},
+        {"ideal_overhead", r->ideal_overhead},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        json_object_set_new(rec, f[i].key, json_number(f[i].v));
+    json_object_set_new(rec, "timed_steps", json_integer(r->timed_steps));
+    json_t *def = json_object();
+    case_foreach_attr(&r->definition, add_case_attr, def);
+    json_object_set_new(rec, "case_definition", def);
+}
+
+int summary_add_case_run(struct summary *s, const struct case_result *r, int case_index, double seconds)
 {
     if (r->n_results == 0) {
         json_t *rec = json_pack("{s:s, s:s, s:s, s:b}", "case", r->name, "impl", "*", "verdict", "ERROR", "expected", 0);
         json_object_set_new(rec, "reason", json_string(r->error));
+        add_run_facts(s, rec, case_index, seconds);
         return json_array_append_new(s->records, rec) ? error_set(ST_RUN, "summary: out of memory") : ST_OK;
     }
     for (int i = 0; i < r->n_results; i++) {
@@ -102,28 +216,28 @@ int summary_add_case(struct summary *s, const struct case_result *r)
         json_object_set_new(rec, "recomputes", json_integer(x->recomputes));
         json_object_set_new(rec, "noise_floor_ulp", json_integer((json_int_t)r->noise_floor_ulp));
         json_object_set_new(rec, "baseline_runs", json_integer(r->baseline_runs));
-        json_object_set_new(rec, "h5", r->status ? json_null() : json_string(r->h5_path));
+        json_object_set_new(rec, "h5", r->status || !r->h5_path[0] ? json_null() : json_string(r->h5_path));
+        add_memory_time(rec, r, x);
+        add_run_facts(s, rec, case_index, seconds);
         if (json_array_append_new(s->records, rec))
             return error_set(ST_RUN, "summary: out of memory");
     }
     return ST_OK;
 }
 
-int summary_write(const struct summary *s, const char *dir)
+int summary_set_run(struct summary *s, const char *suite, int shard_k, int shard_n)
 {
-    char path[1024], tmp[1100];
-    snprintf(path, sizeof path, "%s/summary.json", dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (json_dump_file(s->root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0) {
-        remove(tmp);
-        return error_set(ST_INPUT, "%s: cannot write", tmp);
-    }
-    if (rename(tmp, path) != 0) {
-        remove(tmp);
-        return error_set(ST_INPUT, "%s: cannot rename into place", path);
-    }
+    char shard[32];
+    snprintf(shard, sizeof shard, "%d/%d", shard_k, shard_n);
+    if ((suite && json_object_set_new(s->root, "suite", json_string(suite))) ||
+        json_object_set_new(s->root, "shard", json_string(shard)))
+        return error_set(ST_RUN, "summary: out of memory");
     return ST_OK;
 }
+
+const struct json_t *summary_json(const struct summary *s) { return s->root; }
+
+int summary_write(const struct summary *s, const char *dir) { return summary_file_write(s->root, dir, "summary.json"); }
 
 void summary_free(struct summary *s)
 {

@@ -1,7 +1,8 @@
 /* report: what a run shows people and machines — the terminal table per
  * case (impl, verdict, max ULP, first divergence, memory saved, time
- * overhead) and summary.json (one record per case × impl), written to a
- * temporary name and renamed. */
+ * overhead) and summary.json (one record per case × impl, each carrying the
+ * harness, libtorch and git versions so merged shards stay traceable),
+ * written to a temporary name and renamed. */
 #ifndef CKPT_REPORT_H
 #define CKPT_REPORT_H
 
@@ -14,6 +15,14 @@ void report_print_case(FILE *out, const struct case_result *r);
 struct summary;
 int summary_create(struct summary **out, const char *git_rev, const char *harness_version);
 int summary_add_case(struct summary *s, const struct case_result *r);
+/* summary_add_case, plus the case's position in the selected list (merge
+ * restores that order across shards) and its wall time in seconds. */
+int summary_add_case_run(struct summary *s, const struct case_result *r, int case_index, double seconds);
+/* Top-level facts of the run: the suite label (NULL: none) and the shard
+ * (k of n, 1-based; n = 1 when not sharded). */
+int summary_set_run(struct summary *s, const char *suite, int shard_k, int shard_n);
+/* The summary as JSON, owned by s: what junit.xml and --compare-to read. */
+const struct json_t *summary_json(const struct summary *s);
 /* Writes DIR/summary.json atomically. */
 int summary_write(const struct summary *s, const char *dir);
 void summary_free(struct summary *s);

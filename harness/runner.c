@@ -43,6 +43,8 @@ struct case_setup {
     struct layer_range *segments; /* checkpointed ranges */
     int n_segments;
     int plain_from;               /* layers [plain_from, L) run plainly */
+    struct segment_plan plan;     /* the same, as model.h describes it */
+    int timed_steps;              /* steps timed per run (recorded ones first) */
     struct host_tensor *params_init; /* model.n_params */
     struct host_tensor x, target;
 };
@@ -117,9 +119,10 @@ static int setup_case(struct case_setup *s, const struct ckpt_case *c)
     }
     int64_t shape[3];
     model_input_shape(&s->model, shape);
-    if ((st = draw_host(&s->x, 3, shape, 1.0, s->model.dtype)) ||
-        (st = draw_host(&s->target, 3, shape, 1.0, s->model.dtype)))
-        return st;
+    if ((st = draw_host(&s->x, 3, shape, 1.0, s->model.dtype)))
+        return error_wrap(st, "initialising inputs/x");
+    if ((st = draw_host(&s->target, 3, shape, 1.0, s->model.dtype)))
+        return error_wrap(st, "initialising inputs/target");
     return ST_OK;
 }
 
@@ -147,24 +150,18 @@ static int leaf_from_host(struct var **out, const struct host_tensor *h, int dev
 
 /* Segments as torch's checkpoint_sequential cuts them (segment_size =
  * L / N; the last N-th runs plainly), or every layer checkpointed when
- * segments = every (0). */
+ * segments = every (0): segment_plan_make (model.h), which the memory
+ * prediction shares. */
 static int plan_segments(struct case_setup *s)
 {
     const struct model *m = &s->model;
-    int layers = m->layers, segments = s->c->segments;
-    s->segments = calloc((size_t)layers, sizeof *s->segments);
+    s->segments = calloc((size_t)m->layers, sizeof *s->segments);
     if (!s->segments)
         return error_set(ST_RUN, "out of memory planning segments");
-    s->plain_from = layers;
-    if (segments == 0) {
-        for (int i = 0; i < layers; i++)
-            s->segments[s->n_segments++] = (struct layer_range){m, i, i + 1};
-    } else {
-        int size = layers / segments;
-        for (int start = 0; start < size * (segments - 1); start += size)
-            s->segments[s->n_segments++] = (struct layer_range){m, start, start + size};
-        s->plain_from = size * (segments - 1);
-    }
+    segment_plan_make(&s->plan, m->layers, s->c->segments);
+    for (int k = 0; k < s->plan.count; k++)
+        s->segments[s->n_segments++] = (struct layer_range){m, k * s->plan.size, (k + 1) * s->plan.size};
+    s->plain_from = s->plan.plain_from;
     return ST_OK;
 }
 
@@ -197,13 +194,99 @@ static int forward_segments(const struct case_setup *s, const struct checkpoint_
     return ST_OK;
 }
 
+/* What one run measured. Bytes are counted from the live bytes at the
+ * start of each step (parameters, inputs and target were allocated before:
+ * they are not what checkpointing changes), maxima over the steps; the
+ * per-step times are kept for their median. */
 struct run_measure {
-    double forward_ms, backward_ms;
-    int64_t peak_bytes, end_forward_bytes;
+    int n, cap;                  /* timed steps so far */
+    double *forward_ms, *backward_ms, *recompute_ms, *step_ms;
+    int64_t peak_bytes;          /* forward + backward */
+    int64_t forward_peak_bytes;  /* forward through the loss */
+    int64_t backward_peak_bytes; /* backward alone (peak reset when it starts) */
+    int64_t end_forward_bytes;   /* live when forward ends (step 1): what backward will need */
+    int64_t activation_peak_bytes; /* peak of everything but gradients (activation_probe) */
+    int64_t grad_bytes;          /* gradients held after backward (step 1) */
+    int64_t step_start_bytes;    /* live when step 1 starts */
 };
 
+static int measure_init(struct run_measure *m, int steps)
+{
+    memset(m, 0, sizeof *m);
+    m->cap = steps;
+    m->forward_ms = calloc((size_t)steps, sizeof(double));
+    m->backward_ms = calloc((size_t)steps, sizeof(double));
+    m->recompute_ms = calloc((size_t)steps, sizeof(double));
+    m->step_ms = calloc((size_t)steps, sizeof(double));
+    if (!m->forward_ms || !m->backward_ms || !m->recompute_ms || !m->step_ms)
+        return error_set(ST_RUN, "out of memory for %d step timings", steps);
+    return ST_OK;
+}
+
+static void measure_free(struct run_measure *m)
+{
+    free(m->forward_ms);
+    free(m->backward_ms);
+    free(m->recompute_ms);
+    free(m->step_ms);
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of v[0..n) (reorders v); NAN when empty. */
+static double median(double *v, int n)
+{
+    if (n == 0)
+        return NAN;
+    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* The activation part of the peak. The allocator's peak in backward
+ * includes the gradients accumulated so far, which grow with the parameter
+ * count whatever the checkpointing, and at the moment of that peak only
+ * some of them exist, so "peak - all gradients" undercounts activations.
+ * This probe watches every op (forward and each recompute, through the
+ * tape's op observer) and keeps the highest live bytes minus the gradients
+ * held at that moment. Together with forward's exact peak (no gradient
+ * exists in forward: they were dropped when the step began) it gives the
+ * peak of what checkpointing acts on; it misses only the transients inside
+ * backward kernels, which do not grow with depth. */
+struct activation_probe {
+    int device;
+    struct var *const *params;
+    int n_params;
+    const struct var *x;
+    int64_t base, max;
+    struct op_observer previous;
+};
+
+static void activation_probe_op(void *ctx, const char *op, struct var *const *inputs, int n_inputs,
+                                const struct var *output)
+{
+    struct activation_probe *p = ctx;
+    struct mem_stats now;
+    if (aten_mem_stats(p->device, &now) == ST_OK) {
+        int64_t grads = p->x->grad ? (int64_t)tensor_nbytes(p->x->grad) : 0;
+        for (int i = 0; i < p->n_params; i++)
+            if (p->params[i]->grad)
+                grads += (int64_t)tensor_nbytes(p->params[i]->grad);
+        p->max = max64(p->max, now.live_bytes - p->base - grads);
+    }
+    if (p->previous.fn)
+        p->previous.fn(p->previous.ctx, op, inputs, n_inputs, output);
+}
+
 /* One training step: forward (under the case's autocast), loss, backward
- * (outside autocast, as a training loop does), recording loss and grads. */
+ * (outside autocast, as a training loop does), recording loss and grads
+ * (rec NULL: a timing-only step, nothing recorded) and measuring memory per
+ * phase and wall time (monotonic clock, after waiting for the device). */
 static int run_step(const struct case_setup *s, const struct checkpoint_impl *impl,
                     const struct impl_options *opts, struct var **params, struct var *x, struct var *target,
                     int step, struct run_record *rec, struct run_measure *m)
@@ -211,15 +294,25 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
     const struct ckpt_case *c = s->c;
     struct var *act = NULL, *loss = NULL;
     struct mem_stats before, after_forward, after_backward;
+    /* Marks on the device's own timeline: CUDA events on a GPU (the device
+     * time of the queued work, marked before each synchronize), the
+     * monotonic clock on the CPU. */
+    aten_timer *timer = NULL;
+    struct activation_probe probe = {.device = s->device, .params = params, .n_params = s->model.n_params, .x = x};
+    int probing = 0;
     char path[RUN_PATH_MAX];
     int st;
     for (int i = 0; i < s->model.n_params; i++)
         var_zero_grad(params[i]);
     var_zero_grad(x);
     if ((st = aten_synchronize(s->device)) || (st = aten_mem_reset_peak(s->device)) ||
-        (st = aten_mem_stats(s->device, &before)))
-        return st;
-    double t0 = monotonic_ms();
+        (st = aten_mem_stats(s->device, &before)) || (st = aten_timer_create(&timer, s->device)))
+        goto out;
+    probe.base = before.live_bytes;
+    probe.previous = tape_set_op_observer((struct op_observer){activation_probe_op, &probe});
+    probing = 1;
+    if ((st = aten_timer_mark(timer)))
+        goto out;
     struct autocast_state previous = autocast_set(
         (struct autocast_state){c->autocast != AUTOCAST_OFF, c->autocast == AUTOCAST_F16 ? DT_F16 : DT_BF16});
     st = forward_segments(s, impl, opts, x, &act);
@@ -227,22 +320,43 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
         st = model_loss(&s->model, act, target, &loss);
     autocast_set(previous);
     var_release(act);
-    if (st)
-        return st;
-    if ((st = aten_synchronize(s->device)) || (st = aten_mem_stats(s->device, &after_forward)))
+    if (st || (st = aten_timer_mark(timer)))
         goto out;
-    double t1 = monotonic_ms();
-    if ((st = tape_backward(&loss, NULL, 1)) || (st = aten_synchronize(s->device)))
+    if ((st = aten_synchronize(s->device)) || (st = aten_mem_stats(s->device, &after_forward)) ||
+        (st = aten_mem_reset_peak(s->device)))
         goto out;
-    double t2 = monotonic_ms();
+    double recompute_before = opts->stats ? opts->stats->recompute_ms : 0;
+    if ((st = tape_backward(&loss, NULL, 1)) || (st = aten_timer_mark(timer)) || (st = aten_synchronize(s->device)))
+        goto out;
+    double t0 = 0, t1, t2; /* ms since mark 0 */
+    if ((st = aten_timer_ms(timer, 0, 1, &t1)) || (st = aten_timer_ms(timer, 0, 2, &t2)))
+        goto out;
     if ((st = aten_mem_stats(s->device, &after_backward)))
         goto out;
-    m->forward_ms += t1 - t0;
-    m->backward_ms += t2 - t1;
-    if (after_backward.peak_bytes - before.live_bytes > m->peak_bytes)
-        m->peak_bytes = after_backward.peak_bytes - before.live_bytes;
-    if (step == 1)
+    tape_set_op_observer(probe.previous);
+    probing = 0;
+    if (m->n < m->cap) {
+        m->forward_ms[m->n] = t1 - t0;
+        m->backward_ms[m->n] = t2 - t1;
+        m->step_ms[m->n] = t2 - t0;
+        m->recompute_ms[m->n] = opts->stats ? opts->stats->recompute_ms - recompute_before : 0;
+        m->n++;
+    }
+    m->forward_peak_bytes = max64(m->forward_peak_bytes, after_forward.peak_bytes - before.live_bytes);
+    m->backward_peak_bytes = max64(m->backward_peak_bytes, after_backward.peak_bytes - before.live_bytes);
+    m->peak_bytes = max64(m->forward_peak_bytes, m->backward_peak_bytes);
+    m->activation_peak_bytes = max64(m->activation_peak_bytes, max64(m->forward_peak_bytes, probe.max));
+    if (step == 1) {
         m->end_forward_bytes = after_forward.live_bytes - before.live_bytes;
+        m->step_start_bytes = before.live_bytes;
+        for (int i = 0; i < s->model.n_params; i++)
+            if (params[i]->grad)
+                m->grad_bytes += (int64_t)tensor_nbytes(params[i]->grad);
+        if (x->grad)
+            m->grad_bytes += (int64_t)tensor_nbytes(x->grad);
+    }
+    if (!rec)
+        goto update;
     snprintf(path, sizeof path, "steps/%d/loss", step);
     if ((st = record_tensor(rec, path, loss->data)))
         goto out;
@@ -260,11 +374,15 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
         if ((st = record_tensor(rec, path, x->grad)))
             goto out;
     }
+update:
     /* SGD, outside the tape: p ← p − lr · grad. */
     for (int i = 0; i < s->model.n_params && !st; i++)
         if (params[i]->grad)
             st = tensor_add_(params[i]->data, params[i]->grad, -c->lr);
 out:
+    if (probing)
+        tape_set_op_observer(probe.previous);
+    aten_timer_free(timer);
     var_release(loss);
     return st;
 }
@@ -277,11 +395,17 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
     const struct model *m = &s->model;
     struct var **params = calloc((size_t)m->n_params, sizeof *params);
     struct var *x = NULL, *target = NULL;
-    struct run_measure measure = {0};
+    struct run_measure measure;
     char path[RUN_PATH_MAX];
-    int st = ST_OK;
-    if (!params)
-        return error_set(ST_RUN, "out of memory for run %s", rec->name);
+    int timed = s->timed_steps > c->steps ? s->timed_steps : c->steps;
+    int st = measure_init(&measure, timed);
+    if (!params && !st)
+        st = error_set(ST_RUN, "out of memory for run %s", rec->name);
+    if (st) {
+        measure_free(&measure);
+        free(params);
+        return st;
+    }
     for (int i = 0; i < m->n_params && !st; i++) {
         st = leaf_from_host(&params[i], &s->params_init[i], s->device, 1, m->params[i].name);
         if (!st)
@@ -301,21 +425,37 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         .stats = stats,
     };
     for (int step = 1; step <= c->steps && !st; step++)
-        st = run_step(s, impl, &opts, params, x, target, step, rec, &measure);
+        if ((st = run_step(s, impl, &opts, params, x, target, step, rec, &measure)) == ST_MISMATCH)
+            error_wrap(st, "step %d", step); /* the verdict names the step the check fired in */
     for (int i = 0; i < m->n_params && !st; i++) {
         snprintf(path, sizeof path, "final_params/%s", m->params[i].name);
         st = record_tensor(rec, path, params[i]->data);
     }
+    /* Timing-only steps (benchmark repeats): more samples for the medians,
+     * nothing recorded, and their own stats so that the run's recompute
+     * counts stay those of the recorded steps. */
+    struct impl_stats timing_stats = {0};
+    opts.stats = &timing_stats;
+    for (int step = c->steps + 1; step <= timed && !st; step++)
+        st = run_step(s, impl, &opts, params, x, target, step, NULL, &measure);
     if (!st) {
         run_record_set_attr(rec, "memory.peak_bytes", (double)measure.peak_bytes);
+        run_record_set_attr(rec, "memory.forward_peak_bytes", (double)measure.forward_peak_bytes);
+        run_record_set_attr(rec, "memory.backward_peak_bytes", (double)measure.backward_peak_bytes);
         run_record_set_attr(rec, "memory.end_forward_bytes", (double)measure.end_forward_bytes);
-        run_record_set_attr(rec, "timing.forward_ms", measure.forward_ms);
-        run_record_set_attr(rec, "timing.backward_ms", measure.backward_ms);
-        run_record_set_attr(rec, "timing.recompute_ms", stats->recompute_ms);
+        run_record_set_attr(rec, "memory.grad_bytes", (double)measure.grad_bytes);
+        run_record_set_attr(rec, "memory.activation_peak_bytes", (double)measure.activation_peak_bytes);
+        run_record_set_attr(rec, "memory.step_start_bytes", (double)measure.step_start_bytes);
+        run_record_set_attr(rec, "timing.forward_ms", median(measure.forward_ms, measure.n));
+        run_record_set_attr(rec, "timing.backward_ms", median(measure.backward_ms, measure.n));
+        run_record_set_attr(rec, "timing.recompute_ms", median(measure.recompute_ms, measure.n));
+        run_record_set_attr(rec, "timing.step_ms", median(measure.step_ms, measure.n));
+        run_record_set_attr(rec, "timing.timed_steps", measure.n);
         run_record_set_attr(rec, "timing.steps", c->steps);
         run_record_set_attr(rec, "recompute.count", stats->recomputes);
         run_record_set_attr(rec, "recompute.tensors", stats->recomputed_tensors);
     }
+    measure_free(&measure);
     for (int i = 0; i < m->n_params; i++) {
         var_release(params[i]);
         m->params[i].var = NULL;
@@ -501,20 +641,46 @@ static int decide(struct case_state *cs, const struct checkpoint_impl *impl, con
     return ST_OK;
 }
 
-static double step_ms(const struct run_record *r)
-{
-    return run_record_attr(r, "timing.forward_ms") + run_record_attr(r, "timing.backward_ms");
-}
+/* The median over the run's timed steps of one step's forward + backward. */
+static double step_ms(const struct run_record *r) { return run_record_attr(r, "timing.step_ms"); }
 
 /* The first run of a process pays for warm-up; the fastest baseline is the
  * fair reference for overhead. */
+static const struct run_record *fastest_baseline(const struct case_state *cs)
+{
+    const struct run_record *best = NULL;
+    for (int i = 0; i < cs->n_runs; i++)
+        if (strncmp(cs->runs[i].name, "baseline_", 9) == 0 && (!best || step_ms(&cs->runs[i]) < step_ms(best)))
+            best = &cs->runs[i];
+    return best;
+}
+
 static double fastest_baseline_ms(const struct case_state *cs)
 {
-    double best = INFINITY;
-    for (int i = 0; i < cs->n_runs; i++)
-        if (strncmp(cs->runs[i].name, "baseline_", 9) == 0 && step_ms(&cs->runs[i]) < best)
-            best = step_ms(&cs->runs[i]);
-    return best;
+    const struct run_record *b = fastest_baseline(cs);
+    return b ? step_ms(b) : NAN;
+}
+
+/* A planted bug that its own rule says cannot show in this case, and that
+ * indeed matched the baseline (PASS, or NOISE: within the kernels' own
+ * spread), is NOT_OBSERVABLE rather than a PASS that reads as "missed". If
+ * it differed anyway, the verdict stands and the
+ * reason says the rule was wrong. */
+static void apply_observability(const struct ckpt_case *c, const struct checkpoint_impl *impl,
+                                struct impl_result *res)
+{
+    char why[200];
+    if (impl->is_reference || !impl->observable || impl->observable(c, why, sizeof why))
+        return;
+    size_t len = strlen(res->reason);
+    if (res->verdict == V_PASS || res->verdict == V_NOISE) {
+        char was[RESULT_TEXT_MAX];
+        snprintf(was, sizeof was, "%s", res->reason);
+        res->verdict = V_NOT_OBSERVABLE;
+        snprintf(res->reason, sizeof res->reason, "planted bug cannot show here (%s); the run matched: %s", why, was);
+    } else if (res->verdict == V_FAIL) {
+        snprintf(res->reason + len, sizeof res->reason - len, " [its rule said it could not show here: %s]", why);
+    }
 }
 
 static int run_impl(struct case_state *cs, const char *name, struct impl_result *res)
@@ -549,6 +715,22 @@ static int run_impl(struct case_state *cs, const char *name, struct impl_result 
     double base_peak = run_record_attr(&cs->runs[0], "memory.peak_bytes");
     res->peak_bytes = run_record_attr(run, "memory.peak_bytes");
     res->end_forward_bytes = run_record_attr(run, "memory.end_forward_bytes");
+    res->forward_peak_bytes = run_record_attr(run, "memory.forward_peak_bytes");
+    res->backward_peak_bytes = run_record_attr(run, "memory.backward_peak_bytes");
+    res->grad_bytes = run_record_attr(run, "memory.grad_bytes");
+    res->activation_peak_bytes = run_record_attr(run, "memory.activation_peak_bytes");
+    res->forward_ms = run_record_attr(run, "timing.forward_ms");
+    res->backward_ms = run_record_attr(run, "timing.backward_ms");
+    res->recompute_ms = run_record_attr(run, "timing.recompute_ms");
+    res->step_ms = step_ms(run);
+    /* The baseline impl checkpoints nothing; any other is predicted to keep
+     * what the references keep (a planted bug that keeps more shows as a
+     * gap between prediction and measurement). */
+    const struct case_setup *su = &cs->setup;
+    struct segment_plan none;
+    segment_plan_make(&none, su->model.layers, SEGMENTS_NONE);
+    res->predicted_end_forward_bytes =
+        (double)model_predict_saved_bytes(&su->model, impl->run == impl_run_none ? &none : &su->plan);
     res->memory_saved = base_peak > 0 && !isnan(res->peak_bytes) ? 1.0 - res->peak_bytes / base_peak : NAN;
     res->overhead = step_ms(run) / fastest_baseline_ms(cs);
     if ((res->verdict == V_PASS || res->verdict == V_NOISE) && c->min_memory_saving >= 0 &&
@@ -558,6 +740,7 @@ static int run_impl(struct case_state *cs, const char *name, struct impl_result 
                  "gradients right, but memory saved %.1f%% < required %.1f%% (peak %.0f bytes vs baseline %.0f)",
                  100 * res->memory_saved, 100 * c->min_memory_saving, res->peak_bytes, base_peak);
     }
+    apply_observability(c, impl, res);
     res->expected = (case_expected_mask(c, name) >> res->verdict) & 1u;
     return ST_OK;
 }
@@ -655,15 +838,47 @@ fail:
     return st;
 }
 
+/* The case's memory and time figures that do not belong to one impl. */
+static void case_figures(const struct case_state *cs, struct case_result *result)
+{
+    const struct case_setup *su = &cs->setup;
+    const struct run_record *base = &cs->runs[0], *fastest = fastest_baseline(cs);
+    struct segment_plan none;
+    segment_plan_make(&none, su->model.layers, SEGMENTS_NONE);
+    result->baseline_end_forward_bytes = run_record_attr(base, "memory.end_forward_bytes");
+    result->baseline_grad_bytes = run_record_attr(base, "memory.grad_bytes");
+    result->baseline_activation_peak_bytes = run_record_attr(base, "memory.activation_peak_bytes");
+    result->predicted_baseline_end_forward_bytes = (double)model_predict_saved_bytes(&su->model, &none);
+    result->predicted_checkpointed_end_forward_bytes = (double)model_predict_saved_bytes(&su->model, &su->plan);
+    result->param_bytes = 0;
+    for (int i = 0; i < su->model.n_params; i++)
+        result->param_bytes += (double)host_tensor_bytes(&su->params_init[i]);
+    if (fastest) {
+        result->baseline_forward_ms = run_record_attr(fastest, "timing.forward_ms");
+        result->baseline_step_ms = step_ms(fastest);
+        /* Recomputing every checkpointed layer once costs one more forward. */
+        result->ideal_overhead = (result->baseline_step_ms + result->baseline_forward_ms) / result->baseline_step_ms;
+        result->timed_steps = (int)run_record_attr(fastest, "timing.timed_steps");
+    }
+    /* The baselines are the same work: their spread says how much the
+     * machine disturbed this case's timings. */
+    for (int i = 0; i < cs->n_runs; i++)
+        if (strncmp(cs->runs[i].name, "baseline_", 9) == 0 && step_ms(&cs->runs[i]) > result->slowest_baseline_step_ms)
+            result->slowest_baseline_step_ms = step_ms(&cs->runs[i]);
+}
+
 int runner_run_case(const struct ckpt_case *c, const struct run_settings *s, struct case_result *result)
 {
     struct case_state *cs = calloc(1, sizeof *cs);
     memset(result, 0, sizeof *result);
     snprintf(result->name, sizeof result->name, "%s", c->name);
-    snprintf(result->h5_path, sizeof result->h5_path, "%s/%s.h5", s->out_dir, c->name);
+    if (!s->skip_h5)
+        snprintf(result->h5_path, sizeof result->h5_path, "%s/%s.h5", s->out_dir, c->name);
+    result->definition = *c;
     if (!cs)
         return error_set(ST_RUN, "out of memory running case %s", c->name);
     int st = setup_case(&cs->setup, c);
+    cs->setup.timed_steps = s->repeats;
     for (int i = 0; i < 2 && !st; i++)
         st = add_baseline(cs);
     for (int i = 0; i < c->n_impls && !st; i++)
@@ -672,7 +887,9 @@ int runner_run_case(const struct ckpt_case *c, const struct run_settings *s, str
     result->baseline_runs = cs->baselines;
     if (cs->n_runs)
         result->baseline_peak_bytes = run_record_attr(&cs->runs[0], "memory.peak_bytes");
-    if (!st)
+    if (cs->n_runs && !st)
+        case_figures(cs, result);
+    if (!st && !s->skip_h5)
         st = write_file(cs, result, s);
     if (st) {
         result->status = st;

@@ -20,8 +20,14 @@ struct impl_result {
     char first_divergence[RESULT_TEXT_MAX]; /* "step 1 grads/l0.weight [3, 5]" or "" */
     uint64_t max_ulp;
     double memory_saved;          /* 1 - peak(impl)/peak(baseline_0) */
-    double overhead;              /* step time impl / baseline_0 */
-    double peak_bytes, end_forward_bytes;
+    double overhead;              /* step time impl / the fastest baseline's */
+    /* Bytes newly live since the step began (docs/schema.md "memory"):
+     * peak over forward + backward, each phase's peak, what forward left
+     * for backward, the gradients after backward. */
+    double peak_bytes, end_forward_bytes, forward_peak_bytes, backward_peak_bytes, grad_bytes;
+    double activation_peak_bytes; /* the peak of everything but gradients (runner.c activation_probe) */
+    double predicted_end_forward_bytes; /* model_predict_saved_bytes for this impl's plan */
+    double forward_ms, backward_ms, recompute_ms, step_ms; /* medians per step */
     int recomputes;
 };
 
@@ -33,6 +39,16 @@ struct case_result {
     uint64_t noise_floor_ulp;     /* max ULP over the baseline re-runs vs baseline_0 */
     int baseline_runs;            /* baselines run, 2 + extra noise runs */
     double baseline_peak_bytes;
+    double baseline_end_forward_bytes, baseline_grad_bytes, baseline_activation_peak_bytes;
+    double predicted_baseline_end_forward_bytes;     /* nothing checkpointed */
+    double predicted_checkpointed_end_forward_bytes; /* the case's segments */
+    double param_bytes;           /* all parameters (live before every step, not in the peaks) */
+    /* The fastest baseline's medians, and (step + forward) / step: what
+     * recomputing every layer once would cost, the reference for overhead. */
+    double baseline_forward_ms, baseline_step_ms, ideal_overhead;
+    double slowest_baseline_step_ms; /* with baseline_step_ms: the baselines' spread */
+    int timed_steps;              /* steps per run behind the timing medians */
+    struct ckpt_case definition;  /* the case as run (overrides applied) */
     int status;                   /* ST_OK, or the case could not run at all */
     char error[RESULT_TEXT_MAX];
 };
@@ -41,6 +57,11 @@ struct run_settings {
     const char *out_dir;          /* existing directory */
     const char *git_rev;
     const char *harness_version;
+    /* Steps timed per run for the timing medians (benchmarks): the case's
+     * recorded steps, then unrecorded ones up to this many. 0: just the
+     * recorded steps. */
+    int repeats;
+    int skip_h5;                  /* no HDF5 file (h5_path left empty) */
 };
 
 /* Runs c (already resolved: overrides applied by the caller). The result

@@ -21,6 +21,8 @@ int checkpoint_env_capture(struct checkpoint_env *env, const struct checkpoint_i
     env->mutation = &impl->mutation;
     env->context = opts->context;
     env->stats = opts->stats;
+    if (env->stats)
+        env->stats->checkpoints++;
     if (!env->preserve_rng)
         return ST_OK;
     struct rng_device_set set;

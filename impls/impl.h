@@ -7,6 +7,8 @@
 #ifndef CKPT_IMPL_H
 #define CKPT_IMPL_H
 
+#include <stddef.h>
+
 #include "../harness/case.h"
 #include "../harness/rng_stash.h"
 #include "../harness/tape.h"
@@ -34,7 +36,11 @@ struct impl_mutation {
     int skip_rng_fork;           /* rng_not_forked: replayed stream leaks on */
     int force_args_only_rng;     /* args_only_rng: current device not stashed */
     int skip_autocast_restore;   /* autocast_not_restored */
-    int reset_counter_after;     /* counter_reset: >0 resets the handle counter after that many unpacks */
+    /* counter_reset: after that many unpacks of one checkpoint frame (<0:
+     * half of its handles) the frame restarts its recompute numbering at the
+     * unpacks already served, so handle k is handed the tensor recomputed for
+     * handle k + N (nonreentrant.c, impls/faulty/counter_reset.c). */
+    int reset_counter_after;
     int keep_forward_tensors;    /* recompute_elided: forward activations kept and handed back */
 };
 
@@ -49,6 +55,7 @@ struct impl_options {
 };
 
 struct impl_stats {
+    int checkpoints;             /* checkpointed segment forwards run */
     int recomputes;              /* recompute passes run */
     int recomputed_tensors;      /* saved tensors produced by recompute */
     double recompute_ms;
@@ -66,6 +73,11 @@ struct checkpoint_impl {
                const struct segment_fn *seg, struct var *in, struct var **out);
     struct impl_mutation mutation;
     int is_reference; /* none, reentrant, nonreentrant */
+    /* Planted bugs: whether the bug can show in case c at all (NULL: it
+     * always can). When it cannot, it writes what hides it to why (e.g.
+     * "dropout = 0: nothing random to replay") and the runner turns a run
+     * that matched the baseline into NOT_OBSERVABLE instead of a PASS. */
+    int (*observable)(const struct ckpt_case *c, char *why, size_t len);
 };
 
 const struct checkpoint_impl *impl_find(const char *name);

@@ -43,6 +43,9 @@ struct nr_frame {
     int recompute_counter;
     uint64_t recomputed_for;    /* engine call the recompute belongs to */
     int unpacks;
+    /* counter_reset only: the k-th recomputed tensor fills slot k - this;
+     * always 0 in the reference. */
+    int slot_offset;
 };
 
 struct nr_handle {
@@ -152,8 +155,9 @@ static void handle_free(void *ctx, void *packed)
     frame_release(f);
 }
 
-/* Inner pack hook of the recompute: the k-th saved tensor fills handle k.
- * Once the last handle is filled the recompute stops (PyTorch's early stop). */
+/* Inner pack hook of the recompute: the k-th saved tensor fills handle k
+ * (handle k - slot_offset under counter_reset). Once the last handle is
+ * filled the recompute stops (PyTorch's early stop). */
 static int recompute_pack(void *ctx, const struct node *n, const tensor *t, void **packed)
 {
     (void)n;
@@ -163,8 +167,12 @@ static int recompute_pack(void *ctx, const struct node *n, const tensor *t, void
     if (k >= f->n_handles)
         return error_set(ST_MISMATCH, "recompute saved more tensors (%d) than the forward did (%d)", k + 1,
                          f->n_handles);
-    if (f->meta[k].alive) {
-        int st = tensor_share(&f->recomputed[k], t);
+    int slot = k - f->slot_offset;
+    if (slot >= 0 && f->meta[slot].alive) {
+        /* A slot a previous recompute filled but nobody unpacked. */
+        tensor_free(f->recomputed[slot]);
+        f->recomputed[slot] = NULL;
+        int st = tensor_share(&f->recomputed[slot], t);
         if (st)
             return st;
         if (f->env.stats)
@@ -265,8 +273,18 @@ static int forward_unpack(void *ctx, void *packed, tensor **out)
     f->unpacks++;
     if (f->mutation->keep_forward_tensors)
         return tensor_share(out, f->kept[k]);
-    if (f->mutation->reset_counter_after && f->unpacks == f->mutation->reset_counter_after + 1)
-        f->recomputed_for = 0;
+    if (f->mutation->reset_counter_after) {
+        /* counter_reset: after N unpacks the bookkeeping believes a new
+         * pass began and recomputes, but numbers the recompute from the N
+         * tensors already handed out, so the remaining handles get tensors
+         * recomputed for handles N places later. With N one layer of a
+         * two-layer segment those have the same shapes: a silent mix-up. */
+        int after = f->mutation->reset_counter_after > 0 ? f->mutation->reset_counter_after : f->n_handles / 2;
+        if (after > 0 && f->unpacks == after + 1) {
+            f->recomputed_for = 0;
+            f->slot_offset = after;
+        }
+    }
     if (f->recomputed_for != tape_engine_current_id() && (st = recompute(f)))
         return st;
     if (!f->recomputed[k])

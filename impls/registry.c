@@ -2,6 +2,7 @@
  * planted bugs of impls/faulty/ (declared in faulty/faulty.h). */
 #include <string.h>
 
+#include "faulty/faulty.h"
 #include "impl.h"
 
 static const struct checkpoint_impl impl_none = {
@@ -18,7 +19,21 @@ static const struct checkpoint_impl impl_nonreentrant = {
     .is_reference = 1};
 
 static const struct checkpoint_impl *const all_impls[] = {
-    &impl_none, &impl_reentrant, &impl_nonreentrant, NULL,
+    &impl_none,
+    &impl_reentrant,
+    &impl_nonreentrant,
+    /* Planted bugs (impls/faulty/), after the references. */
+    &impl_no_rng_stash,
+    &impl_no_rng_stash_nr,
+    &impl_rng_not_forked,
+    &impl_args_only_rng,
+    &impl_autocast_not_restored,
+    &impl_autocast_not_restored_nr,
+    &impl_counter_reset,
+    &impl_recompute_elided,
+    &impl_stale_input,
+    &impl_first_call_kernel,
+    NULL,
 };
 
 const struct checkpoint_impl *const *impl_all(void) { return all_impls; }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs (with apt-get) everything ckpt-verify needs to build, test and
 # plot. Idempotent: does nothing when every package is already installed.
+# clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes) build the
+# fuzz targets (CKPT_FUZZ=ON, fuzz/); valgrind runs the memcheck test.
 set -euo pipefail
 
 packages=(
@@ -8,6 +10,7 @@ packages=(
   libtorch-dev libhdf5-dev hdf5-tools gnuplot-nox
   libcmocka-dev libinih-dev libjansson-dev
   python3 python3-torch python3-h5py python3-numpy
+  clang libclang-rt-dev valgrind
 )
 
 missing=()

@@ -14,19 +14,14 @@
 
 #include <cmocka.h>
 
+#include "test_support.h"
+
 #include "../harness/aten/aten.h"
 #include "../harness/aten/oracle.h"
 #include "../harness/error.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* A call that must succeed; on failure the shim's message is the report. */
-#define assert_ok(call)                                                                    \
-    do {                                                                                   \
-        int st_ = (call);                                                                  \
-        if (st_ != ST_OK)                                                                  \
-            fail_msg("%s -> status %d: %s", #call, st_, error_message());                  \
-    } while (0)
 
 static tensor *randn(enum dtype dt, int ndim, const int64_t *shape, uint64_t seed)
 {

@@ -753,7 +753,7 @@ static void test_shipped_cases_load(void **state)
 }
 
 /* Every shipped case is nightly and small enough for 2 CPU cores. */
-static void test_shipped_cases_are_nightly_and_small(void **state)
+static void test_shipped_cases_are_nightly_or_gpu_and_small(void **state)
 {
     (void)state;
     struct case_list list = {0};
@@ -762,8 +762,13 @@ static void test_shipped_cases_are_nightly_and_small(void **state)
     int smoke = 0;
     for (int i = 0; i < list.count; i++) {
         const struct ckpt_case *c = &list.items[i];
-        if (!case_has_label(c, "nightly"))
+        if (strcmp(c->device, "cpu") != 0) {
+            /* GPU cases (cases/gpu.ini) must stay out of the CPU suites. */
+            if (!case_has_label(c, "gpu") || case_has_label(c, "nightly") || case_has_label(c, "smoke"))
+                fail_msg("%s runs on %s: label it gpu, not nightly or smoke", c->name, c->device);
+        } else if (!case_has_label(c, "nightly")) {
             fail_msg("%s is not labelled nightly", c->name);
+        }
         assert_true(c->hidden <= 64 && c->seq <= 8 && c->layers <= 4 && c->batch <= 32);
         smoke += case_has_label(c, "smoke");
     }
@@ -824,7 +829,7 @@ int main(void)
         cmocka_unit_test(test_has_label),
         cmocka_unit_test(test_attrs_cover_every_key_and_load_back),
         cmocka_unit_test(test_shipped_cases_load),
-        cmocka_unit_test(test_shipped_cases_are_nightly_and_small),
+        cmocka_unit_test(test_shipped_cases_are_nightly_or_gpu_and_small),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

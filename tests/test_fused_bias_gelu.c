@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include "test_support.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,25 +23,6 @@
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-/* splitmix64: tiny, seedable, and the same sequence on every platform. The
- * state lives in the caller, so tests share nothing. */
-struct rng {
-    uint64_t s;
-};
-
-static uint64_t rng_next(struct rng *g)
-{
-    uint64_t z = (g->s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [lo, hi). */
-static double rng_uniform(struct rng *g, double lo, double hi)
-{
-    return lo + (hi - lo) * ((double)(rng_next(g) >> 11) * 0x1p-53);
-}
 
 static uint32_t bits32(float f)
 {

@@ -770,6 +770,91 @@ static void test_dtype_attribute_mismatch_is_input_error(void **state)
     assert_message_has("/x: dtype attribute says float32");
 }
 
+/* What every run of the schema holds, checked before diff compares. */
+static void test_check_run_needs_numbered_steps_each_with_one_loss(void **state)
+{
+    (void)state;
+    int64_t two[1] = {2};
+    struct run_record r;
+    struct host_tensor t;
+
+    run_record_init(&r, "baseline_0");
+    assert_int_equal(h5store_check_run("f.h5", &r), ST_INPUT);
+    assert_message_has("f.h5: /runs/baseline_0/steps: no step recorded");
+    t = pattern_tensor(DT_F32, 1, two, 1);
+    assert_int_equal(run_record_add(&r, "final_params/w", &t), ST_OK);
+    assert_int_equal(h5store_check_run("f.h5", &r), ST_INPUT);
+    assert_message_has("no step recorded");
+
+    t = pattern_tensor(DT_F32, 0, NULL, 2);
+    assert_int_equal(run_record_add(&r, "steps/1/loss", &t), ST_OK);
+    t = pattern_tensor(DT_F32, 1, two, 3);
+    assert_int_equal(run_record_add(&r, "steps/1/grads/w", &t), ST_OK);
+    assert_int_equal(h5store_check_run("f.h5", &r), ST_OK);
+
+    t = pattern_tensor(DT_F32, 1, two, 4);
+    assert_int_equal(run_record_add(&r, "steps/10/grads/w", &t), ST_OK);
+    assert_int_equal(h5store_check_run("f.h5", &r), ST_INPUT);
+    assert_message_has("f.h5: /runs/baseline_0/steps/10/loss: dataset missing");
+    t = pattern_tensor(DT_F32, 1, two, 5);
+    assert_int_equal(run_record_add(&r, "steps/10/loss", &t), ST_OK);
+    assert_int_equal(h5store_check_run("f.h5", &r), ST_INPUT);
+    assert_message_has("steps/10/loss: holds 2 values, expected one");
+    run_record_free(&r);
+
+    run_record_init(&r, "x");
+    t = pattern_tensor(DT_F32, 0, NULL, 6);
+    assert_int_equal(run_record_add(&r, "steps/last/loss", &t), ST_OK);
+    assert_int_equal(h5store_check_run("f.h5", &r), ST_INPUT);
+    assert_message_has("/runs/x/steps/last/loss: not under a numbered step");
+    run_record_free(&r);
+}
+
+/* A shape that promises more data than the file holds is refused before
+ * anything is allocated for it: contiguous data never written, and a
+ * chunked dataset larger than the whole file could hold compressed. */
+static void test_shape_larger_than_the_data_is_input_error(void **state)
+{
+    struct fixture *f = *state;
+    hid_t file = H5Fcreate(f->path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(file >= 0);
+    long long one = 1;
+    hid_t scalar = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(file, "schema_version", H5T_STD_I64LE, scalar, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(H5Awrite(a, H5T_NATIVE_LLONG, &one) >= 0);
+    H5Aclose(a);
+    hsize_t small[1] = {1000}, huge[1] = {(hsize_t)1 << 40}, chunk[1] = {1024};
+    hid_t space = H5Screate_simple(1, small, NULL);
+    hid_t ds = H5Dcreate2(file, "unwritten", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(ds >= 0);
+    H5Dclose(ds);
+    H5Sclose(space);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    assert_true(H5Pset_chunk(dcpl, 1, chunk) >= 0);
+    space = H5Screate_simple(1, huge, NULL);
+    ds = H5Dcreate2(file, "huge", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    assert_true(ds >= 0);
+    H5Dclose(ds);
+    H5Sclose(space);
+    H5Pclose(dcpl);
+    H5Sclose(scalar);
+    assert_true(H5Fclose(file) >= 0);
+
+    struct host_tensor t;
+    assert_int_equal(h5store_read_tensor(f->path, "/unwritten", &t), ST_INPUT);
+    assert_message_has("/unwritten: the file holds 0 of its 4000 bytes");
+    assert_null(t.data);
+    assert_int_equal(h5store_read_tensor(f->path, "/huge", &t), ST_INPUT);
+    assert_message_has("/huge: shape needs 4398046511104 bytes, more than a");
+    assert_null(t.data);
+
+    /* Shapes whose byte count wraps are refused, not under-allocated. */
+    int64_t wraps[2] = {(int64_t)1 << 40, (int64_t)1 << 40};
+    assert_int_equal(host_tensor_alloc(&t, DT_F32, 2, wraps), ST_RUN);
+    assert_null(t.data);
+    assert_int_equal(t.numel, 0);
+}
+
 static void test_hdf5_errors_never_reach_stderr(void **state)
 {
     struct fixture *f = *state;
@@ -851,6 +936,8 @@ int main(void)
         T(test_create_in_unwritable_directory_is_input_error),
         T(test_foreign_file_without_dtype_attributes_reads),
         T(test_dtype_attribute_mismatch_is_input_error),
+        T(test_check_run_needs_numbered_steps_each_with_one_loss),
+        T(test_shape_larger_than_the_data_is_input_error),
         T(test_hdf5_errors_never_reach_stderr),
     };
 #undef T

@@ -20,6 +20,8 @@
 
 #ifdef CKPT_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -27,6 +29,7 @@
 
 #include <array>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -226,6 +229,17 @@ at::Generator default_generator(int device)
     return at::globalContext().defaultGenerator(to_device(device));
 }
 
+#ifdef CKPT_WITH_CUDA
+/* The caching allocator keeps statistics only once CUDA is initialised for
+ * the process (before that getDeviceStats throws "did you call init?"). An
+ * empty tensor on the device makes ATen run its own lazy init, whatever its
+ * version calls it; it allocates nothing. */
+void cuda_lazy_init(int device)
+{
+    (void)at::empty({0}, at::TensorOptions().dtype(at::kFloat).device(to_device(device)));
+}
+#endif
+
 int cuda_device_count()
 {
 #ifdef CKPT_WITH_CUDA
@@ -256,7 +270,12 @@ at::Tensor rows(const at::Tensor &logits) { return logits.reshape({-1, logits.si
 
 int aten_init(void)
 {
-    return guarded(__func__, [] { return ckpt_install_counting_allocator(); });
+    return guarded(__func__, [] {
+        if (ckpt_counting_allocator_limit() < 0)
+            return error_set(ST_INPUT, "CKPT_MEMORY_LIMIT='%s': not a byte count (for example 512M or 8G)",
+                             getenv("CKPT_MEMORY_LIMIT"));
+        return ckpt_install_counting_allocator();
+    });
 }
 
 const char *aten_libtorch_version(void) { return TORCH_VERSION; }
@@ -400,7 +419,7 @@ int aten_mem_stats(int device, struct mem_stats *out)
             return (int)ST_OK;
         }
 #ifdef CKPT_WITH_CUDA
-        (void)default_generator(device); /* lazily initialises CUDA and its allocator */
+        cuda_lazy_init(device);
         namespace cca = c10::cuda::CUDACachingAllocator;
         const auto stats = cca::getDeviceStats((c10::DeviceIndex)device);
         /* index 0 is StatType::AGGREGATE (all pools) */
@@ -421,7 +440,7 @@ int aten_mem_reset_peak(int device)
             return (int)ST_OK;
         }
 #ifdef CKPT_WITH_CUDA
-        (void)default_generator(device);
+        cuda_lazy_init(device);
         c10::cuda::CUDACachingAllocator::resetPeakStats((c10::DeviceIndex)device);
 #endif
         return (int)ST_OK;
@@ -491,6 +510,141 @@ int aten_rng_manual_seed(int device, uint64_t seed)
 }
 
 /* ======================================================================
+ * CUDA: streams and Philox reservations for the harness's own kernels
+ * ==================================================================== */
+
+namespace {
+/* The checks both entry points share; throws in a build without CUDA. */
+void require_cuda_device(int device, const char *what)
+{
+    if (device == DEVICE_CPU)
+        throw shim_error(ST_INTERNAL, std::string("the CPU has no ") + what);
+    (void)to_device(device); /* ST_INPUT "this libtorch has no CUDA" in a CPU build */
+}
+} // namespace
+
+int aten_cuda_stream(int device, void **stream)
+{
+    if (stream)
+        *stream = nullptr;
+    return guarded(__func__, [&] {
+        if (!stream)
+            throw shim_error(ST_INTERNAL, "NULL output");
+        require_cuda_device(device, "CUDA stream");
+#ifdef CKPT_WITH_CUDA
+        *stream = static_cast<void *>(at::cuda::getCurrentCUDAStream((c10::DeviceIndex)device).stream());
+#endif
+        return (int)ST_OK;
+    });
+}
+
+int aten_cuda_philox_reserve(int device, uint64_t increment, uint64_t *seed, uint64_t *offset)
+{
+    return guarded(__func__, [&] {
+        if (!seed || !offset)
+            throw shim_error(ST_INTERNAL, "NULL output");
+        require_cuda_device(device, "Philox generator");
+        /* ATen keeps offsets multiples of 4 (one Philox4x32 output); an odd
+         * increment would be rounded up by some versions and not others. */
+        if (increment == 0 || increment % 4 != 0)
+            throw shim_error(ST_INTERNAL, "Philox increment " + std::to_string(increment) +
+                                              " is not a positive multiple of 4");
+#ifdef CKPT_WITH_CUDA
+        at::Generator gen = at::cuda::detail::getDefaultCUDAGenerator((c10::DeviceIndex)device);
+        std::lock_guard<std::mutex> lock(gen.mutex());
+        /* philox_engine_inputs: (seed, offset before the increment), then
+         * offset += increment -- the eager-mode half of philox_cuda_state,
+         * with plain integers instead of a PhiloxCudaState whose layout
+         * changed between releases; it refuses graph capture itself. */
+        const std::pair<uint64_t, uint64_t> so =
+            at::check_generator<at::CUDAGeneratorImpl>(gen)->philox_engine_inputs(increment);
+        *seed = so.first;
+        *offset = so.second;
+#endif
+        return (int)ST_OK;
+    });
+}
+
+/* ======================================================================
+ * timing
+ * ==================================================================== */
+
+struct aten_timer {
+    int device;
+    std::vector<double> host_ms; /* CPU marks */
+#ifdef CKPT_WITH_CUDA
+    /* CUDAEvent is move-only and destroys its event itself (noexcept). */
+    std::vector<std::unique_ptr<at::cuda::CUDAEvent>> events;
+#endif
+    size_t marks() const
+    {
+#ifdef CKPT_WITH_CUDA
+        if (device != DEVICE_CPU)
+            return events.size();
+#endif
+        return host_ms.size();
+    }
+};
+
+int aten_timer_create(aten_timer **out, int device)
+{
+    if (out)
+        *out = nullptr;
+    return guarded(__func__, [&] {
+        if (!out)
+            throw shim_error(ST_INTERNAL, "NULL output");
+        (void)to_device(device);
+        auto t = std::make_unique<aten_timer>();
+        t->device = device;
+        *out = t.release();
+        return (int)ST_OK;
+    });
+}
+
+int aten_timer_mark(aten_timer *t)
+{
+    return guarded(__func__, [&] {
+        if (!t)
+            throw shim_error(ST_INTERNAL, "NULL timer");
+#ifdef CKPT_WITH_CUDA
+        if (t->device != DEVICE_CPU) {
+            /* cudaEventDefault: timing enabled (ATen's default disables it). */
+            auto ev = std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault);
+            ev->record(at::cuda::getCurrentCUDAStream((c10::DeviceIndex)t->device));
+            t->events.push_back(std::move(ev));
+            return (int)ST_OK;
+        }
+#endif
+        const auto now = std::chrono::steady_clock::now().time_since_epoch();
+        t->host_ms.push_back(std::chrono::duration<double, std::milli>(now).count());
+        return (int)ST_OK;
+    });
+}
+
+int aten_timer_ms(aten_timer *t, int from, int to, double *ms)
+{
+    return guarded(__func__, [&] {
+        if (!t || !ms)
+            throw shim_error(ST_INTERNAL, "NULL argument");
+        if (from < 0 || to < from || (size_t)to >= t->marks())
+            throw shim_error(ST_INTERNAL, "timer interval " + std::to_string(from) + ".." +
+                                              std::to_string(to) + " outside the " +
+                                              std::to_string(t->marks()) + " marks made");
+#ifdef CKPT_WITH_CUDA
+        if (t->device != DEVICE_CPU) {
+            t->events[(size_t)to]->synchronize();
+            *ms = (double)t->events[(size_t)from]->elapsed_time(*t->events[(size_t)to]);
+            return (int)ST_OK;
+        }
+#endif
+        *ms = t->host_ms[(size_t)to] - t->host_ms[(size_t)from];
+        return (int)ST_OK;
+    });
+}
+
+void aten_timer_free(aten_timer *t) { delete t; }
+
+/* ======================================================================
  * tensor handles
  * ==================================================================== */
 
@@ -534,6 +688,12 @@ int tensor_to_host(const tensor *t, struct host_tensor *out)
         if (c.dim() > HOST_TENSOR_MAX_DIMS)
             throw shim_error(ST_INTERNAL, "rank " + std::to_string(c.dim()) + " exceeds " +
                                               std::to_string(HOST_TENSOR_MAX_DIMS));
+        /* Host copies are plain malloc, outside the counting allocator:
+         * they pass the same check, or a case too big for memory would get
+         * the process killed while copying instead of failing here. */
+        char why[256];
+        if (ckpt_memory_refuses(c.nbytes(), why, sizeof why))
+            return error_set(ST_RUN, "tensor_to_host: out of memory for a host copy: %s", why);
         int st = host_tensor_alloc(out, from_scalar_type(c.scalar_type()), (int)c.dim(),
                                    c.sizes().data());
         if (st != ST_OK)
@@ -614,6 +774,22 @@ const void *tensor_data_const(const tensor *t)
     return guarded_or(__func__, (const void *)nullptr, [&]() -> const void * {
         const at::Tensor &x = ref(t);
         return x.is_cpu() && x.is_contiguous() ? x.data_ptr() : nullptr;
+    });
+}
+
+void *tensor_raw_data(tensor *t)
+{
+    return guarded_or(__func__, (void *)nullptr, [&]() -> void * {
+        const at::Tensor &x = ref(t);
+        return x.is_contiguous() ? x.data_ptr() : nullptr;
+    });
+}
+
+const void *tensor_raw_data_const(const tensor *t)
+{
+    return guarded_or(__func__, (const void *)nullptr, [&]() -> const void * {
+        const at::Tensor &x = ref(t);
+        return x.is_contiguous() ? x.data_ptr() : nullptr;
     });
 }
 

@@ -27,7 +27,8 @@ typedef struct tensor tensor;
 /* ---- process set-up -------------------------------------------------- */
 
 /* Installs the counting CPU allocator (must run before the first tensor is
- * made; later calls do nothing). Returns ST_OK. */
+ * made; later calls do nothing). Returns ST_OK, or ST_INPUT when the
+ * CKPT_MEMORY_LIMIT environment variable is malformed. */
 int aten_init(void);
 const char *aten_libtorch_version(void);   /* "1.13.0" */
 int aten_cuda_available(void);             /* built with CUDA and a device present */
@@ -62,6 +63,15 @@ int ckpt_counting_allocator_installed(void);
  * (any pointer may be NULL). */
 void ckpt_counting_allocator_stats(int64_t *live, int64_t *peak, int64_t *count);
 void ckpt_counting_allocator_reset_peak(void);
+/* The most bytes tensors may hold live on the CPU: physical memory, the
+ * cgroup's limit or CKPT_MEMORY_LIMIT ("512M", "8G"), whichever is least;
+ * an allocation past it fails as out of memory (ST_RUN) at once. -1 when
+ * CKPT_MEMORY_LIMIT is malformed (aten_init then refuses to start). */
+int64_t ckpt_counting_allocator_limit(void);
+/* 1 (and why, in one line) when `bytes` more would pass that limit or, for
+ * large requests, what the system has available: host copies check here
+ * before allocating, so that they fail too instead of being OOM-killed. */
+int ckpt_memory_refuses(uint64_t bytes, char *why, size_t len);
 
 /* ---- memory accounting --------------------------------------------- */
 
@@ -82,6 +92,34 @@ int aten_mem_reset_peak(int device);
 int aten_rng_get_state(int device, uint8_t **out, size_t *len);
 int aten_rng_set_state(int device, const uint8_t *state, size_t len);
 int aten_rng_manual_seed(int device, uint64_t seed);
+
+/* ---- CUDA: what the harness's own kernels (harness/cuda/) need ---------- */
+
+/* The current stream of CUDA device `device` as a cudaStream_t (NULL is the
+ * legacy default stream, ATen's default), so the kernels queue behind and
+ * ahead of ATen's work in order. ST_INPUT in a build without CUDA,
+ * ST_INTERNAL for DEVICE_CPU. */
+int aten_cuda_stream(int device, void **stream);
+/* Philox (seed, offset) for one kernel from the default generator of CUDA
+ * device `device`, advancing its offset by `increment` (32-bit values per
+ * subsequence, a multiple of 4, as ATen counts) under the generator's mutex:
+ * what ATen's own random kernels do, so aten_rng_get_state/set_state replay
+ * the harness's kernels too. Refused during CUDA graph capture. ST_INPUT in a
+ * build without CUDA, ST_INTERNAL for DEVICE_CPU or a bad increment. */
+int aten_cuda_philox_reserve(int device, uint64_t increment, uint64_t *seed, uint64_t *offset);
+
+/* ---- timing ------------------------------------------------------------ */
+
+/* Marks on a device's timeline, and the milliseconds between two of them.
+ * CPU: the monotonic clock when the mark is made. CUDA: an event recorded on
+ * the device's current stream, so an interval is the device time between
+ * the work queued before each mark (read with cudaEventElapsedTime; reading
+ * waits for the later mark). Marks are numbered 0, 1, ... in order. */
+typedef struct aten_timer aten_timer;
+int aten_timer_create(aten_timer **out, int device);
+int aten_timer_mark(aten_timer *t);
+int aten_timer_ms(aten_timer *t, int from, int to, double *ms);
+void aten_timer_free(aten_timer *t);              /* NULL is fine */
 
 /* ---- tensor handles ---------------------------------------------------- */
 
@@ -105,6 +143,10 @@ int tensor_is_contiguous(const tensor *t);
  * kernels work on it directly. */
 void *tensor_data(tensor *t);
 const void *tensor_data_const(const tensor *t);
+/* Raw data pointer of a contiguous tensor on any device (a device address
+ * for a CUDA tensor), NULL when not contiguous: for the CUDA kernels. */
+void *tensor_raw_data(tensor *t);
+const void *tensor_raw_data_const(const tensor *t);
 /* Identity of the storage, to tell whether two handles alias. */
 const void *tensor_storage_id(const tensor *t);
 

@@ -11,7 +11,9 @@
  *  - the DataPtr's context IS its data pointer, so raw_allocate/raw_deallocate
  *    and 2.x's is_simple_data_ptr keep working (a size header in front of the
  *    buffer would break both; sizes live in a map instead);
- *  - an allocation failure throws c10::OutOfMemoryError naming the bytes.
+ *  - an allocation failure throws c10::OutOfMemoryError naming the bytes;
+ *  - so does an allocation that would take the live bytes past the memory
+ *    limit (see memory_limit below), before any memory is asked for.
  *
  * The state is process-global by necessity: c10 has one CPU allocator slot per
  * process and the deleter is a plain function pointer with no closure, so the
@@ -29,10 +31,16 @@
 #include <torch/version.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <unordered_map>
+
+#include <unistd.h>
 
 #include "aten.h"
 
@@ -82,9 +90,143 @@ void counting_delete(void *ptr)
     c10::free_cpu(ptr);
 }
 
+/* "1048576", "512M", "8G" (powers of 1024) as bytes; -1 if it is not one. */
+int64_t parse_bytes(const char *text)
+{
+    if (!text || !(*text >= '0' && *text <= '9'))
+        return -1;
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    int shift = 0;
+    switch (*end) {
+    case 'K': case 'k': shift = 10; end++; break;
+    case 'M': case 'm': shift = 20; end++; break;
+    case 'G': case 'g': shift = 30; end++; break;
+    case 'T': case 't': shift = 40; end++; break;
+    default: break;
+    }
+    if (errno || *end || v == 0 || v > (unsigned long long)(INT64_MAX >> shift))
+        return -1;
+    return (int64_t)(v << shift);
+}
+
+/* The cgroup (v2, else v1) memory limit of this process, 0 when none: in a
+ * container it is what the OOM killer enforces, often far below the host's
+ * RAM that sysconf reports. */
+int64_t cgroup_limit()
+{
+    char path[512] = "/sys/fs/cgroup/memory.max", line[512];
+    if (FILE *f = fopen("/proc/self/cgroup", "r")) {
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "0::", 3) == 0) {
+                line[strcspn(line, "\n")] = '\0';
+                snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max",
+                         strcmp(line + 3, "/") == 0 ? "" : line + 3);
+            }
+        fclose(f);
+    }
+    const char *candidates[] = {path, "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+    for (const char *file : candidates) {
+        FILE *f = fopen(file, "r");
+        if (!f)
+            continue;
+        char value[64] = "";
+        bool got = fgets(value, sizeof value, f) != nullptr;
+        fclose(f);
+        value[strcspn(value, "\n")] = '\0';
+        int64_t bytes = got ? parse_bytes(value) : -1; /* "max" = no limit */
+        if (bytes > 0)
+            return bytes;
+    }
+    return 0;
+}
+
+struct limit_info {
+    int64_t bytes;      /* > 0; -1 when CKPT_MEMORY_LIMIT is malformed */
+    const char *source; /* for the out-of-memory message */
+};
+
+/* The most CPU bytes tensors may hold at once. Past physical memory (or the
+ * cgroup's limit) the kernel's overcommit would still grant an allocation,
+ * and touching its pages would get the whole process OOM-killed, taking the
+ * rest of the suite with it; refusing up front turns it into the ERROR
+ * verdict of one case. CKPT_MEMORY_LIMIT lowers it (parallel jobs sharing a
+ * machine, tests). Computed once: a function-local constant, not state. */
+const limit_info &memory_limit()
+{
+    static const limit_info info = [] {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        limit_info l{INT64_MAX, "no limit known"};
+        if (pages > 0 && page > 0 && pages <= INT64_MAX / page)
+            l = {(int64_t)pages * page, "physical memory"};
+        int64_t group = cgroup_limit();
+        if (group > 0 && group < l.bytes)
+            l = {group, "cgroup memory limit"};
+        if (const char *env = getenv("CKPT_MEMORY_LIMIT")) {
+            int64_t asked = parse_bytes(env);
+            if (asked < 0)
+                l = {-1, "CKPT_MEMORY_LIMIT is malformed"};
+            else if (asked < l.bytes)
+                l = {asked, "CKPT_MEMORY_LIMIT"};
+        }
+        return l;
+    }();
+    return info;
+}
+
+/* Allocations this large are also checked against what the system can
+ * still give (MemAvailable): host copies of tensors and other processes use
+ * memory our live count does not see. Smaller ones are not worth a read of
+ * /proc, and cannot be what gets a process killed. */
+constexpr size_t k_check_available_from = size_t(64) << 20;
+
+/* MemAvailable in bytes, -1 when unknown. Not the cgroup's headroom: its
+ * usage includes page cache the kernel would reclaim first, so it would
+ * refuse allocations that fit; the cgroup's limit is in memory_limit(). */
+int64_t available_now()
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb >= 0 && kb <= INT64_MAX / 1024 ? (int64_t)kb * 1024 : -1;
+}
+
+/* Whether n more bytes must be refused, and why (into buf). Checked before
+ * asking, so a refusal costs nothing; two threads racing past it can
+ * overshoot by one allocation, which is fine for a guard against cases that
+ * could never fit. */
+bool refuse(size_t n, int64_t live, char *buf, size_t len)
+{
+    const limit_info &limit = memory_limit();
+    if (limit.bytes > 0 && (n > (uint64_t)limit.bytes || live > limit.bytes - (int64_t)n)) {
+        snprintf(buf, len, "tried to allocate %zu bytes (%lld bytes live; limit %lld bytes, %s)", n,
+                 (long long)live, (long long)limit.bytes, limit.source);
+        return true;
+    }
+    if (n >= k_check_available_from) {
+        int64_t avail = available_now();
+        if (avail >= 0 && n > (uint64_t)avail) {
+            snprintf(buf, len, "tried to allocate %zu bytes (%lld bytes live; %lld bytes available)", n,
+                     (long long)live, (long long)avail);
+            return true;
+        }
+    }
+    return false;
+}
+
 c10::DataPtr counted_allocate(size_t n)
 {
     counters &s = state();
+    char why[256];
+    if (refuse(n, s.live.load(std::memory_order_relaxed), why, sizeof why))
+        TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: ", why);
     void *ptr = nullptr;
     try {
         ptr = c10::alloc_cpu(n); /* nullptr for n == 0, as the default allocator */
@@ -147,6 +289,17 @@ extern "C" int ckpt_install_counting_allocator(void)
     if (s.installed.compare_exchange_strong(expected, true))
         c10::SetCPUAllocator(&g_allocator, k_priority);
     return 0;
+}
+
+extern "C" int64_t ckpt_counting_allocator_limit(void) { return memory_limit().bytes; }
+
+extern "C" int ckpt_memory_refuses(uint64_t bytes, char *why, size_t len)
+{
+    char buf[256];
+    bool no = refuse((size_t)bytes, state().live.load(), buf, sizeof buf);
+    if (no && why && len)
+        snprintf(why, len, "%s", buf);
+    return no;
 }
 
 extern "C" int ckpt_counting_allocator_installed(void)

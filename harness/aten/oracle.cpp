@@ -51,7 +51,10 @@ torch::Tensor gelu(const torch::Tensor &x, const char *approximate)
 const oracle_op k_ops[] = {
     {"linear", 2, 3, 0,
      [](const tensors &in, const double *) {
-         return F::linear(in[0], in[1], in.size() > 2 ? in[2] : torch::Tensor());
+        // torch::linear is at::linear, what Python's F.linear calls (one addmm on
+        // flattened 3-D input); the C++ frontend's F::linear adds the bias after
+        // a matmul and rounds twice in bf16.
+        return torch::linear(in[0], in[1], in.size() > 2 ? in[2] : torch::Tensor());
      }},
     {"gelu", 1, 1, 0, [](const tensors &in, const double *) { return gelu(in[0], "none"); }},
     {"gelu_tanh", 1, 1, 0, [](const tensors &in, const double *) { return gelu(in[0], "tanh"); }},

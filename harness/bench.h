@@ -1,0 +1,44 @@
+/* bench: `ckpt-verify bench`, the memory and time benchmark. Runs the cases
+ * labelled `bench` (or `bench_quick` with --quick) from
+ * cases/bench/memory.ini — outside the nightly suite — with every run timed over several steps
+ * (median), then measures the figures checkpointing promises against
+ * their targets and prints them:
+ *
+ *   - time overhead of each impl vs the ideal (baseline + one forward) /
+ *     baseline measured on the same case: overhead <= 1.10 x ideal;
+ *   - bytes held at the end of forward vs model_predict_saved_bytes:
+ *     within 5%;
+ *   - at segments = sqrt(L), how the activation part of the peak (the
+ *     peak of live bytes minus the gradients held at the time, see
+ *     runner.c activation_probe; peak minus all gradient bytes is printed
+ *     too) grows with depth: the exponent k of a
+ *     least-squares fit of log bytes on log L, expected 0.4 <= k <= 0.6.
+ *
+ * Writes summary.json to the output directory (so `ckpt-verify plot` draws
+ * it) and, with keep_h5, each case's HDF5 file. The quick mode is for CI: a
+ * few seconds, and its time target is reported but not enforced, because
+ * millisecond steps on a shared machine time noise, not checkpointing. */
+#ifndef CKPT_BENCH_H
+#define CKPT_BENCH_H
+
+#include <stdio.h>
+
+struct bench_options {
+    const char *cases_path; /* file or directory (default: cases/bench/memory.ini) */
+    const char *out_dir;    /* NULL: reports/bench-<UTC timestamp> */
+    int quick;              /* label bench_quick instead of bench */
+    int repeats;            /* timed steps per run (0: 5, or 3 when quick) */
+    int keep_h5;            /* also write each case's HDF5 file */
+};
+
+/* Parses `bench` flags (argv[0] is "bench"). ST_INPUT with the message on a
+ * bad flag; *help set for -h. */
+int bench_parse_args(int argc, char **argv, struct bench_options *o, int *help);
+void bench_usage(FILE *out);
+
+/* Runs the benchmark (the output directory must exist; aten_init done).
+ * *targets_met: 1 when every enforced target holds and every verdict is
+ * the expected one. Returns non-OK only when it could not run. */
+int bench_run(const struct bench_options *o, FILE *out, int *targets_met);
+
+#endif

@@ -1,0 +1,209 @@
+#include "regress.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "case.h"
+#include "error.h"
+#include "summary_file.h"
+
+enum finding { F_NONE = 0, F_NOISE, F_IMPROVED, F_CHANGED, F_REGRESSION }; /* by precedence for the line's tag */
+
+static const char *const finding_tag[] = {"", "noise", "improved", "changed", "REGRESSION"};
+
+struct line {
+    enum finding kind;
+    char text[1024];
+};
+
+static void add(struct line *l, enum finding kind, const char *fmt, const char *a, const char *b)
+{
+    size_t used = strlen(l->text);
+    if (used < sizeof l->text)
+        snprintf(l->text + used, sizeof l->text - used, "%s", used ? "; " : "");
+    used = strlen(l->text);
+    if (used < sizeof l->text)
+        snprintf(l->text + used, sizeof l->text - used, fmt, a, b);
+    if (kind > l->kind)
+        l->kind = kind;
+}
+
+void regress_default_options(struct regress_options *o)
+{
+    o->memory_points = 0.02;
+    o->overhead_ratio = 0.10;
+}
+
+/* max_ulp as a number: null is an infinite distance; absent is NaN. */
+static double ulp_of(const json_t *rec)
+{
+    const json_t *v = json_object_get(rec, "max_ulp");
+    return json_is_null(v) ? INFINITY : summary_num(rec, "max_ulp");
+}
+
+static const char *ulp_text(double u, char *buf, size_t len)
+{
+    if (isinf(u))
+        snprintf(buf, len, "inf");
+    else
+        snprintf(buf, len, "%.0f", u);
+    return buf;
+}
+
+static void compare_verdicts(const json_t *p, const json_t *c, struct line *l)
+{
+    int pv = summary_verdict(p), cv = summary_verdict(c);
+    int pe = summary_bool(p, "expected"), ce = summary_bool(c, "expected");
+    const char *pn = verdict_name(pv), *cn = verdict_name(cv);
+    if (pv != cv) {
+        if (pv == V_NOT_OBSERVABLE || cv == V_NOT_OBSERVABLE)
+            add(l, F_CHANGED, "verdict %s -> %s", pn, cn);
+        else if (cv < pv)
+            add(l, F_IMPROVED, "verdict %s -> %s", pn, cn);
+        else if (pv == V_PASS && cv == V_NOISE && summary_num(p, "noise_floor_ulp") != 0)
+            add(l, F_NOISE, "verdict %s -> %s (the baseline already differed from itself)", pn, cn);
+        else
+            add(l, F_REGRESSION, "verdict %s -> %s", pn, cn);
+    }
+    if (pe && !ce)
+        add(l, F_REGRESSION, "%s%s", "no longer the verdict the case expects", "");
+    else if (!pe && ce)
+        add(l, F_IMPROVED, "%s%s", "now the verdict the case expects", "");
+    double pu = ulp_of(p), cu = ulp_of(c);
+    char a[32], b[32];
+    if (!isnan(pu) && !isnan(cu) && cu > pu && cv != V_NOISE)
+        add(l, F_REGRESSION, "max ULP %s -> %s", ulp_text(pu, a, sizeof a), ulp_text(cu, b, sizeof b));
+}
+
+static void compare_memory(const json_t *p, const json_t *c, double points, struct line *l)
+{
+    double pm = summary_num(p, "memory_saved"), cm = summary_num(c, "memory_saved");
+    if (isnan(pm) || isnan(cm) || fabs(cm - pm) <= points)
+        return;
+    char a[32], b[32], d[32];
+    snprintf(a, sizeof a, "%.1f%%", 100 * pm);
+    snprintf(d, sizeof d, "%+.1f", 100 * (cm - pm));
+    snprintf(b, sizeof b, "%.1f%% (%s points)", 100 * cm, d);
+    add(l, cm < pm ? F_REGRESSION : F_IMPROVED, "memory saved %s -> %s", a, b);
+}
+
+/* Collects new/old overhead of a common record under its impl: only runs
+ * whose gradients were right in both summaries, since the overhead of a
+ * failing or planted-bug run measures nothing anyone ships. */
+static void accumulate_overhead(json_t *ratios, const json_t *p, const json_t *c)
+{
+    double po = summary_num(p, "overhead"), co = summary_num(c, "overhead");
+    int pv = summary_verdict(p), cv = summary_verdict(c);
+    if (!(po > 0) || !(co > 0) || isinf(po) || isinf(co) || pv > V_NOISE || cv > V_NOISE)
+        return;
+    const char *impl = summary_str(c, "impl");
+    json_t *list = json_object_get(ratios, impl);
+    if (!list) {
+        list = json_array();
+        json_object_set_new(ratios, impl, list);
+    }
+    json_array_append_new(list, json_real(co / po));
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median of the ratios of one impl; 0 when empty. */
+static double median_ratio(const json_t *list)
+{
+    size_t n = json_array_size(list);
+    double *v = n ? malloc(n * sizeof *v) : NULL;
+    if (!v)
+        return 0.0;
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_real_value(json_array_get(list, i));
+    qsort(v, n, sizeof *v, by_value);
+    double m = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    free(v);
+    return m;
+}
+
+static void key_of(const json_t *rec, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s", summary_str(rec, "case"), summary_str(rec, "impl"));
+}
+
+int regress_compare(const json_t *prev, const json_t *cur, const char *prev_label, const struct regress_options *o,
+                    FILE *out, struct regress_counts *counts)
+{
+    struct regress_counts n = {0};
+    json_t *prev_by_key = json_object(), *cur_keys = json_object(), *sums = json_object();
+    int st = ST_OK;
+    if (!prev_by_key || !cur_keys || !sums) {
+        st = error_set(ST_INTERNAL, "compare: out of memory");
+        goto done;
+    }
+    const json_t *prev_records = json_object_get(prev, "records"), *cur_records = json_object_get(cur, "records");
+    char key[256];
+    for (size_t i = 0; i < json_array_size(prev_records); i++) {
+        json_t *rec = json_array_get(prev_records, i);
+        key_of(rec, key, sizeof key);
+        json_object_set(prev_by_key, key, rec);
+    }
+    fprintf(out, "compare to %s (git %s, %s)\n", prev_label, summary_str(prev, "git_rev")[0] ? summary_str(prev, "git_rev") : "?",
+            summary_str(prev, "created_utc")[0] ? summary_str(prev, "created_utc") : "?");
+    for (size_t i = 0; i < json_array_size(cur_records); i++) {
+        const json_t *c = json_array_get(cur_records, i);
+        key_of(c, key, sizeof key);
+        json_object_set_new(cur_keys, key, json_true());
+        const json_t *p = json_object_get(prev_by_key, key);
+        if (!p) {
+            n.added++;
+            fprintf(out, "  %-10s  %s: %s\n", "new", key, summary_str(c, "verdict"));
+            continue;
+        }
+        n.common++;
+        struct line l = {F_NONE, ""};
+        compare_verdicts(p, c, &l);
+        compare_memory(p, c, o->memory_points, &l);
+        accumulate_overhead(sums, p, c);
+        n.regressions += l.kind == F_REGRESSION;
+        n.changed += l.kind == F_CHANGED;
+        n.improvements += l.kind == F_IMPROVED;
+        n.noise += l.kind == F_NOISE;
+        if (l.kind != F_NONE)
+            fprintf(out, "  %-10s  %s: %s\n", finding_tag[l.kind], key, l.text);
+    }
+    for (size_t i = 0; i < json_array_size(prev_records); i++) {
+        const json_t *p = json_array_get(prev_records, i);
+        key_of(p, key, sizeof key);
+        if (!json_object_get(cur_keys, key)) {
+            n.removed++;
+            fprintf(out, "  %-10s  %s: was %s\n", "removed", key, summary_str(p, "verdict"));
+        }
+    }
+    const char *impl;
+    json_t *list;
+    json_object_foreach(sums, impl, list) {
+        size_t count = json_array_size(list);
+        double m = median_ratio(list);
+        if (count < REGRESS_MIN_OVERHEAD_CASES) {
+            fprintf(out, "  %-10s  %s: overhead median change %+.1f%% over %zu case(s): too few to judge\n", "overhead",
+                    impl, 100.0 * (m - 1.0), count);
+            continue;
+        }
+        int worse = m > 1.0 + o->overhead_ratio;
+        n.regressions += worse;
+        fprintf(out, "  %-10s  %s: overhead median change %+.1f%% over %zu case(s) (limit +%.0f%%)\n",
+                worse ? "REGRESSION" : "overhead", impl, 100.0 * (m - 1.0), count, 100.0 * o->overhead_ratio);
+    }
+    fprintf(out, "%d regression(s) against %s; %d record(s) in both, %d new, %d removed, %d improved, %d changed, %d noise\n",
+            n.regressions, prev_label, n.common, n.added, n.removed, n.improvements, n.changed, n.noise);
+done:
+    json_decref(prev_by_key);
+    json_decref(cur_keys);
+    json_decref(sums);
+    if (counts)
+        *counts = n;
+    return st;
+}

@@ -1,0 +1,121 @@
+#include "summary_file.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "case.h"
+#include "error.h"
+
+/* Why root is not a summary, or NULL; *bad is the offending record. */
+static const char *check_summary(const json_t *root, size_t *bad)
+{
+    const json_t *records = json_object_get(root, "records");
+    if (!json_is_object(root))
+        return "the top level is not an object";
+    if (!json_is_array(records))
+        return "no \"records\" array";
+    for (size_t i = 0; i < json_array_size(records); i++) {
+        const json_t *rec = json_array_get(records, i);
+        *bad = i;
+        if (!json_is_object(rec) || !json_is_string(json_object_get(rec, "case")) ||
+            !json_is_string(json_object_get(rec, "impl")))
+            return "a record without a case and an impl";
+        if (summary_verdict(rec) < 0)
+            return "a record without a known verdict";
+    }
+    return NULL;
+}
+
+int summary_file_load(const char *path, json_t **out)
+{
+    char file[1100];
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return error_set(ST_INPUT, "%s: no such run directory or summary file", path);
+    if (S_ISDIR(sb.st_mode))
+        snprintf(file, sizeof file, "%s/summary.json", path);
+    else
+        snprintf(file, sizeof file, "%s", path);
+    if (stat(file, &sb) != 0)
+        return error_set(ST_INPUT, "%s: cannot read the summary: %s", file, strerror(errno));
+    json_error_t jerr;
+    json_t *root = json_load_file(file, 0, &jerr);
+    if (!root)
+        return error_set(ST_INPUT, "%s:%d: not a ckpt-verify summary: %s", file, jerr.line, jerr.text);
+    size_t bad = 0;
+    const char *why = check_summary(root, &bad);
+    if (why) {
+        int in_record = json_is_array(json_object_get(root, "records")) && json_is_object(root);
+        json_decref(root);
+        if (in_record)
+            return error_set(ST_INPUT, "%s: not a ckpt-verify summary: record %zu: %s", file, bad, why);
+        return error_set(ST_INPUT, "%s: not a ckpt-verify summary: %s", file, why);
+    }
+    *out = root;
+    return ST_OK;
+}
+
+int file_write_atomic(const char *dir, const char *name, const char *data, size_t len)
+{
+    char path[1100], tmp[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return error_set(ST_INPUT, "%s: cannot write: %s", tmp, strerror(errno));
+    size_t wrote = fwrite(data, 1, len, f);
+    /* fclose reports a write error that buffering kept back. */
+    if (fclose(f) != 0 || wrote != len) {
+        remove(tmp);
+        return error_set(ST_INPUT, "%s: cannot write (disk full?)", tmp);
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        remove(tmp);
+        return error_set(ST_INPUT, "%s: cannot rename into place: %s", path, strerror(e));
+    }
+    return ST_OK;
+}
+
+int summary_file_write(const json_t *root, const char *dir, const char *name)
+{
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+    if (!text)
+        return error_set(ST_INTERNAL, "%s/%s: cannot serialise the summary", dir, name);
+    size_t len = strlen(text);
+    /* A text file ends with a newline, as json_dump_file's output did. */
+    char *with_nl = realloc(text, len + 2);
+    if (!with_nl) {
+        free(text);
+        return error_set(ST_INTERNAL, "out of memory for %s/%s", dir, name);
+    }
+    with_nl[len] = '\n';
+    with_nl[len + 1] = '\0';
+    int st = file_write_atomic(dir, name, with_nl, len + 1);
+    free(with_nl);
+    return st;
+}
+
+const char *summary_str(const json_t *obj, const char *key)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : "";
+}
+
+double summary_num(const json_t *obj, const char *key)
+{
+    const json_t *v = json_object_get(obj, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+int summary_bool(const json_t *obj, const char *key) { return json_is_true(json_object_get(obj, key)); }
+
+int summary_verdict(const json_t *rec)
+{
+    const char *v = json_string_value(json_object_get(rec, "verdict"));
+    return v ? verdict_from_name(v) : -1;
+}

@@ -1,0 +1,22 @@
+/* counter_reset: non-reentrant handle bookkeeping that restarts its recompute
+ * counter part-way through backward. Once half of a frame's handles have
+ * been unpacked, the frame believes a new pass began, recomputes, and
+ * numbers the recomputed tensors from the unpacks already served: handle k
+ * receives the tensor recomputed for handle k + N (nonreentrant.c,
+ * reset_counter_after < 0). In a two-layer segment N is one layer, so every
+ * handle of the first layer gets the second layer's tensor of the same
+ * shape and dtype — no metadata check can see it.
+ * Real failure: the counter / storage bookkeeping bugs of saved-tensor-hook
+ * checkpoints (a counter not reset, or reset at the wrong time, across
+ * recomputes), which hand back a tensor of the right shape and wrong value.
+ * Caught by: gradient comparison at step 1; with --verify-values the value
+ * check names the first recomputed saved tensor that differs. */
+#include "faulty.h"
+
+const struct checkpoint_impl impl_counter_reset = {
+    .name = "counter_reset",
+    .summary = "planted bug: non-reentrant, handle counter restarts mid-backward (same-shaped wrong tensors)",
+    .run = impl_run_nonreentrant,
+    .mutation = {.reset_counter_after = -1},
+    .observable = faulty_has_checkpoints,
+};

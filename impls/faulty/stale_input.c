@@ -1,0 +1,66 @@
+/* stale_input: the reentrant checkpoint keeps only a reference to its input
+ * for the recompute, and the input's buffer is then updated in place: once
+ * the segment has run, the buffer is recycled for the segment's output (the
+ * memory-saving reuse of an activation buffer that "nobody needs any more";
+ * under autocast the bfloat16 output is cast into the float32 buffer). The
+ * recompute in backward then starts from the segment's own output.
+ * Real failure: recomputing from a tensor modified in place after the
+ * forward (in-place ops on a checkpoint's input, buffers reused by a memory
+ * planner). PyTorch's reentrant checkpoint keeps its input through
+ * save_for_backward, whose version counter turns this into an error at
+ * backward; this mutation has no such guard (nor does the harness's tape
+ * keep version counters), so the gradients are silently wrong.
+ * Caught by: gradient comparison at step 1. */
+#include <string.h>
+
+#include "../../harness/error.h"
+#include "faulty.h"
+
+static int same_shape(const tensor *a, const tensor *b)
+{
+    int64_t sa[TENSOR_MAX_DIMS], sb[TENSOR_MAX_DIMS];
+    int na = tensor_shape(a, sa), nb = tensor_shape(b, sb);
+    return na == nb && memcmp(sa, sb, (size_t)na * sizeof sa[0]) == 0 && tensor_device(a) == tensor_device(b);
+}
+
+static int run_stale_input(const struct checkpoint_impl *impl, const struct impl_options *opts,
+                           const struct segment_fn *seg, struct var *in, struct var **out)
+{
+    struct var *fresh = NULL;
+    int st = impl_run_reentrant(impl, opts, seg, in, &fresh);
+    if (st)
+        return st;
+    /* Every harness model maps [batch, seq, hidden] to the same shape; a
+     * segment that does not fits no reuse and is left alone. */
+    if (!same_shape(in->data, fresh->data)) {
+        *out = fresh;
+        return ST_OK;
+    }
+    /* The output is written over the input's buffer (which the checkpoint's
+     * saved input shares), cast if autocast made it another dtype. */
+    if ((st = tensor_copy_(in->data, fresh->data))) {
+        var_release(fresh);
+        return st;
+    }
+    if (tensor_dtype(in->data) != tensor_dtype(fresh->data) || !tensor_is_contiguous(in->data)) {
+        *out = fresh;
+        return ST_OK;
+    }
+    /* Same dtype: the buffer is handed out as the output and the output's
+     * own buffer is dropped — the memory the reuse was meant to save. */
+    tensor *buf = NULL;
+    if ((st = tensor_share(&buf, in->data))) {
+        var_release(fresh);
+        return st;
+    }
+    st = var_from_op(out, buf, fresh->grad_fn, fresh->output_nr);
+    var_release(fresh);
+    return st;
+}
+
+const struct checkpoint_impl impl_stale_input = {
+    .name = "stale_input",
+    .summary = "planted bug: reentrant, input buffer reused in place after forward; recompute reads it",
+    .run = run_stale_input,
+    .observable = faulty_has_checkpoints,
+};

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Builds and tests ckpt-verify with its CUDA kernels on a machine that has
+# PyTorch (built with CUDA), nvcc, CMake and HDF5 (pkg-config hdf5-serial)
+# but no package registry. What such a machine lacks -- cmocka, inih,
+# jansson -- comes as Debian .debs in .gpu-deps/ inside the checkout
+# (scripts/fetch-gpu-deps.sh downloads them where apt works); they are
+# unpacked into a private prefix under the build folder, never into /.
+#
+#   bash scripts/gpu-build.sh [BUILD_DIR]          (default: build-gpu)
+#
+# Steps, each logged: unpack, configure against PyTorch's libtorch with
+# CKPT_CUDA=ON, build, ctest, `ckpt-verify --case bias_gelu_bs1 --device
+# cuda:0`, `ckpt-verify --suite gpu`. Every step runs even when one before it
+# failed (a failing CPU test must not hide the GPU results). Logs, and the
+# reports packed into one tarball, go to $OUT when it is set (the folder
+# that comes back from a lent GPU machine; keep it to a few files) or else to
+# BUILD_DIR/gpu-logs. Environment: PYTHON (default python3, the one with
+# torch), CTEST_ARGS (extra ctest arguments, for example "-L gpu").
+# Exit status: 0 when every step passed, 1 otherwise, 2 when it cannot start.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+src=$PWD
+build=${1:-build-gpu}
+mkdir -p "$build"
+build=$(cd "$build" && pwd)
+logs=${OUT:-$build/gpu-logs}
+mkdir -p "$logs"
+reports=$build/gpu-reports
+python=${PYTHON:-python3}
+jobs=$(nproc)
+
+failed=()
+# step NAME COMMAND...: runs it with output to NAME.log (and its tail on the terminal).
+step() {
+  local name=$1; shift
+  local start=$SECONDS
+  echo "== gpu-build: $name: $*"
+  if "$@" >"$logs/$name.log" 2>&1; then
+    echo "== gpu-build: $name ok ($((SECONDS - start)) s)"
+  else
+    echo "== gpu-build: $name FAILED ($((SECONDS - start)) s), last lines of $logs/$name.log:"
+    tail -n 25 "$logs/$name.log"
+    failed+=("$name")
+  fi
+}
+
+# ---- the .debs, unpacked into a prefix ---------------------------------------
+shopt -s nullglob
+debs=("$src"/.gpu-deps/*.deb)
+if [ ${#debs[@]} -eq 0 ]; then
+  echo "gpu-build: no .deb files in $src/.gpu-deps (run scripts/fetch-gpu-deps.sh where apt-get works)" >&2
+  exit 2
+fi
+prefix=$build/deps
+rm -rf "$prefix"
+mkdir -p "$prefix"
+for f in "${debs[@]}"; do dpkg-deb -x "$f" "$prefix"; done
+multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+libdir=$prefix/usr/lib/$multiarch
+# Debian's .pc files name /usr outright (cmocka.pc has no prefix variable at
+# all): point every /usr path in them at the prefix.
+for pc in "$libdir"/pkgconfig/*.pc; do
+  sed -i -E "s#(^|[= ]|-I|-L)/usr([/ ]|\$)#\\1$prefix/usr\\2#g" "$pc"
+done
+export PKG_CONFIG_PATH=$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+echo "== gpu-build: unpacked ${#debs[@]} packages into $prefix"
+
+# ---- configure, build, test ------------------------------------------------------
+if ! torch_prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null); then
+  echo "gpu-build: '$python' cannot import torch (set PYTHON to the python that has PyTorch)" >&2
+  exit 2
+fi
+generator=()
+if command -v ninja >/dev/null; then generator=(-G Ninja); fi
+{
+  echo "python: $(command -v "$python") torch $("$python" -c 'import torch; print(torch.__version__, torch.version.cuda)')"
+  echo "nvcc: $(command -v nvcc || echo none)"; nvcc --version 2>/dev/null | tail -n 2
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: none"
+  cmake --version | head -n 1
+} >"$logs/machine.log" 2>&1
+cat "$logs/machine.log"
+
+# RelWithDebInfo: the build type of CI and scripts/test.sh, so -Werror sees
+# the same code (gcc at -O3 warns where -O2 does not).
+step configure cmake -S "$src" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCKPT_CUDA=ON \
+  -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix/usr" -DCKPT_PYTHON="$(command -v "$python")"
+step build cmake --build "$build" -j "$jobs"
+# shellcheck disable=SC2086 # CTEST_ARGS is a list of words on purpose
+step ctest ctest --test-dir "$build" --output-on-failure -j "$jobs" ${CTEST_ARGS:-}
+
+# ---- the GPU runs --------------------------------------------------------------------
+rm -rf "$reports"
+step case_bias_gelu_bs1_cuda0 "$build/ckpt-verify" --case bias_gelu_bs1 --device cuda:0 --out "$reports/bias_gelu_bs1_cuda0"
+step suite_gpu "$build/ckpt-verify" --suite gpu --out "$reports/suite_gpu"
+if [ -d "$reports" ]; then
+  tar -czf "$logs/gpu-reports.tar.gz" -C "$build" gpu-reports
+fi
+
+if [ ${#failed[@]} -eq 0 ]; then
+  echo "gpu-build: every step passed; logs in $logs"
+  exit 0
+fi
+echo "gpu-build: FAILED: ${failed[*]}; logs in $logs"
+exit 1

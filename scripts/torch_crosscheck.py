@@ -1,0 +1,636 @@
+#!/usr/bin/env python3
+"""Runs a ckpt-verify case again in PyTorch itself, with torch.utils.checkpoint,
+from nothing but the case's HDF5 report, and writes the result in the same
+schema so that `ckpt-verify diff` can compare the two.
+
+    torch_crosscheck.py REPORT.h5... [-o OUT.h5 | --out-dir DIR] [--check CKPT_VERIFY]
+                        [--rules torch|harness] [--plant KIND]
+
+Reads the resolved case (/case attributes), the inputs (/inputs/x,
+/inputs/target) and the initial parameters (/params_init/<name>), rebuilds the
+model as docs/models.md defines it (harness/model.c and harness/ops.c are the
+reference), and trains it for the case's steps three times: plainly
+(torch_none), with checkpoint(use_reentrant=True) (torch_reentrant) and with
+checkpoint(use_reentrant=False) (torch_nonreentrant), segmented as the
+harness segments (checkpoint_sequential's cut). Each run seeds the CPU
+generator with the case seed first, as the harness does before every run;
+SGD is p.add_(grad, alpha=-lr), the harness's update.
+
+On CPU both sides call the same ATen kernels in the same order, so a pair
+must match bitwise unless the case has a known cause of difference (CAUSES
+below, each with a measured bound). --check runs `ckpt-verify diff` on each
+pair (baseline_0 / torch_none, reentrant / torch_reentrant, nonreentrant /
+torch_nonreentrant) and exits 1 on any difference that is not bitwise or
+within the bound of its causes. scripts/crosscheck.sh drives it.
+
+Only python3, torch, h5py and numpy are needed; the module is also imported
+by scripts/bench_vs_torch.py, which times the same model.
+"""
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+from contextlib import nullcontext
+
+import h5py
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+SCHEMA_VERSION = 1
+LAYER_NORM_EPS = 1e-5
+RRELU_LOWER, RRELU_UPPER = 1.0 / 8.0, 1.0 / 3.0
+
+# (harness run, torch run) pairs that are compared.
+RUN_PAIRS = (("baseline_0", "torch_none"), ("reentrant", "torch_reentrant"),
+             ("nonreentrant", "torch_nonreentrant"))
+STYLES = {"torch_none": None, "torch_reentrant": True, "torch_nonreentrant": False}
+
+# Differences planted on purpose, to show that the cross-check catches them
+# (tests/crosscheck.cmake runs them and expects a failure).
+PLANTS = {
+    # SGD as `p -= lr * grad`: lr·grad is rounded on its own before the
+    # subtraction, where ATen's add_(grad, alpha=-lr) (the harness's update)
+    # rounds once (a fused multiply-add). Moves a few elements of the final
+    # parameters by 1 ULP, and so step 2.
+    "sgd_mul": "SGD computed as p -= lr * grad instead of p.add_(grad, alpha=-lr)",
+    # Recompute draws fresh dropout masks: the bug torch's RNG stash exists for.
+    "no_rng_preserve": "checkpoint(..., preserve_rng_state=False) although the case preserves it",
+}
+
+
+# ---- reading the report ---------------------------------------------------------
+
+class CrosscheckError(Exception):
+    """A report this script cannot rebuild (exit 2, not a difference)."""
+
+
+def attr_text(value):
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def read_tensor(dataset):
+    """An HDF5 dataset of the schema as a torch tensor of its harness dtype."""
+    data = dataset[()]
+    kind = attr_text(dataset.attrs.get("dtype", "")).split(".")[-1]
+    if kind == "bfloat16":
+        # The file keeps the raw bits; reinterpret them, never convert.
+        return torch.from_numpy(np.ascontiguousarray(data).view(np.int16).copy()).view(torch.bfloat16)
+    return torch.from_numpy(np.array(data))
+
+
+class Case:
+    """The resolved case, as the report's /case attributes state it."""
+
+    def __init__(self, f):
+        a = {k: attr_text(v) for k, v in f["case"].attrs.items()}
+        self.attrs = a
+        self.name = a["name"]
+        self.model = a["model"]
+        self.layers = int(a["layers"])
+        self.hidden = int(a["hidden"])
+        self.heads = int(a["heads"])
+        self.dropout = float(a["dropout"])
+        self.fusion = a["fusion"]
+        self.autocast = a["autocast"]
+        self.steps = int(a["steps"])
+        self.seed = int(a["seed"])
+        self.lr = float(a["lr"])
+        self.segments = 0 if a["segments"] == "every" else int(a["segments"])
+        self.preserve_rng_state = a["preserve_rng_state"] == "true"
+        self.input_requires_grad = a["input_requires_grad"] == "true"
+        self.device = a["device"]
+        # The harness records the intra-op thread count it actually used;
+        # reductions split across threads, so use the same number.
+        self.threads = int(f.attrs.get("threads", 0))
+        self.param_names = list(f["params_init"].keys())
+        self.params_init = {n: read_tensor(f["params_init"][n]) for n in self.param_names}
+        # h5py lists names alphabetically; the model's order is by layer.
+        self.param_names = [n for n in self.model_param_order() if n in self.params_init]
+        missing = sorted(set(self.params_init) - set(self.param_names))
+        if missing:
+            raise CrosscheckError(f"{self.name}: parameters this rebuild does not use: {missing}")
+        self.x = read_tensor(f["inputs/x"])
+        self.target = read_tensor(f["inputs/target"])
+        self.check_definition(a.get("model_definition", ""))
+
+    def check_definition(self, text):
+        """The report's own description of the model must be the one rebuilt
+        here: a change to harness/model.c must not pass by unnoticed."""
+        fusion_text = {"none": "add + gelu_tanh (ATen)", "bias_gelu": "fused_bias_gelu_tanh(",
+                       "bias_gelu_atomic": "fused_bias_gelu_tanh (atomic dbias)"}
+        want = {"mlp": [fusion_text.get(self.fusion, "?"), "dropout("],
+                "rrelu_mlp": ["rrelu(", "1/8, 1/3, training", "dropout("],
+                "branchy": ["gelu_tanh(x·b", ") + x, p="],
+                "gpt_block": ["attn_causal(ln1(x)", fusion_text.get(self.fusion, "?"), "layer_norm eps=1e-5"]}
+        layers = [line for line in text.splitlines() if line.startswith("layer ")]
+        bad = [f"{len(layers)} layer lines for {self.layers} layers"] if len(layers) != self.layers else []
+        bad += [f"no '{w}' in layer {i}" for i, line in enumerate(layers) for w in want[self.model] if w not in line]
+        if "loss = mean((x - target)^2)" not in text:
+            bad.append("no mse loss")
+        if bad:
+            raise CrosscheckError(f"{self.name}: /case/model_definition is not the model rebuilt "
+                             f"here ({'; '.join(bad[:3])})")
+
+    def model_param_order(self):
+        names = []
+        for i in range(self.layers):
+            if self.model in ("mlp", "rrelu_mlp"):
+                parts = [f"l{i}."]
+            elif self.model == "branchy":
+                parts = [f"b{i}.a.", f"b{i}.b."]
+            elif self.model == "gpt_block":
+                parts = [f"h{i}.{p}." for p in ("ln1", "attn.qkv", "attn.proj", "ln2", "mlp.fc", "mlp.proj")]
+            else:
+                raise CrosscheckError(f"{self.name}: model '{self.model}' is not rebuilt here")
+            for p in parts:
+                names += [p + "weight", p + "bias"]
+        return names
+
+    def autocast_dtype(self):
+        return {"off": None, "bf16": torch.bfloat16, "f16": torch.float16}[self.autocast]
+
+    def plan_segments(self):
+        """checkpoint_sequential's cut, as harness/runner.c plan_segments makes
+        it: (checkpointed ranges, first layer that runs plainly)."""
+        if self.segments == 0:
+            return [(i, i + 1) for i in range(self.layers)], self.layers
+        size = self.layers // self.segments
+        ranges = [(s, s + size) for s in range(0, size * (self.segments - 1), size)]
+        return ranges, size * (self.segments - 1)
+
+
+# ---- the models (docs/models.md; harness/model.c) -----------------------------
+
+def gelu_tanh(t):
+    return F.gelu(t, approximate="tanh")
+
+
+def bias_gelu(case, y, b):
+    """bias + GELU(tanh) on a bias-free linear output. fusion none is the
+    harness's ATen add then gelu, reproduced exactly. The fused kernels are
+    the harness's own C code, which torch does not have: emulated as
+    gelu(y + b) with the bias in y's dtype (the kernel casts it so), which
+    rounds differently (see expected_differences)."""
+    if case.fusion == "none":
+        return gelu_tanh(y + b)
+    # The kernel's contract (harness/fused_bias_gelu.h): the bias cast to y's
+    # dtype, then widened with y to float32, added and GELU'd in float32,
+    # rounded once to y's dtype. For float32 that is plain gelu(y + b).
+    z = y.float() + b.to(y.dtype).float()
+    return gelu_tanh(z).to(y.dtype)
+
+
+def mlp_layer(case, P, i, x):
+    w, b = P[f"l{i}.weight"], P[f"l{i}.bias"]
+    if case.fusion == "none":
+        h = gelu_tanh(F.linear(x, w, b))
+    else:
+        h = bias_gelu(case, F.linear(x, w), b)
+    return F.dropout(h, case.dropout, training=True)
+
+
+def rrelu_layer(case, P, i, x):
+    y = F.linear(x, P[f"l{i}.weight"], P[f"l{i}.bias"])
+    h = F.rrelu(y, RRELU_LOWER, RRELU_UPPER, training=True)
+    return F.dropout(h, case.dropout, training=True)
+
+
+def branchy_layer(case, P, i, x):
+    a = gelu_tanh(F.linear(x, P[f"b{i}.a.weight"], P[f"b{i}.a.bias"]))
+    b = F.linear(x, P[f"b{i}.b.weight"], P[f"b{i}.b.bias"])
+    return F.dropout(a + b + x, case.dropout, training=True)
+
+
+def fp32_rule(t, rules):
+    """harness/autocast.h runs softmax and layer norm in float32 under
+    autocast (as torch's CUDA op lists do); torch 1.13's CPU autocast leaves
+    both in their input's dtype. rules = "harness" applies the harness's rule."""
+    if rules == "harness" and torch.is_autocast_cpu_enabled() and t.dtype in (torch.bfloat16, torch.float16):
+        return t.float()
+    return t
+
+
+def causal_attention(case, qkv, rules):
+    """softmax(mask(q·kᵀ / sqrt(d))) · v on a fused qkv projection."""
+    B, T, C3 = qkv.shape
+    C, H = C3 // 3, case.heads
+    d = C // H
+    # Heads made contiguous, as the harness's split_heads does: q·kᵀ then
+    # multiplies by a transposed view of k. A strided copy instead takes a
+    # different gemm path, which for bfloat16 rounds differently.
+    q, k, v = (t.reshape(B, T, H, d).transpose(1, 2).contiguous() for t in qkv.split(C, dim=2))
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(d)
+    mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+    scores = scores.masked_fill(mask, float("-inf"))
+    probs = F.softmax(fp32_rule(scores, rules), dim=-1)
+    return (probs @ v).transpose(1, 2).reshape(B, T, C)
+
+
+def gpt_layer(case, P, i, x, rules):
+    p = f"h{i}."
+    C = case.hidden
+    a = F.layer_norm(fp32_rule(x, rules), (C,), P[p + "ln1.weight"], P[p + "ln1.bias"], LAYER_NORM_EPS)
+    att = causal_attention(case, F.linear(a, P[p + "attn.qkv.weight"], P[p + "attn.qkv.bias"]), rules)
+    # bias_dropout_add: residual + dropout(y + b), ATen add, mul, add.
+    x1 = x + F.dropout(F.linear(att, P[p + "attn.proj.weight"]) + P[p + "attn.proj.bias"],
+                       case.dropout, training=True)
+    a2 = F.layer_norm(fp32_rule(x1, rules), (C,), P[p + "ln2.weight"], P[p + "ln2.bias"], LAYER_NORM_EPS)
+    g = bias_gelu(case, F.linear(a2, P[p + "mlp.fc.weight"]), P[p + "mlp.fc.bias"])
+    h = F.linear(g, P[p + "mlp.proj.weight"])
+    return x1 + F.dropout(h + P[p + "mlp.proj.bias"], case.dropout, training=True)
+
+
+def layers_forward(case, P, begin, end, x, rules):
+    for i in range(begin, end):
+        if case.model == "mlp":
+            x = mlp_layer(case, P, i, x)
+        elif case.model == "rrelu_mlp":
+            x = rrelu_layer(case, P, i, x)
+        elif case.model == "branchy":
+            x = branchy_layer(case, P, i, x)
+        else:
+            x = gpt_layer(case, P, i, x, rules)
+    return x
+
+
+# ---- training -----------------------------------------------------------------
+
+class RunResult:
+    def __init__(self, name):
+        self.name = name
+        self.tensors = {}          # "steps/1/loss" -> tensor, in order written
+        self.attrs = {}            # "timing.forward_ms" -> number
+        self.forward_ms = []       # per step
+        self.backward_ms = []
+        self.peak_bytes = []       # per step: max of the two below
+        self.forward_peak_bytes = []
+        self.backward_peak_bytes = []
+        self.note = ""
+
+
+def train(case, run_name, plant=None, rules="torch", allocator=None, record=True):
+    """One run: seed, then case.steps SGD steps, as harness/runner.c run_once.
+    allocator: the counting allocator's ctypes library, to measure peaks."""
+    reentrant = STYLES[run_name]
+    preserve = case.preserve_rng_state and plant != "no_rng_preserve"
+    ranges, plain_from = case.plan_segments()
+    P = {n: case.params_init[n].clone().requires_grad_(True) for n in case.param_names}
+    x = case.x.clone().requires_grad_(case.input_requires_grad)
+    target = case.target.clone()
+    ac_dtype = case.autocast_dtype()
+    res = RunResult(run_name)
+    torch.manual_seed(case.seed)
+
+    def segment(begin, end):
+        return lambda inp: layers_forward(case, P, begin, end, inp, rules)
+
+    for step in range(1, case.steps + 1):
+        for t in list(P.values()) + [x]:
+            t.grad = None
+        if allocator is not None:
+            allocator.ckpt_counting_allocator_reset_peak()
+            before = allocator_live(allocator)
+        t0 = time.perf_counter()
+        ctx = torch.autocast("cpu", dtype=ac_dtype) if ac_dtype is not None else nullcontext()
+        with ctx:
+            cur = x
+            for begin, end in ranges:
+                fn = segment(begin, end)
+                if reentrant is None:
+                    cur = fn(cur)
+                else:
+                    cur = checkpoint(fn, cur, use_reentrant=reentrant, preserve_rng_state=preserve)
+            cur = layers_forward(case, P, plain_from, case.layers, cur, rules)
+            loss = F.mse_loss(cur, target)
+        del cur
+        t1 = time.perf_counter()
+        if allocator is not None:
+            # Per phase, as the harness measures: forward through the loss,
+            # then backward with the peak reset (both against `before`).
+            res.forward_peak_bytes.append(allocator_peak(allocator) - before)
+            allocator.ckpt_counting_allocator_reset_peak()
+        if loss.requires_grad:
+            loss.backward()
+        else:
+            # Reentrant checkpoints whose inputs need no grad give outputs
+            # that need none: torch's backward() raises here ("element 0 of
+            # tensors does not require grad"). The harness's tape runs an
+            # empty backward instead; both end with no gradients, which is
+            # what gets compared.
+            res.note = ("loss does not require grad (no checkpoint input requires grad): torch's "
+                        "backward() refuses, the harness runs an empty backward; compared as no gradients")
+        t2 = time.perf_counter()
+        res.forward_ms.append((t1 - t0) * 1e3)
+        res.backward_ms.append((t2 - t1) * 1e3)
+        if allocator is not None:
+            res.backward_peak_bytes.append(allocator_peak(allocator) - before)
+            res.peak_bytes.append(max(res.forward_peak_bytes[-1], res.backward_peak_bytes[-1]))
+        if record:
+            res.tensors[f"steps/{step}/loss"] = loss.detach().clone()
+            # A parameter without a gradient is left out, as the harness does.
+            for n in case.param_names:
+                if P[n].grad is not None:
+                    res.tensors[f"steps/{step}/grads/{n}"] = P[n].grad.clone()
+            if x.grad is not None:
+                res.tensors[f"steps/{step}/grads/input.x"] = x.grad.clone()
+        del loss
+        with torch.no_grad():
+            for n in case.param_names:
+                p = P[n]
+                if p.grad is None:
+                    continue
+                if plant == "sgd_mul":
+                    p -= case.lr * p.grad
+                else:
+                    # The harness's update (runner.c): one ATen add_ with alpha.
+                    p.add_(p.grad, alpha=-case.lr)
+    if record:
+        for n in case.param_names:
+            res.tensors[f"final_params/{n}"] = P[n].detach().clone()
+    # Medians over the steps, as the harness's runner records them.
+    res.attrs["timing.forward_ms"] = statistics.median(res.forward_ms)
+    res.attrs["timing.backward_ms"] = statistics.median(res.backward_ms)
+    res.attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(res.forward_ms, res.backward_ms))
+    res.attrs["timing.timed_steps"] = len(res.forward_ms)
+    res.attrs["timing.steps"] = case.steps
+    if res.peak_bytes:
+        res.attrs["memory.peak_bytes"] = max(res.peak_bytes)
+        res.attrs["memory.forward_peak_bytes"] = max(res.forward_peak_bytes)
+        res.attrs["memory.backward_peak_bytes"] = max(res.backward_peak_bytes)
+    return res
+
+
+def allocator_stats(lib):
+    import ctypes
+    live, peak = ctypes.c_int64(), ctypes.c_int64()
+    lib.ckpt_counting_allocator_stats(ctypes.byref(live), ctypes.byref(peak), None)
+    return live.value, peak.value
+
+
+def allocator_live(lib):
+    return allocator_stats(lib)[0]
+
+
+def allocator_peak(lib):
+    return allocator_stats(lib)[1]
+
+
+# ---- what may differ, and why --------------------------------------------------
+
+# Every known cause of a difference from the harness, with its bound. A bound
+# is in ULPs of the dtype the cause rounds in, taken at the tensor's largest
+# magnitude: |ours - theirs| <= N * ulp(max |ours|) elementwise. (A plain
+# per-element ULP distance is useless here: an element that is a difference of
+# nearly equal terms sits close to 0, where one rounding of the terms is
+# millions of its own ULPs.) Each bound is about 4x what was measured over
+# every shipped case that has the cause (torch 1.13, CPU). A checkpoint bug
+# (a wrong dropout mask, a stale tensor) moves gradients by ~10^5-10^7 of them.
+CAUSES = {
+    # harness/fused_bias_gelu.c is the harness's own kernel: scalar libm
+    # tanhf where ATen's gelu is vectorised with its own tanh, and dbias
+    # summed row by row where ATen's sum reduces in another order. Measured
+    # 2-3.5 ULP (float32) on bias_gelu{,_atomic}_bs{1..32}, 8 on gpt_bias_gelu.
+    "fused_kernel": (32, "float32", "the fused bias+GELU is the harness's own kernel (libm tanhf, "
+                                    "row-order dbias sum); torch has no such kernel and uses ATen's gelu"),
+    # The same kernel on bfloat16 data: it sums dbias from the rounded dx
+    # values, autograd from the float32 ones. Measured 1 bf16 ULP
+    # (autocast_mlp_bf16_bias_gelu).
+    "fused_kernel_lowp": (4, "autocast", "the fused bias+GELU sums dbias from dx already rounded to the "
+                                         "autocast dtype; autograd sums the float32 dx"),
+    # torch 1.13's CPU autocast has no float32 rule for softmax (its CUDA
+    # lists have one, and harness/autocast.h follows those), so torch takes
+    # the softmax in bfloat16. Measured 5 bf16 ULP (autocast_gpt_bf16);
+    # with --rules harness that case is bitwise.
+    "softmax_dtype": (12, "autocast", "torch's CPU autocast runs softmax in the autocast dtype, "
+                                      "harness/autocast.h in float32 (torch's CUDA rule)"),
+}
+
+# Mantissa bits, for ULP sizes.
+MANTISSA = {"float32": 23, "float64": 52, "bfloat16": 7, "float16": 10}
+
+
+def expected_differences(case, rules="torch"):
+    """The causes (keys of CAUSES) that apply to this case; none = bitwise."""
+    causes = []
+    lowp = case.autocast != "off" or case.attrs.get("dtype", "float32") != "float32"
+    if case.fusion != "none":
+        causes.append("fused_kernel_lowp" if lowp else "fused_kernel")
+    if case.autocast != "off" and case.model == "gpt_block":
+        if rules == "torch":
+            causes.append("softmax_dtype")
+    return causes
+
+
+def bound_dtype(case, which):
+    if which == "autocast":
+        return {"bf16": "bfloat16", "f16": "float16"}.get(case.autocast, case.attrs.get("dtype", "float32"))
+    return which
+
+
+def ulp_at(value, dtype):
+    """The spacing of `dtype` at |value| (as for a normal number; an all-zero
+    or subnormal tensor is scaled as if its magnitude were float32's tiny)."""
+    v = max(abs(float(value)), np.finfo(np.float32).tiny)
+    return 2.0 ** (math.floor(math.log2(v)) - MANTISSA[dtype])
+
+
+def read_values(dataset):
+    """Values of a schema dataset as float64 (bfloat16 bits widened exactly)."""
+    data = dataset[()]
+    if attr_text(dataset.attrs.get("dtype", "")).split(".")[-1] == "bfloat16":
+        data = (np.asarray(data).astype(np.uint32) << 16).view(np.float32)
+    return np.asarray(data, dtype=np.float64)
+
+
+def scaled_ulp_distance(a, b, dtype):
+    """max |a - b| in ULPs of dtype at max |a| (see CAUSES)."""
+    if a.shape != b.shape:
+        return math.inf
+    if np.array_equal(a, b, equal_nan=True):
+        return 0.0
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return math.inf
+    scale = np.max(np.abs(a)) if a.size else 0.0
+    return float(np.max(np.abs(a - b))) / ulp_at(scale, dtype)
+
+
+def check_pair(ckpt_verify, ours_file, ours_run, theirs_file, theirs_run, case, causes):
+    """ckpt-verify diff on one pair, then the verdict: bitwise, within the
+    documented bound of its causes, or an unexplained difference."""
+    import subprocess
+    cmd = [ckpt_verify, "diff", f"{ours_file}:{ours_run}", f"{theirs_file}:{theirs_run}"]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = p.stdout.rstrip("\n").split("\n")
+    shown = lines if len(lines) <= 14 else lines[:12] + [f"  ... {len(lines) - 13} more lines", lines[-1]]
+    print("\n".join("    " + line for line in shown))
+    if p.returncode == 0:
+        return True, "bitwise identical"
+    if p.returncode != 1 or "missing on one side" not in lines[-1]:
+        return False, f"ckpt-verify diff failed (exit {p.returncode})"
+    if " 0 missing" not in lines[-1]:
+        return False, "tensors missing on one side: unexplained"
+    if not causes:
+        return False, "differs where both sides run the same ATen kernels in the same order: unexplained"
+    # A case's causes all round in one dtype (float32, or the autocast one).
+    dtype = bound_dtype(case, CAUSES[causes[0]][1])
+    limit = max(CAUSES[c][0] for c in causes)
+    worst, worst_path = 0.0, ""
+    with h5py.File(ours_file, "r") as fa, h5py.File(theirs_file, "r") as fb:
+        ga, gb = fa[f"runs/{ours_run}"], fb[f"runs/{theirs_run}"]
+        paths = []
+        ga.visititems(lambda name, obj: paths.append(name) if isinstance(obj, h5py.Dataset) else None)
+        for path in paths:
+            if not (path.startswith("steps/") or path.startswith("final_params/")) or path not in gb:
+                continue
+            d = scaled_ulp_distance(read_values(ga[path]), read_values(gb[path]), dtype)
+            if d > worst:
+                worst, worst_path = d, path
+    why = "; ".join(f"{c}: {CAUSES[c][2]}" for c in causes)
+    measured = f"max {worst:.3g} {dtype} ULP at the tensor's scale ({worst_path}), bound {limit}"
+    if worst <= limit:
+        return True, f"within the documented bound: {measured}; {why}"
+    return False, f"beyond the documented bound: {measured}; documented: {why}"
+
+
+# ---- writing the file ---------------------------------------------------------
+
+def string_type(text):
+    """The harness's string attribute type: fixed length, NUL-terminated, UTF-8."""
+    raw = text.encode("utf-8")
+    tid = h5py.h5t.C_S1.copy()
+    tid.set_size(len(raw) + 1)
+    tid.set_strpad(h5py.h5t.STR_NULLTERM)
+    tid.set_cset(h5py.h5t.CSET_UTF8)
+    return raw, h5py.Datatype(tid)
+
+
+def set_attr(obj, key, value):
+    if isinstance(value, str):
+        raw, dt = string_type(value)
+        obj.attrs.create(key, np.array(raw, dtype=f"S{len(raw) + 1}"), dtype=dt)
+    elif isinstance(value, (bool, int, np.integer)) or (isinstance(value, float) and value.is_integer()
+                                                         and abs(value) < 2 ** 53):
+        obj.attrs.create(key, np.int64(value))
+    else:
+        obj.attrs.create(key, np.float64(value))
+
+
+def write_tensor(group, path, t):
+    t = t.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        data, kind = t.view(torch.int16).numpy().view(np.uint16), "bfloat16"
+    else:
+        data = t.numpy()
+        kind = {np.dtype("float32"): "float32", np.dtype("float64"): "float64",
+                np.dtype("float16"): "float16", np.dtype("int64"): "int64"}[data.dtype]
+    d = group.create_dataset(path, data=data)  # rank 0 stays a scalar dataspace
+    set_attr(d, "dtype", kind)
+
+
+def write_report(path, source, case, runs):
+    """The schema of docs/schema.md; temporary name, then rename."""
+    tmp = path + ".tmp"
+    try:
+        with h5py.File(tmp, "w", track_order=True) as f:
+            set_attr(f, "schema_version", SCHEMA_VERSION)
+            set_attr(f, "case", case.name)
+            set_attr(f, "producer", "scripts/torch_crosscheck.py")
+            set_attr(f, "libtorch_version", torch.__version__)
+            set_attr(f, "device", "cpu")
+            set_attr(f, "dtype", case.attrs.get("dtype", "float32"))
+            set_attr(f, "seed", case.seed)
+            set_attr(f, "steps", case.steps)
+            set_attr(f, "threads", torch.get_num_threads())
+            set_attr(f, "created_utc", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            # The case, inputs and initial parameters, copied from the source,
+            # so the file stands on its own.
+            for name in ("case", "inputs", "params_init"):
+                source.copy(source[name], f, name=name)
+            for run in runs:
+                g = f.create_group(f"runs/{run.name}", track_order=True)
+                for key, t in run.tensors.items():
+                    write_tensor(g, key, t)
+                for key, value in run.attrs.items():
+                    head, _, attr = key.partition(".")
+                    set_attr(g.require_group(head) if attr else g, attr or head, value)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# ---- main ---------------------------------------------------------------------
+
+def crosscheck_one(report, out, args):
+    """Runs one report's case in torch, writes `out`; with --check, compares.
+    Returns 0 (all pairs explained), 1 (an unexplained difference), 2."""
+    with h5py.File(report, "r") as src:
+        case = Case(src)
+        if case.device != "cpu":
+            print(f"torch_crosscheck: case {case.name} runs on {case.device}; only cpu is cross-checked",
+                  file=sys.stderr)
+            return 2
+        if case.threads > 0:
+            torch.set_num_threads(case.threads)
+        runs = [train(case, name, args.plant, args.rules) for name in STYLES]
+        write_report(out, src, case, runs)
+    print(f"torch_crosscheck: {case.name}: torch {torch.__version__}, autocast rules {args.rules}"
+          + (f", PLANTED: {PLANTS[args.plant]}" if args.plant else "") + f" -> {out}")
+    for run in runs:
+        if run.note:
+            print(f"  note: {run.name}: {run.note}")
+    causes = expected_differences(case, args.rules)
+    if not args.check:
+        for c in causes:
+            print(f"  expected difference ({c}, <= {CAUSES[c][0]} {bound_dtype(case, CAUSES[c][1])} ULP): "
+                  f"{CAUSES[c][2]}")
+        return 0
+    ok = True
+    for ours, theirs in RUN_PAIRS:
+        print(f"  {ours} vs {theirs}:")
+        good, verdict = check_pair(args.check, report, ours, out, theirs, case, causes)
+        print(f"  -> {'ok' if good else 'UNEXPLAINED'}: {case.name} {ours} vs {theirs}: {verdict}")
+        ok = ok and good
+    return 0 if ok else 1
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("reports", nargs="+", metavar="REPORT", help="case HDF5 reports written by ckpt-verify")
+    ap.add_argument("-o", "--out", help="output file, for a single REPORT (default: REPORT with .torch.h5)")
+    ap.add_argument("--out-dir", help="write each output as DIR/<case>.h5")
+    ap.add_argument("--check", metavar="CKPT_VERIFY",
+                    help="then run this ckpt-verify's diff on each pair and fail (exit 1) on any "
+                         "difference that is not bitwise or within its documented bound")
+    ap.add_argument("--rules", choices=("torch", "harness"), default="torch",
+                    help="autocast op lists: torch's own (default) or harness/autocast.h's "
+                         "(softmax and layer norm in float32)")
+    ap.add_argument("--plant", choices=sorted(PLANTS), help="plant a known difference (tests)")
+    args = ap.parse_args(argv)
+    if args.out and len(args.reports) > 1:
+        ap.error("-o takes a single REPORT; use --out-dir for several")
+    if args.out_dir:
+        os.makedirs(args.out_dir, exist_ok=True)
+    worst = 0
+    for report in args.reports:
+        if args.out:
+            out = args.out
+        elif args.out_dir:
+            out = os.path.join(args.out_dir, os.path.basename(report))
+        else:
+            out = os.path.splitext(report)[0] + ".torch.h5"
+        try:
+            worst = max(worst, crosscheck_one(report, out, args))
+        except (CrosscheckError, OSError, KeyError) as e:
+            print(f"torch_crosscheck: {report}: {e}", file=sys.stderr)
+            worst = 2
+    return worst
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+# Cross-check against PyTorch's own torch.utils.checkpoint (label
+# `crosscheck`): each test runs cases in ckpt-verify, again in PyTorch from
+# the HDF5 report alone (scripts/torch_crosscheck.py), and compares the
+# pairs with `ckpt-verify diff` (scripts/crosscheck.sh). On CPU both call the
+# same ATen kernels, so a pair must be bitwise identical unless the case has
+# a documented cause of difference, and then within its bound.
+set(CC_RUN ${CMAKE_SOURCE_DIR}/tests/expect.sh)
+set(CC_SCRIPT ${CMAKE_SOURCE_DIR}/scripts/crosscheck.sh
+  --ckpt-verify $<TARGET_FILE:ckpt-verify> --python ${CKPT_PYTHON})
+set(CC_OUT ${CMAKE_BINARY_DIR}/crosscheck)
+# "ok: <case> <run> vs <torch run>: bitwise identical", for all three pairs.
+set(CC_BITWISE "ok: [a-z0-9_]+ baseline_0 vs torch_none: bitwise identical"
+  "ok: [a-z0-9_]+ reentrant vs torch_reentrant: bitwise identical"
+  "ok: [a-z0-9_]+ nonreentrant vs torch_nonreentrant: bitwise identical")
+
+# Bitwise: the mlp (one segment per layer; and 2 segments of 4 layers, the
+# last run plainly), dropout throughout; preserve_rng_state = false (the
+# harness's wrong gradients are torch's wrong gradients, bit for bit).
+add_test(NAME crosscheck.mlp
+  COMMAND ${CC_RUN} 0 ${CC_BITWISE} "every pair bitwise identical"
+  -- ${CC_SCRIPT} --out ${CC_OUT}/mlp none_bs4 mlp_seg2 mlp_no_preserve_rng)
+# Bitwise: the transformer block (layer norm, attention, bias-dropout-add).
+add_test(NAME crosscheck.gpt
+  COMMAND ${CC_RUN} 0 ${CC_BITWISE} -- ${CC_SCRIPT} --out ${CC_OUT}/gpt gpt_none)
+# Bitwise: one tensor with three consumers (accumulation order), and the
+# mlp under torch's own CPU autocast (bfloat16).
+add_test(NAME crosscheck.branchy_autocast_mlp
+  COMMAND ${CC_RUN} 0 ${CC_BITWISE} -- ${CC_SCRIPT} --out ${CC_OUT}/branchy branchy_bs4 autocast_mlp_bf16)
+# Documented bound: the harness's own fused bias+GELU kernel.
+add_test(NAME crosscheck.fused_bias_gelu
+  COMMAND ${CC_RUN} 0 "ok: bias_gelu_bs1 nonreentrant vs torch_nonreentrant: within the documented bound"
+  -- ${CC_SCRIPT} --out ${CC_OUT}/fused bias_gelu_bs1)
+# Bitwise: the gpt block under autocast with softmax in float32 as the
+# harness's rules say (torch run with the same rules).
+add_test(NAME crosscheck.autocast_gpt_harness_rules
+  COMMAND ${CC_RUN} 0 ${CC_BITWISE}
+  -- ${CC_SCRIPT} --rules harness --out ${CC_OUT}/autocast_gpt_harness autocast_gpt_bf16)
+# Documented bound: the same case under torch 1.13's own CPU autocast
+# rules, which leave softmax in bfloat16 (torch_crosscheck.py CAUSES).
+add_test(NAME crosscheck.autocast_gpt_torch_rules
+  COMMAND ${CC_RUN} 0 "ok: autocast_gpt_bf16 reentrant vs torch_reentrant: within the documented bound"
+  -- ${CC_SCRIPT} --out ${CC_OUT}/autocast_gpt_torch autocast_gpt_bf16)
+
+# The check can fail: planted differences must be reported.
+# SGD as p -= lr * grad: a few ULP in step 2 and the final parameters.
+add_test(NAME crosscheck.planted_sgd_rounding_is_caught
+  COMMAND ${CC_RUN} 1 "UNEXPLAINED: none_bs4 baseline_0 vs torch_none: differs where"
+  -- ${CC_SCRIPT} --plant sgd_mul --out ${CC_OUT}/planted_sgd none_bs4)
+# No RNG replay in torch's checkpoints: beyond the fused kernel's bound.
+add_test(NAME crosscheck.planted_rng_beyond_bound_is_caught
+  COMMAND ${CC_RUN} 1 "UNEXPLAINED: bias_gelu_bs1 reentrant vs torch_reentrant: beyond the documented bound"
+  "ok: bias_gelu_bs1 baseline_0 vs torch_none: within"
+  -- ${CC_SCRIPT} --plant no_rng_preserve --out ${CC_OUT}/planted_rng bias_gelu_bs1)
+
+set_tests_properties(crosscheck.mlp crosscheck.gpt crosscheck.branchy_autocast_mlp crosscheck.fused_bias_gelu
+  crosscheck.autocast_gpt_harness_rules crosscheck.autocast_gpt_torch_rules crosscheck.planted_sgd_rounding_is_caught crosscheck.planted_rng_beyond_bound_is_caught
+  PROPERTIES LABELS "crosscheck")
+
+# Side-by-side benchmark (label `bench`): the same model in ckpt-verify and
+# in PyTorch, peaks from the same counting allocator; --quick is the small
+# case (seconds). Fails when a measurement is missing or a peak-bytes ratio
+# ours/torch leaves [1/1.5, 1.5]; step times are printed, not checked.
+add_test(NAME bench.vs_torch_quick
+  COMMAND ${CC_RUN} 0 "^  none( +[0-9.]+){4}" "^  reentrant( +[0-9.]+){4}" "^  nonreentrant( +[0-9.]+){4}"
+  -- ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/bench_vs_torch.py --quick
+     --ckpt-verify $<TARGET_FILE:ckpt-verify> --lib $<TARGET_FILE:ckpt_aten>)
+set_tests_properties(bench.vs_torch_quick PROPERTIES LABELS "bench")

@@ -1,0 +1,27 @@
+# Memory and time: the benchmark (label bench) and the plots.
+set(MEM_CV $<TARGET_FILE:ckpt-verify>)
+set(MEM_EXPECT ${CMAKE_SOURCE_DIR}/tests/expect.sh)
+set(MEM_OUT ${CMAKE_BINARY_DIR}/it/memory)
+
+# The benchmark, quick by default (a few seconds: CI); CKPT_BENCH_FULL=1 in
+# the environment runs the full one (minutes), where the time target counts
+# too. Deterministic targets hold in both: bytes held at the end of forward
+# match the prediction and the activation peak grows like sqrt(L).
+add_test(NAME bench.memory_and_time
+  COMMAND bash -c "mode=--quick; [ -n \"\${CKPT_BENCH_FULL:-}\" ] && mode=; ${MEM_EXPECT} 0 'within 5% of the prediction: worst \\|error\\| [0-9.]+% -> met' 'activation peak at segments = sqrt\\(L\\) grows like L\\^k, 0.4 <= k <= 0.6 -> met' -- ${MEM_CV} bench $mode --out ${MEM_OUT}/bench")
+set_tests_properties(bench.memory_and_time PROPERTIES LABELS "bench" TIMEOUT 3600)
+
+# A small real run with a batch sweep, a segments sweep and two depths,
+# then its plots: every one drawn, as PNG and SVG.
+add_test(NAME plot.small_run_setup
+  COMMAND ${MEM_EXPECT} 0 "all verdicts as expected"
+  -- ${MEM_CV} --case none_bs1 --case none_bs2 --case none_bs4 --case mlp_seg1 --case mlp_seg2 --case mlp_segevery
+     --out ${MEM_OUT}/plot_run)
+set_tests_properties(plot.small_run_setup PROPERTIES FIXTURES_SETUP plot_run)
+add_test(NAME plot.small_run
+  COMMAND bash -c "rm -rf ${MEM_OUT}/plot_run/plots && ${MEM_EXPECT} 0 '6 plot\\(s\\) drawn, 0 skipped' -- ${MEM_CV} plot ${MEM_OUT}/plot_run && ${CMAKE_SOURCE_DIR}/tests/check_plots.sh ${MEM_OUT}/plot_run/plots determinism peak_vs_batch saved_vs_segments saved_vs_depth memory_vs_depth overhead")
+set_tests_properties(plot.small_run PROPERTIES FIXTURES_REQUIRED plot_run)
+
+# No gnuplot: one line on stderr, exit 2, before the run directory is read.
+add_test(NAME plot.gnuplot_missing_is_usage_error
+  COMMAND bash -c "out=$(env PATH=/nonexistent ${MEM_CV} plot ${MEM_OUT}/no_such_run 2>&1); code=$?; printf '%s\\n' \"$out\"; [ $code -eq 2 ] && [ $(printf '%s\\n' \"$out\" | wc -l) -eq 1 ] && grep -q 'gnuplot not found on PATH' <<<\"$out\"")

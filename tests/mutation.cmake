@@ -1,0 +1,37 @@
+# The planted-bug suite (cases/mutation.ini, impls/faulty/): every planted
+# bug is caught where it can show and NOT_OBSERVABLE where it cannot, every
+# expectation exact; and a planted bug expected to PASS makes the run fail.
+set(MUT_CV $<TARGET_FILE:ckpt-verify>)
+set(MUT_EXPECT ${CMAKE_SOURCE_DIR}/tests/expect.sh)
+set(MUT_OUT ${CMAKE_BINARY_DIR}/it/mutation)
+
+# Exit 0 = every expectation met. The patterns pin down what each detector
+# reports: the step, the tensor, and for the saved-tensor checks the
+# recomputed tensor.
+add_test(NAME mutation.suite
+  COMMAND ${MUT_EXPECT} 0 "all verdicts as expected"
+    "no_rng_stash +FAIL +yes .*steps/1/grads/"
+    "rng_not_forked +FAIL +yes .*steps/2/loss"
+    "autocast_not_restored +FAIL +yes .*steps/1/grads/"
+    "autocast_not_restored_nr +FAIL +yes .*step 1: .*recomputed saved tensor #[0-9]+ \\(op linear\\) has dtype float32; the forward saved bfloat16"
+    "counter_reset +FAIL +yes .*step 1: .*recomputed saved tensor #0 \\(op linear\\) differs from the forward's \\(value fingerprint\\)"
+    "counter_reset +FAIL +yes .*step 1: .*recomputed saved tensor #0 \\(op layer_norm\\) differs from the forward's \\(value fingerprint\\)"
+    "first_call_kernel +FAIL +yes .*step 1: .*recomputed saved tensor #[0-9]+ \\(op linear\\) differs from the forward's"
+    "stale_input +FAIL +yes .*steps/1/grads/"
+    "recompute_elided +MEMFAIL +yes"
+    "planted bug cannot show here \\(CPU case"
+    "planted bug cannot show here \\(dropout = 0"
+    "planted bug x case"
+  -- ${MUT_CV} --suite mutation --out ${MUT_OUT}/suite)
+set_tests_properties(mutation.suite PROPERTIES LABELS "mutation")
+
+# The check can fail: the same planted bug, expected to PASS, is an
+# unexpected verdict and the run exits 1.
+file(WRITE ${CMAKE_BINARY_DIR}/mutation_expect_pass.ini
+  "[case:mutation_expect_pass]\nmodel = mlp\nlayers = 4\nhidden = 32\nseq = 4\nbatch = 4\nsegments = 2\n"
+  "dropout = 0.1\nimpls = reentrant, no_rng_stash\nexpect = no_rng_stash:PASS\nlabels = mutation_self_test\n")
+add_test(NAME mutation.planted_bug_expected_pass_fails
+  COMMAND ${MUT_EXPECT} 1 "no_rng_stash +FAIL +NO " "UNEXPECTED verdicts"
+  -- ${MUT_CV} --cases ${CMAKE_BINARY_DIR}/mutation_expect_pass.ini --suite mutation_self_test
+     --out ${MUT_OUT}/expect_pass)
+set_tests_properties(mutation.planted_bug_expected_pass_fails PROPERTIES LABELS "mutation")

@@ -1,0 +1,146 @@
+# Robustness: bad case files, bad and damaged HDF5 input to diff, NaN/Inf in
+# gradients, cases too large for memory, unusable output directories, a run
+# killed mid-write, and the fuzzers' regression inputs. Bad input must end
+# in one line on stderr and exit 2 (tests/expect_error.sh checks both).
+set(CV $<TARGET_FILE:ckpt-verify>)
+set(EXPECT ${CMAKE_SOURCE_DIR}/tests/expect.sh)
+set(EXPECT_ERROR ${CMAKE_SOURCE_DIR}/tests/expect_error.sh)
+set(BAD_CASES ${CMAKE_SOURCE_DIR}/tests/data/cases)
+set(ROBUST_OUT ${CMAKE_BINARY_DIR}/it/robust)
+
+# ---- case files: each bad file is one line naming file:line, exit 2 -------
+function(bad_case_file name regex)
+  add_test(NAME robust.cases.${name}
+    COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: .*${name}\\.ini:${regex}" -- ${CV} --cases ${BAD_CASES}/${name}.ini --list)
+  set_tests_properties(robust.cases.${name} PROPERTIES LABELS "robust")
+endfunction()
+bad_case_file(syntax_error "3: syntax error: 'hidden 8' is not 'key = value'")
+bad_case_file(unclosed_section "1: syntax error: section header '\\[case:a' has no closing")
+bad_case_file(unknown_section "4: unknown section '\\[cases:b\\]'")
+bad_case_file(unknown_key "3: unknown key 'hiden' in \\[case:a\\] \\(did you mean 'hidden'\\?\\)")
+bad_case_file(out_of_range "3: bad value '0' for 'batch' in \\[case:a\\]: expected an integer 1\\.\\.65536")
+bad_case_file(mistyped "3: bad value 'high' for 'dropout'")
+bad_case_file(mistyped_int "2: bad value '2\\.5' for 'steps'")
+bad_case_file(repeated_key "4: key 'hidden' repeated in \\[case:a\\] \\(first set at line 3\\)")
+bad_case_file(sweep_empty "3: 'axis\\.batch' in \\[sweep:s\\] is empty: a sweep must expand to at least one case")
+bad_case_file(sweep_duplicate "4: duplicate case name 's_bs2' \\(first defined at .*sweep_duplicate\\.ini:1\\)")
+bad_case_file(sweep_name_repeats "2: name pattern 's_bs\\{batch\\}' does not use axis 'fusion'")
+
+add_test(NAME robust.cases.missing_file
+  COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: .*no_such_file\\.ini: No such file or directory$"
+  -- ${CV} --cases ${BAD_CASES}/no_such_file.ini --list)
+add_test(NAME robust.cases.unknown_case_suggests_nearest
+  COMMAND ${EXPECT} 2 "unknown case 'tiny_bs2' \\(did you mean: tiny_bs1" -- ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs2)
+# An impl name is checked before anything runs: no output directory appears.
+add_test(NAME robust.cases.unknown_impl_before_any_run
+  COMMAND bash -c "rm -rf ${ROBUST_OUT}/unknown_impl && ${EXPECT_ERROR} 2 \"unknown_impl\\.ini:1: case a: unknown impl 'nonreentrnt'\" -- ${CV} --cases ${BAD_CASES}/unknown_impl.ini --case a --out ${ROBUST_OUT}/unknown_impl && test ! -e ${ROBUST_OUT}/unknown_impl")
+set_tests_properties(robust.cases.missing_file robust.cases.unknown_case_suggests_nearest
+  robust.cases.unknown_impl_before_any_run PROPERTIES LABELS "robust")
+
+# ---- diff: bad, damaged and mismatched HDF5 input ------------------------
+# One good report (a tiny case) and copies of it with one thing wrong.
+set(GOOD_H5 ${ROBUST_OUT}/good/tiny_bs1.h5)
+set(BAD_H5 ${ROBUST_OUT}/bad_h5)
+add_test(NAME robust.diff.make_inputs
+  COMMAND bash -c "set -e; rm -rf ${ROBUST_OUT}/good ${BAD_H5}; ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out ${ROBUST_OUT}/good >/dev/null; ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_bad_h5.py ${GOOD_H5} ${BAD_H5} /runs/baseline_0/steps/1/grads/l0.weight")
+set_tests_properties(robust.diff.make_inputs PROPERTIES FIXTURES_SETUP bad_h5 LABELS "robust")
+
+function(bad_diff name regex)
+  add_test(NAME robust.diff.${name} COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: ${regex}" -- ${CV} diff ${GOOD_H5} ${ARGN})
+  set_tests_properties(robust.diff.${name} PROPERTIES FIXTURES_REQUIRED bad_h5 LABELS "robust")
+endfunction()
+bad_diff(missing_file ".*/nope\\.h5: No such file or directory$" ${BAD_H5}/nope.h5)
+bad_diff(directory ".*/bad_h5: is a directory, not an HDF5 file$" ${BAD_H5})
+bad_diff(empty_file ".*/empty\\.h5: empty file, not an HDF5 file$" ${BAD_H5}/empty.h5)
+bad_diff(not_hdf5 ".*/not_hdf5\\.h5: not an HDF5 file$" ${BAD_H5}/not_hdf5.h5)
+bad_diff(truncated ".*/truncated\\.h5: truncated or damaged HDF5 file" ${BAD_H5}/truncated.h5)
+bad_diff(schema_version ".*/schema2\\.h5: /: schema_version is 2, this harness reads 1$" ${BAD_H5}/schema2.h5)
+bad_diff(schema_version_missing ".*/no_schema\\.h5: /: attribute schema_version missing" ${BAD_H5}/no_schema.h5)
+bad_diff(runs_group_missing ".*/no_runs\\.h5: /runs: group missing$" ${BAD_H5}/no_runs.h5)
+bad_diff(run_missing ".*/no_runs\\.h5: /runs/baseline_0: run missing$" ${BAD_H5}/no_runs.h5:baseline_0)
+bad_diff(steps_missing ".*/no_steps\\.h5: /runs/baseline_0/steps: no step recorded$" ${BAD_H5}/no_steps.h5)
+bad_diff(loss_missing ".*/no_loss\\.h5: /runs/baseline_0/steps/1/loss: dataset missing$" ${BAD_H5}/no_loss.h5)
+bad_diff(dtype_attribute_lies ".*/dtype_attr_lies\\.h5: /runs/baseline_0/steps/1/grads/l0\\.weight: dtype attribute says bfloat16 but the dataset holds 4-byte float values$"
+  ${BAD_H5}/dtype_attr_lies.h5)
+# The two sides disagree on a tensor's shape or dtype: not the same model.
+bad_diff(shape_mismatch ".*/shape\\.h5: /runs/baseline_0/steps/1/grads/l0\\.weight: float32 \\[63\\] here but float32 \\[8, 8\\] in .*/tiny_bs1\\.h5:/runs/baseline_0/steps/1/grads/l0\\.weight: not comparable$"
+  ${BAD_H5}/shape.h5)
+bad_diff(dtype_mismatch ".*/dtype\\.h5: /runs/baseline_0/steps/1/grads/l0\\.weight: float64 \\[8, 8\\] here but float32 \\[8, 8\\] in .*: not comparable$"
+  ${BAD_H5}/dtype.h5)
+
+# ---- NaN and Inf: compared by their bits, counted, never silently equal ----
+add_test(NAME robust.diff.nan_payloads_differ
+  COMMAND ${EXPECT} 1 "steps/1/grads/l0\\.weight +1 of 64 differ; first at \\[0, 0\\] \\(nan vs nan; bits 0x7fc00000 vs 0x7fc00001\\); max ULP inf;.* NaN 1/1, Inf 0/0$"
+  "1 differ, 0 missing on one side; NaN 1/1, Inf 0/0 -> DIFFERENT"
+  -- ${CV} diff ${BAD_H5}/nan_a.h5 ${BAD_H5}/nan_payload.h5)
+add_test(NAME robust.diff.nan_same_bits_counted_but_equal
+  COMMAND ${EXPECT} 0 "steps/1/grads/l0\\.weight +identical, including NaN 1/1, Inf 0/0 \\(bit patterns equal\\)"
+  "0 differ, 0 missing on one side; NaN 1/1, Inf 0/0 -> bitwise identical"
+  -- ${CV} diff ${BAD_H5}/nan_a.h5 ${BAD_H5}/nan_a_again.h5)
+add_test(NAME robust.diff.nan_vs_number
+  COMMAND ${EXPECT} 1 "first at \\[0, 0\\] \\([-0-9.e]+ vs nan; bits 0x[0-9a-f]{8} vs 0x7fc00000\\); max ULP inf;.* NaN 0/1" "DIFFERENT"
+  -- ${CV} diff ${GOOD_H5} ${BAD_H5}/nan_a.h5)
+set_tests_properties(robust.diff.nan_payloads_differ robust.diff.nan_same_bits_counted_but_equal robust.diff.nan_vs_number
+  PROPERTIES FIXTURES_REQUIRED bad_h5 LABELS "robust")
+
+# ---- resources --------------------------------------------------------------
+# A case too large for memory is an ERROR verdict naming the allocation; the
+# next case still runs; exit 1 (an unexpected verdict), not 3.
+add_test(NAME robust.memory.case_too_large_is_error_and_suite_goes_on
+  COMMAND ${EXPECT} 1 "case too_large .*not written"
+  "ERROR +initialising inputs/x: .*out of memory: tried to allocate 1099511627776 bytes"
+  "case after_too_large .*after_too_large\\.h5" "nonreentrant +PASS +yes"
+  -- ${CV} --cases ${BAD_CASES}/memory.ini --case too_large --case after_too_large --out ${ROBUST_OUT}/too_large)
+add_test(NAME robust.memory.limit_from_environment
+  COMMAND ${CMAKE_COMMAND} -E env CKPT_MEMORY_LIMIT=8M
+  ${EXPECT} 1 "ERROR +initialising l0\\.weight: .*tried to allocate 16777216 bytes \\([0-9]+ bytes live; limit 8388608 bytes, CKPT_MEMORY_LIMIT\\)"
+  "nonreentrant +PASS +yes"
+  -- ${CV} --cases ${BAD_CASES}/memory.ini --case over_limit --case after_too_large --out ${ROBUST_OUT}/over_limit)
+add_test(NAME robust.memory.malformed_limit
+  COMMAND ${CMAKE_COMMAND} -E env CKPT_MEMORY_LIMIT=lots
+  ${EXPECT_ERROR} 2 "^ckpt-verify: CKPT_MEMORY_LIMIT='lots': not a byte count"
+  -- ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out ${ROBUST_OUT}/malformed_limit)
+set_tests_properties(robust.memory.case_too_large_is_error_and_suite_goes_on robust.memory.limit_from_environment
+  robust.memory.malformed_limit PROPERTIES LABELS "robust")
+
+# An output directory that cannot be made is an error before any run: under
+# a regular file, or in /proc (refused even to root, which CI runs as).
+add_test(NAME robust.out.under_a_regular_file
+  COMMAND bash -c "mkdir -p ${ROBUST_OUT} && : > ${ROBUST_OUT}/a_file && ${EXPECT_ERROR} 2 'a_file/out: cannot create directory: Not a directory$' -- ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out ${ROBUST_OUT}/a_file/out")
+add_test(NAME robust.out.in_proc
+  COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: /proc/ckpt-verify-test: cannot create directory"
+  -- ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out /proc/ckpt-verify-test/out)
+# A report that cannot be written leaves the previous one as it was: its
+# temporary name taken by a directory, or on a full disk (/dev/full).
+add_test(NAME robust.out.failed_write_keeps_previous_report
+  COMMAND bash -c "set -e; d=${ROBUST_OUT}/previous; rm -rf $d; ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out $d >/dev/null; sum=$(cksum < $d/tiny_bs1.h5); mkdir $d/tiny_bs1.h5.tmp; if ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out $d; then echo 'expected a failure'; exit 1; fi; test \"$(cksum < $d/tiny_bs1.h5)\" = \"$sum\"; ${CV} diff $d/tiny_bs1.h5 $d/tiny_bs1.h5 >/dev/null")
+add_test(NAME robust.out.full_disk_keeps_previous_files
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/full_disk.sh ${CV} ${BAD_CASES}/good.ini tiny_bs1 ${ROBUST_OUT}/full_disk ${CKPT_PYTHON})
+# SIGKILL while a report is being written leaves no partial file.
+add_test(NAME robust.out.killed_mid_write_leaves_no_partial_file
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/kill_mid_write.sh ${CV} ${BAD_CASES}/kill.ini ${ROBUST_OUT}/killed ${CKPT_PYTHON})
+set_tests_properties(robust.out.under_a_regular_file robust.out.in_proc robust.out.failed_write_keeps_previous_report
+  robust.out.full_disk_keeps_previous_files robust.out.killed_mid_write_leaves_no_partial_file PROPERTIES LABELS "robust")
+
+# ---- fuzz regression inputs, replayed by every build (gcc, ASan) ----------
+foreach(target case_file h5_compare)
+  add_executable(replay_${target} fuzz/fuzz_${target}.c fuzz/replay_main.c)
+  target_include_directories(replay_${target} PRIVATE fuzz)
+  target_compile_options(replay_${target} PRIVATE ${CKPT_C_WARNINGS} ${CKPT_SAN_FLAGS})
+  target_link_libraries(replay_${target} PRIVATE ckpt_core)
+  add_test(NAME robust.fuzz_regressions.${target}
+    COMMAND replay_${target} ${CMAKE_SOURCE_DIR}/tests/data/fuzz/${target})
+  set_tests_properties(robust.fuzz_regressions.${target} PROPERTIES LABELS "robust")
+endforeach()
+
+# ---- memcheck over the README's triage command: no invalid access, no leak
+# (scripts/valgrind.supp holds the one report of libtorch's that is no bug).
+# Not in the sanitizer build: valgrind and ASan cannot share a process.
+find_program(CKPT_VALGRIND valgrind)
+if(CKPT_VALGRIND AND NOT CKPT_SANITIZE)
+  add_test(NAME robust.valgrind.bias_gelu_bs1
+    COMMAND ${CKPT_VALGRIND} -q --error-exitcode=1 --leak-check=full
+      --suppressions=${CMAKE_SOURCE_DIR}/scripts/valgrind.supp
+      ${CV} --case bias_gelu_bs1 --out ${ROBUST_OUT}/valgrind)
+  set_tests_properties(robust.valgrind.bias_gelu_bs1 PROPERTIES LABELS "robust;valgrind" TIMEOUT 600)
+endif()

@@ -1,0 +1,115 @@
+/* The planted bugs' bookkeeping: every one is registered after the
+ * references under its documented name, is not a reference, and its
+ * observability rule says "cannot show" exactly where cases/mutation.ini
+ * relies on it (and why). Whether each is caught is the mutation suite's job
+ * (tests/mutation.cmake). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "case.h"
+#include "faulty/faulty.h"
+#include "impl.h"
+
+static const char *const planted[] = {
+    "no_rng_stash",          "no_rng_stash_nr",          "rng_not_forked",
+    "args_only_rng",         "autocast_not_restored",    "autocast_not_restored_nr",
+    "counter_reset",         "recompute_elided",         "stale_input",
+    "first_call_kernel",
+};
+#define N_PLANTED (sizeof planted / sizeof *planted)
+
+static void test_planted_bugs_follow_the_references(void **state)
+{
+    (void)state;
+    const struct checkpoint_impl *const *all = impl_all();
+    size_t n = 0, first_planted = 0;
+    for (; all[n]; n++)
+        if (!all[n]->is_reference && !first_planted)
+            first_planted = n;
+    assert_int_equal(first_planted, 3); /* none, reentrant, nonreentrant */
+    assert_int_equal(n, 3 + N_PLANTED);
+    for (size_t i = 0; i < N_PLANTED; i++) {
+        const struct checkpoint_impl *impl = impl_find(planted[i]);
+        assert_non_null(impl);
+        assert_false(impl->is_reference);
+        assert_non_null(impl->observable);
+        assert_non_null(strstr(impl->summary, "planted bug"));
+    }
+}
+
+static int observable(const char *impl, const struct ckpt_case *c, char *why)
+{
+    why[0] = '\0';
+    return impl_find(impl)->observable(c, why, 200);
+}
+
+static void test_rng_bugs_need_something_random_to_replay(void **state)
+{
+    (void)state;
+    struct ckpt_case c;
+    char why[200];
+    case_defaults(&c);
+    c.dropout = 0.1;
+    assert_true(observable("no_rng_stash", &c, why));
+    assert_true(observable("rng_not_forked", &c, why));
+    c.dropout = 0;
+    assert_false(observable("no_rng_stash_nr", &c, why));
+    assert_non_null(strstr(why, "dropout = 0"));
+    c.model = MODEL_RRELU_MLP; /* RReLU draws even without dropout */
+    assert_true(observable("no_rng_stash", &c, why));
+    c.steps = 1; /* the leaked stream shows only in a later step */
+    assert_true(observable("no_rng_stash", &c, why));
+    assert_false(observable("rng_not_forked", &c, why));
+    c.steps = 2;
+    c.segments = 1; /* nothing checkpointed */
+    assert_false(observable("no_rng_stash", &c, why));
+    assert_non_null(strstr(why, "segments = 1"));
+}
+
+static void test_args_only_rng_cannot_show_on_cpu(void **state)
+{
+    (void)state;
+    struct ckpt_case c;
+    char why[200];
+    case_defaults(&c);
+    assert_false(observable("args_only_rng", &c, why));
+    assert_non_null(strstr(why, "CPU"));
+}
+
+static void test_rules_of_the_other_bugs(void **state)
+{
+    (void)state;
+    struct ckpt_case c;
+    char why[200];
+    case_defaults(&c);
+    assert_false(observable("autocast_not_restored", &c, why));
+    c.autocast = AUTOCAST_BF16;
+    assert_true(observable("autocast_not_restored_nr", &c, why));
+    assert_false(observable("first_call_kernel", &c, why));
+    assert_non_null(strstr(why, "fusion none"));
+    c.fusion = FUSION_BIAS_GELU;
+    assert_true(observable("first_call_kernel", &c, why));
+    assert_false(observable("recompute_elided", &c, why));
+    assert_non_null(strstr(why, "min_memory_saving"));
+    c.min_memory_saving = 0.2;
+    assert_true(observable("recompute_elided", &c, why));
+    c.dropout = 0;
+    assert_true(observable("counter_reset", &c, why));
+    assert_true(observable("stale_input", &c, why));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_planted_bugs_follow_the_references),
+        cmocka_unit_test(test_rng_bugs_need_something_random_to_replay),
+        cmocka_unit_test(test_args_only_rng_cannot_show_on_cpu),
+        cmocka_unit_test(test_rules_of_the_other_bugs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,96 @@
+/* Unit tests for progress: the per-case line off a terminal and the status
+ * line with elapsed time and estimate. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "progress.h"
+
+static void two_impls(struct case_result *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "gpt_none");
+    r->n_results = 2;
+    snprintf(r->results[0].impl, sizeof r->results[0].impl, "reentrant");
+    r->results[0].verdict = V_PASS;
+    r->results[0].expected = 1;
+    snprintf(r->results[1].impl, sizeof r->results[1].impl, "nonreentrant");
+    r->results[1].verdict = V_PASS;
+    r->results[1].expected = 1;
+}
+
+static void case_line_lists_each_impl_and_time(void **state)
+{
+    (void)state;
+    struct case_result r;
+    two_impls(&r);
+    char line[256];
+    progress_case_text(line, sizeof line, 2, 30, &r, 0.04);
+    assert_string_equal(line, "[3/30] gpt_none: reentrant PASS, nonreentrant PASS (0.04 s)");
+}
+
+static void case_line_marks_unexpected_verdicts(void **state)
+{
+    (void)state;
+    struct case_result r;
+    two_impls(&r);
+    r.results[1].verdict = V_FAIL;
+    r.results[1].expected = 0;
+    char line[256];
+    progress_case_text(line, sizeof line, 0, 1, &r, 1.5);
+    assert_string_equal(line, "[1/1] gpt_none: reentrant PASS, nonreentrant FAIL (unexpected) (1.50 s)");
+}
+
+static void case_line_of_a_case_that_could_not_run(void **state)
+{
+    (void)state;
+    struct case_result r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.name, sizeof r.name, "x");
+    snprintf(r.error, sizeof r.error, "no CUDA");
+    char line[256];
+    progress_case_text(line, sizeof line, 0, 2, &r, 0.0);
+    assert_string_equal(line, "[1/2] x: ERROR (no CUDA) (0.00 s)");
+}
+
+static void status_has_no_estimate_before_a_case_finished(void **state)
+{
+    (void)state;
+    char line[256];
+    progress_status_text(line, sizeof line, 0, 10, "a", 0.2);
+    assert_string_equal(line, "[1/10] a  0:00 elapsed");
+}
+
+static void status_estimates_from_the_mean_case_time(void **state)
+{
+    (void)state;
+    char line[256];
+    /* 4 cases took 20 s: 5 s each, 6 left -> 30 s. */
+    progress_status_text(line, sizeof line, 4, 10, "b", 20.0);
+    assert_string_equal(line, "[5/10] b  0:20 elapsed, ~0:30 left");
+}
+
+static void status_shows_hours(void **state)
+{
+    (void)state;
+    char line[256];
+    progress_status_text(line, sizeof line, 1, 3, "c", 3725.0);
+    assert_string_equal(line, "[2/3] c  1:02:05 elapsed, ~2:04:10 left");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(case_line_lists_each_impl_and_time),
+        cmocka_unit_test(case_line_marks_unexpected_verdicts),
+        cmocka_unit_test(case_line_of_a_case_that_could_not_run),
+        cmocka_unit_test(status_has_no_estimate_before_a_case_finished),
+        cmocka_unit_test(status_estimates_from_the_mean_case_time),
+        cmocka_unit_test(status_shows_hours),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
