@@ -66,6 +66,7 @@ static void usage(FILE *out)
             "  --verify-values    non-reentrant: check recomputed saved tensors against forward fingerprints\n"
             "  --shard K/N        run the K-th of N round-robin slices of the selected cases (1 <= K <= N)\n"
             "  --compare-to DIR   list regressions against the run in DIR (its summary.json); any -> exit 1\n"
+            "  --progress         off a terminal, one line per finished case on stderr (default: quiet)\n"
             "  -h, --help         this text\n"
             "\n"
             "impls:\n",
@@ -387,11 +388,12 @@ int main(int argc, char **argv)
 
     const char *cases_path = getenv("CKPT_CASES") ? getenv("CKPT_CASES") : CKPT_CASES_DIR;
     const char *out_dir = NULL, *suite = NULL, *selected[MAX_SELECTED], *compare_to = NULL;
+    int progress_lines = 0;
     struct shard shard = {1, 1};
     int n_selected = 0, list = 0;
     struct overrides o = {0};
     enum { OPT_CASES = 256, OPT_IMPL, OPT_OUT, OPT_STEPS, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_VERIFY, OPT_SUITE,
-           OPT_SHARD, OPT_COMPARE };
+           OPT_SHARD, OPT_COMPARE, OPT_PROGRESS };
     static const struct option options[] = {
         {"case", required_argument, NULL, 'c'},        {"cases", required_argument, NULL, OPT_CASES},
         {"list", no_argument, NULL, 'l'},              {"impl", required_argument, NULL, OPT_IMPL},
@@ -400,6 +402,7 @@ int main(int argc, char **argv)
         {"device", required_argument, NULL, OPT_DEVICE}, {"verify-values", no_argument, NULL, OPT_VERIFY},
         {"suite", required_argument, NULL, OPT_SUITE}, {"help", no_argument, NULL, 'h'},
         {"shard", required_argument, NULL, OPT_SHARD}, {"compare-to", required_argument, NULL, OPT_COMPARE},
+        {"progress", no_argument, NULL, OPT_PROGRESS},
         {NULL, 0, NULL, 0},
     };
     int opt;
@@ -421,6 +424,7 @@ int main(int argc, char **argv)
         case OPT_DEVICE: o.device = optarg; break;
         case OPT_VERIFY: o.verify_values = 1; break;
         case OPT_COMPARE: compare_to = optarg; break;
+        case OPT_PROGRESS: progress_lines = 1; break;
         case OPT_SHARD:
             if (shard_parse(optarg, &shard))
                 return fail(ST_INPUT);
@@ -554,7 +558,8 @@ int main(int argc, char **argv)
     int unexpected = 0, worst = 0;
     struct case_result *result = malloc(sizeof *result);
     struct progress bar;
-    progress_init(&bar, stderr, isatty(STDERR_FILENO), n_run);
+    progress_init(&bar, stderr,
+                  isatty(STDERR_FILENO) ? PROGRESS_TERMINAL : progress_lines ? PROGRESS_LINES : PROGRESS_QUIET, n_run);
     for (int i = 0; i < n_run && result; i++) {
         struct ckpt_case c = *run[i];
         progress_case_start(&bar, i, c.name);

@@ -10,10 +10,10 @@ double progress_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void progress_init(struct progress *p, FILE *out, int tty, int total)
+void progress_init(struct progress *p, FILE *out, enum progress_mode mode, int total)
 {
     p->out = out;
-    p->tty = tty;
+    p->mode = mode;
     p->total = total;
     p->start = progress_now();
 }
@@ -67,7 +67,7 @@ void progress_case_text(char *buf, size_t len, int index, int total, const struc
 
 void progress_case_start(const struct progress *p, int index, const char *name)
 {
-    if (!p->tty)
+    if (p->mode != PROGRESS_TERMINAL)
         return;
     char line[256];
     progress_status_text(line, sizeof line, index, p->total, name, progress_now() - p->start);
@@ -77,12 +77,14 @@ void progress_case_start(const struct progress *p, int index, const char *name)
 
 void progress_case_done(const struct progress *p, int index, const struct case_result *r, double seconds)
 {
-    if (p->tty) {
+    if (p->mode == PROGRESS_TERMINAL) {
         fprintf(p->out, "\r\033[K");
-    } else {
+    } else if (p->mode == PROGRESS_LINES) {
         char line[1024];
         progress_case_text(line, sizeof line, index, p->total, r, seconds);
         fprintf(p->out, "%s\n", line);
+    } else {
+        return;
     }
     fflush(p->out);
 }

@@ -2,8 +2,9 @@
  * on stderr so stdout keeps the full tables. On a terminal one status line
  * is redrawn: cases done / total, the current case, elapsed time and an
  * estimate of the time left (the mean case time so far times the cases
- * left). Off a terminal nothing is redrawn; each finished case prints one
- * line: "[3/30] gpt_none: reentrant PASS, nonreentrant PASS (0.04 s)". */
+ * left). Off a terminal it is quiet, unless asked (--progress) for one
+ * line per finished case, for CI logs:
+ * "[3/30] gpt_none: reentrant PASS, nonreentrant PASS (0.04 s)". */
 #ifndef CKPT_PROGRESS_H
 #define CKPT_PROGRESS_H
 
@@ -12,20 +13,26 @@
 
 #include "runner.h"
 
+enum progress_mode {
+    PROGRESS_QUIET,    /* off a terminal, by default */
+    PROGRESS_LINES,    /* one line per finished case */
+    PROGRESS_TERMINAL, /* one status line, redrawn */
+};
+
 struct progress {
     FILE *out;
-    int tty;      /* redraw one line (terminal) or print a line per case */
+    enum progress_mode mode;
     int total;
     double start; /* progress_now() at progress_init */
 };
 
 /* Monotonic seconds, for elapsed and per-case times. */
 double progress_now(void);
-void progress_init(struct progress *p, FILE *out, int tty, int total);
+void progress_init(struct progress *p, FILE *out, enum progress_mode mode, int total);
 /* Case `index` (0-based) starts: redraws the terminal line. */
 void progress_case_start(const struct progress *p, int index, const char *name);
 /* Case `index` finished after `seconds`: clears the terminal line, or
- * prints the case's line. */
+ * prints the case's line (PROGRESS_LINES). */
 void progress_case_done(const struct progress *p, int index, const struct case_result *r, double seconds);
 
 /* The texts, exposed for the tests. */

@@ -11,11 +11,15 @@ set(NT_OUT ${CMAKE_BINARY_DIR}/it/nightly_mode)
 set(NT_PAIR --case bias_gelu_bs1 --case mlp_no_preserve_rng)
 set(NT_PAIR_SH "--case bias_gelu_bs1 --case mlp_no_preserve_rng") # the same, inside bash -c
 
-# Off a terminal, one line per finished case on stderr; the tables stay.
+# Off a terminal with --progress, one line per finished case on stderr;
+# the tables stay.
 add_test(NAME nightly.progress_line_per_case
   COMMAND ${NT_EXPECT} 0 "^\\[1/2\\] bias_gelu_bs1: reentrant PASS, nonreentrant PASS \\([0-9.]+ s\\)$"
     "^\\[2/2\\] mlp_no_preserve_rng: reentrant FAIL, nonreentrant FAIL \\([0-9.]+ s\\)$" "^  impl +verdict"
-  -- ${NT_CV} ${NT_PAIR} --out ${NT_OUT}/progress)
+  -- ${NT_CV} ${NT_PAIR} --progress --out ${NT_OUT}/progress)
+# Off a terminal without it, stderr stays empty.
+add_test(NAME nightly.quiet_off_a_terminal
+  COMMAND bash -c "err=$(${NT_CV} ${NT_PAIR_SH} --out ${NT_OUT}/quiet 2>&1 >/dev/null) || exit 1; [ -z \"$err\" ] || { echo \"stderr not empty: $err\"; exit 1; }")
 
 # junit.xml of a real run, read back with xml.etree: 4 testcases, the
 # unexpected PASS and the unexpected FAIL are the 2 failures; exit 1.

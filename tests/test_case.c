@@ -672,7 +672,6 @@ static void test_expected_mask_defaults(void **state)
     assert_int_equal(case_expected_mask(&c, "none"), ok);
     assert_int_equal(case_expected_mask(&c, "reentrant"), ok);
     assert_int_equal(case_expected_mask(&c, "nonreentrant"), ok);
-    assert_int_equal(case_expected_mask(&c, "selective"), ok);
     assert_int_equal(case_expected_mask(&c, "no_rng_stash"), caught);
     assert_int_equal(case_expected_mask(&c, "recompute_elided"), caught);
 }

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "aten/aten.h"
+#include "case.h"
 #include "checkpoint_env.h"
 #include "error.h"
 #include "impl.h"
@@ -480,12 +481,36 @@ static void test_forward_context_wraps_the_original_forward_once(void **state)
 
 #define FIXTURE_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
+/* The case loader's default expectation (PASS|NOISE for a reference,
+ * FAIL|MEMFAIL for a planted bug) must follow the registry's is_reference. */
+static void test_default_expectation_follows_the_registry(void **state)
+{
+    (void)state;
+    struct ckpt_case c;
+    memset(&c, 0, sizeof c);
+    const unsigned caught = (1u << V_FAIL) | (1u << V_MEMFAIL);
+    int references = 0;
+    for (const struct checkpoint_impl *const *i = impl_all(); *i; i++) {
+        unsigned mask = case_expected_mask(&c, (*i)->name);
+        if ((*i)->is_reference) {
+            references++;
+            assert_true(mask & (1u << V_PASS));
+            assert_false(mask & caught);
+        } else {
+            assert_true(mask & (1u << V_FAIL));
+            assert_false(mask & (1u << V_PASS));
+        }
+    }
+    assert_int_equal(references, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_set_puts_cpu_first_then_args_then_current),
         cmocka_unit_test(test_device_set_args_only_leaves_out_the_current_device),
         cmocka_unit_test(test_device_set_deduplicates_and_always_has_cpu),
+        cmocka_unit_test(test_default_expectation_follows_the_registry),
         FIXTURE_TEST(test_reentrant_replays_dropout_and_matches_plain_bitwise),
         FIXTURE_TEST(test_nonreentrant_replays_dropout_and_matches_plain_bitwise),
         FIXTURE_TEST(test_reentrant_recompute_leaves_the_rng_stream_untouched),

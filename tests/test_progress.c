@@ -1,5 +1,5 @@
-/* Unit tests for progress: the per-case line off a terminal and the status
- * line with elapsed time and estimate. */
+/* Unit tests for progress: quiet off a terminal unless asked, the per-case
+ * line, and the redrawn status line with elapsed time and estimate. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -82,6 +82,54 @@ static void status_shows_hours(void **state)
     assert_string_equal(line, "[2/3] c  1:02:05 elapsed, ~2:04:10 left");
 }
 
+/* Runs two cases through a progress of the given mode; returns what it wrote. */
+static char *written_by(enum progress_mode mode, char *buf, size_t len)
+{
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    struct progress p;
+    struct case_result r;
+    two_impls(&r);
+    progress_init(&p, f, mode, 2);
+    for (int i = 0; i < 2; i++) {
+        progress_case_start(&p, i, r.name);
+        progress_case_done(&p, i, &r, 0.5);
+    }
+    rewind(f);
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void quiet_mode_writes_nothing(void **state)
+{
+    (void)state;
+    char buf[512];
+    assert_string_equal(written_by(PROGRESS_QUIET, buf, sizeof buf), "");
+}
+
+static void lines_mode_writes_one_line_per_finished_case(void **state)
+{
+    (void)state;
+    char buf[512];
+    assert_string_equal(written_by(PROGRESS_LINES, buf, sizeof buf),
+                        "[1/2] gpt_none: reentrant PASS, nonreentrant PASS (0.50 s)\n"
+                        "[2/2] gpt_none: reentrant PASS, nonreentrant PASS (0.50 s)\n");
+}
+
+static void terminal_mode_redraws_the_status_line_and_leaves_it_cleared(void **state)
+{
+    (void)state;
+    char buf[512];
+    const char *out = written_by(PROGRESS_TERMINAL, buf, sizeof buf);
+    assert_non_null(strstr(out, "\r\033[K[1/2] gpt_none"));
+    assert_non_null(strstr(out, "\r\033[K[2/2] gpt_none"));
+    assert_null(strchr(out, '\n'));
+    size_t n = strlen(out);
+    assert_true(n >= 4 && strcmp(out + n - 4, "\r\033[K") == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -91,6 +139,9 @@ int main(void)
         cmocka_unit_test(status_has_no_estimate_before_a_case_finished),
         cmocka_unit_test(status_estimates_from_the_mean_case_time),
         cmocka_unit_test(status_shows_hours),
+        cmocka_unit_test(quiet_mode_writes_nothing),
+        cmocka_unit_test(lines_mode_writes_one_line_per_finished_case),
+        cmocka_unit_test(terminal_mode_redraws_the_status_line_and_leaves_it_cleared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
