@@ -112,7 +112,7 @@ static int as_matrix(tensor **out, const tensor *t)
  * dx = g·w, dwᵀ = xᵀ·g, db = Σ_rows g. */
 static int linear_backward(struct node *n, tensor *const *g, tensor **gi)
 {
-    tensor *saved[2] = {0}, *g2 = NULL, *x2 = NULL, *xt = NULL, *dwt = NULL, *dx2 = NULL;
+    tensor *saved[2] = {0}, *g2 = NULL, *x2 = NULL, *gt = NULL, *dx2 = NULL;
     int st = saved_all(n, saved, 2);
     if (st)
         return st;
@@ -124,13 +124,10 @@ static int linear_backward(struct node *n, tensor *const *g, tensor **gi)
             goto out;
     }
     if (n->next[1].node) {
-        tensor *dw;
-        if ((st = tensor_transpose(&xt, x2, 0, 1)) || (st = tensor_matmul(&dwt, xt, g2)) ||
-            (st = tensor_transpose(&dw, dwt, 0, 1)))
-            goto out;
-        st = tensor_contiguous(&gi[1], dw);
-        tensor_free(dw);
-        if (st)
+        /* dW = g^T x, computed in W's own layout (as autograd's mm backward
+         * does for a transposed weight): no transposed copy, so no second
+         * weight-sized buffer at backward's peak. */
+        if ((st = tensor_transpose(&gt, g2, 0, 1)) || (st = tensor_matmul(&gi[1], gt, x2)))
             goto out;
     }
     if (n->n_inputs > 2 && n->next[2].node) {
@@ -142,8 +139,7 @@ out:
     free_all(saved, 2);
     tensor_free(g2);
     tensor_free(x2);
-    tensor_free(xt);
-    tensor_free(dwt);
+    tensor_free(gt);
     tensor_free(dx2);
     return st;
 }

@@ -397,11 +397,20 @@ static int task_discover(struct graph_task *g, struct node **roots, int n_roots)
 }
 
 /* buffer = buffer + incoming, in arrival order; takes ownership of grad. */
+/* Adds grad into *slot, taking ownership of grad. Like autograd's input
+ * buffer, the sum goes into *slot's own memory when nothing else can see it,
+ * so accumulating costs no extra activation-sized buffer at backward's peak;
+ * a + b rounds the same either way. */
 static int buffer_accumulate(tensor **slot, tensor *grad)
 {
     if (!*slot) {
         *slot = grad;
         return ST_OK;
+    }
+    if (tensor_is_exclusive(*slot) && tensor_dtype(*slot) == tensor_dtype(grad)) {
+        int st = tensor_add_(*slot, grad, 1.0);
+        tensor_free(grad);
+        return st;
     }
     tensor *sum;
     int st = tensor_add(&sum, *slot, grad);

@@ -1707,6 +1707,39 @@ static void test_autocast_attention_gives_bfloat16_output_and_float32_gradient(v
     var_release(qkv);
 }
 
+/* ---- backward memory ------------------------------------------------------------------------ */
+
+/* Linear's backward allocates its three gradients and nothing that outlives
+ * an op: dW is computed in W's own layout, not as a transposed product
+ * copied into place (which held a second weight-sized buffer at the peak
+ * of every reentrant checkpoint's nested backward). */
+static void test_linear_backward_peak_is_its_gradients(void **state)
+{
+    (void)state;
+    const int64_t xs[3] = {4, 8, 16}, ws[2] = {24, 16}, bs[1] = {24};
+    struct var *x = leaf(randn_t(DT_F32, 3, xs, 1601, 1.0), "x");
+    struct var *w = leaf(randn_t(DT_F32, 2, ws, 1602, 0.25), "w");
+    struct var *b = leaf(randn_t(DT_F32, 1, bs, 1603, 0.25), "b");
+    struct var *y = NULL;
+    assert_ok(op_linear(&y, x, w, b));
+    tensor *gy = grad_like(y->data, 1604);
+    int64_t live0, peak, count;
+    ckpt_counting_allocator_stats(&live0, &peak, &count);
+    ckpt_counting_allocator_reset_peak();
+    assert_ok(tape_backward(&y, &gy, 1));
+    int64_t live1;
+    ckpt_counting_allocator_stats(&live1, &peak, &count);
+    int64_t grads = (int64_t)(tensor_nbytes(x->grad) + tensor_nbytes(w->grad) + tensor_nbytes(b->grad));
+    assert_int_equal(grads, (4 * 8 * 16 + 24 * 16 + 24) * 4);
+    assert_int_equal(peak - live0, grads);
+    assert_int_equal(live1 - live0, grads);
+    tensor_free(gy);
+    var_release(y);
+    var_release(x);
+    var_release(w);
+    var_release(b);
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 #define T(name) cmocka_unit_test_setup(name, reset_state)
@@ -1719,6 +1752,7 @@ int main(void)
         T(test_linear_with_bias_bfloat16_is_bitwise_torch),
         T(test_linear_without_bias_bfloat16_is_bitwise_torch),
         T(test_linear_float16_is_an_error_as_in_torch),
+        T(test_linear_backward_peak_is_its_gradients),
         T(test_gelu_exact_float32_is_bitwise_torch),
         T(test_gelu_tanh_float32_is_bitwise_torch),
         T(test_gelu_exact_bfloat16_is_bitwise_torch),

@@ -947,6 +947,13 @@ int tensor_div_scalar(tensor **out, const tensor *a, double s)
     return produce(__func__, out, [&] { return at::div(ref(a), at::Scalar(s)); });
 }
 
+int tensor_is_exclusive(const tensor *t)
+{
+    if (!t || !t->t.defined() || !t->t.has_storage())
+        return 0;
+    return t->t.use_count() == 1 && t->t.storage().use_count() == 1 && t->t.is_non_overlapping_and_dense();
+}
+
 int tensor_add_(tensor *a, const tensor *b, double alpha)
 {
     return guarded(__func__, [&] {

@@ -128,6 +128,10 @@ int tensor_from_host(tensor **out, const struct host_tensor *src, int device);
 int tensor_to_host(const tensor *t, struct host_tensor *out);
 /* A second handle to the same storage (like copying an at::Tensor). */
 int tensor_share(tensor **out, const tensor *t);
+/* 1 when this handle is the only reference to the tensor and to its storage
+ * and the layout is dense, so an in-place update is seen by no one else
+ * (autograd's rule for accumulating a gradient in place); else 0. */
+int tensor_is_exclusive(const tensor *t);
 void tensor_free(tensor *t);                  /* NULL is fine */
 
 int tensor_ndim(const tensor *t);
