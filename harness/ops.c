@@ -82,6 +82,16 @@ static void free_all(tensor **ts, int count)
     }
 }
 
+/* Frees a temporary as soon as the next result exists (returns ST_OK, so it
+ * sits inside an `||` chain): like autograd, whose intermediates die when
+ * their last consumer ran, an op holds at most the tensors it still needs. */
+static int drop(tensor **t)
+{
+    tensor_free(*t);
+    *t = NULL;
+    return ST_OK;
+}
+
 /* ---- dtype cast ------------------------------------------------------------ */
 
 static int to_dtype_backward(struct node *n, tensor *const *g, tensor **gi)
@@ -638,19 +648,24 @@ static int attention_backward(struct node *n, tensor *const *g, tensor **gi)
     if (st)
         return st;
     enum dtype mm_dtype = tensor_dtype(s[0]);
-    if ((st = as_dtype(&gsplit, g[0], mm_dtype)) || (st = split_heads(&go, gsplit, 0, c, heads)) ||
-        (st = transposed_last(&vt, s[2])) || (st = tensor_matmul(&dprobs, go, vt)) ||
+    if ((st = as_dtype(&gsplit, g[0], mm_dtype)) || (st = split_heads(&go, gsplit, 0, c, heads)) || drop(&gsplit) ||
+        (st = transposed_last(&vt, s[2])) || (st = tensor_matmul(&dprobs, go, vt)) || drop(&vt) ||
         (st = as_dtype(&probs_mm, s[3], mm_dtype)) || (st = transposed_last(&pt, probs_mm)) ||
-        (st = tensor_matmul(&dv, pt, go)) || (st = as_dtype(&dprobs_p, dprobs, tensor_dtype(s[3]))) ||
-        (st = tensor_softmax_backward(&dmasked, dprobs_p, s[3], -1, tensor_dtype(s[3]))) ||
+        (st = tensor_matmul(&dv, pt, go)) || drop(&pt) || drop(&probs_mm) || drop(&go) ||
+        (st = as_dtype(&dprobs_p, dprobs, tensor_dtype(s[3]))) || drop(&dprobs) ||
+        (st = tensor_softmax_backward(&dmasked, dprobs_p, s[3], -1, tensor_dtype(s[3]))) || drop(&dprobs_p) ||
+        drop(&s[3]) ||
         /* Back through the forward's cast to float32 first, then mask and
          * scale in the matmul dtype, as autograd of that forward does. */
-        (st = as_dtype(&dscores0, dmasked, mm_dtype)) || (st = tensor_causal_zero(&dscores, dscores0)) ||
-        (st = tensor_div_scalar(&dscores_mm, dscores, n->scalars[0])) || (st = tensor_matmul(&dq, dscores_mm, s[1])) ||
-        (st = transposed_last(&qt, s[0])) || (st = tensor_matmul(&dkt, qt, dscores_mm)) ||
-        (st = transposed_last(&dk, dkt)))
+        (st = as_dtype(&dscores0, dmasked, mm_dtype)) || drop(&dmasked) ||
+        (st = tensor_causal_zero(&dscores, dscores0)) || drop(&dscores0) ||
+        (st = tensor_div_scalar(&dscores_mm, dscores, n->scalars[0])) || drop(&dscores) ||
+        (st = tensor_matmul(&dq, dscores_mm, s[1])) || (st = transposed_last(&qt, s[0])) ||
+        (st = tensor_matmul(&dkt, qt, dscores_mm)) || drop(&qt) || drop(&dscores_mm) ||
+        (st = transposed_last(&dk, dkt)) || drop(&dkt))
         goto out;
-    if ((st = merge_heads(&parts[0], dq)) || (st = merge_heads(&parts[1], dk)) || (st = merge_heads(&parts[2], dv)))
+    if ((st = merge_heads(&parts[0], dq)) || drop(&dq) || (st = merge_heads(&parts[1], dk)) || drop(&dk) ||
+        (st = merge_heads(&parts[2], dv)) || drop(&dv))
         goto out;
     st = tensor_cat(&gi[0], (const tensor *const *)parts, 3, 2);
 out:
@@ -675,11 +690,12 @@ int op_causal_attention(struct var **out, struct var *qkv_in, int heads)
         return st;
     if ((st = split_heads(&q, qkv->data, 0, c, heads)) || (st = split_heads(&k, qkv->data, c, c, heads)) ||
         (st = split_heads(&v, qkv->data, 2 * c, c, heads)) || (st = transposed_last(&kt, k)) ||
-        (st = tensor_matmul(&scores, q, kt)) || (st = tensor_div_scalar(&scaled, scores, scale)) ||
-        (st = tensor_causal_fill(&masked, scaled, -INFINITY)) ||
+        (st = tensor_matmul(&scores, q, kt)) || drop(&kt) || (st = tensor_div_scalar(&scaled, scores, scale)) ||
+        drop(&scores) || (st = tensor_causal_fill(&masked, scaled, -INFINITY)) || drop(&scaled) ||
         (st = as_dtype(&masked_sm, masked, autocast_target(AUTOCAST_FP32, tensor_dtype(masked)))) ||
-        (st = tensor_softmax(&probs, masked_sm, -1)) || (st = as_dtype(&probs_mm, probs, tensor_dtype(v))) ||
-        (st = tensor_matmul(&o, probs_mm, v)) || (st = merge_heads(&y, o)))
+        drop(&masked) || (st = tensor_softmax(&probs, masked_sm, -1)) || drop(&masked_sm) ||
+        (st = as_dtype(&probs_mm, probs, tensor_dtype(v))) || (st = tensor_matmul(&o, probs_mm, v)) ||
+        drop(&probs_mm) || (st = merge_heads(&y, o)) || drop(&o))
         goto out;
     const tensor *saves[4] = {q, k, v, probs};
     double scalars[1] = {scale};

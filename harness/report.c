@@ -75,7 +75,7 @@ void report_print_case(FILE *out, const struct case_result *r)
     }
     print_memory_line(out, "baseline", r->baseline_end_forward_bytes, r->predicted_baseline_end_forward_bytes,
                       r->baseline_peak_bytes, r->baseline_step_ms, r->baseline_forward_ms);
-    fprintf(out, "  %-24s %-14s %-3s %8s  %9s  %8s  %s\n", "impl", "verdict", "ok", "max ULP", "mem saved", "overhead",
+    fprintf(out, "  %-24s %-14s %-3s %10s  %9s  %8s  %s\n", "impl", "verdict", "ok", "max ULP", "mem saved", "overhead",
             "first divergence");
     for (int i = 0; i < r->n_results; i++) {
         const struct impl_result *x = &r->results[i];
@@ -83,7 +83,7 @@ void report_print_case(FILE *out, const struct case_result *r)
             snprintf(over, sizeof over, "-");
         else
             snprintf(over, sizeof over, "%.2fx", x->overhead);
-        fprintf(out, "  %-24s %-14s %-3s %8s  %9s  %8s  %s\n", x->impl, verdict_name(x->verdict),
+        fprintf(out, "  %-24s %-14s %-3s %10s  %9s  %8s  %s\n", x->impl, verdict_name(x->verdict),
                 x->expected ? "yes" : "NO", ulp_format(x->max_ulp, ulp, sizeof ulp),
                 percent_cell(x->memory_saved, saved, sizeof saved), over,
                 x->first_divergence[0] ? x->first_divergence : "-");

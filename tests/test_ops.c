@@ -1740,6 +1740,32 @@ static void test_linear_backward_peak_is_its_gradients(void **state)
     var_release(b);
 }
 
+/* Attention frees each intermediate once its consumer ran, as autograd
+ * does: forward holds the saved q, k, v and probabilities, the output and at
+ * most one [T, T] temporary besides (plus the boolean causal mask), instead
+ * of every score tensor it made until it returns. */
+static void test_causal_attention_forward_peak_holds_one_score_temporary(void **state)
+{
+    (void)state;
+    const int64_t B = 2, T = 16, C = 8, H = 2;
+    const int64_t shape[3] = {B, T, 3 * C};
+    struct var *qkv = leaf(randn_t(DT_F32, 3, shape, 1701, 1.0), "qkv");
+    const int64_t f32 = 4, head_bytes = B * T * C * f32, scores_bytes = B * H * T * T * f32;
+    int64_t live0, peak, count;
+    ckpt_counting_allocator_stats(&live0, &peak, &count);
+    ckpt_counting_allocator_reset_peak();
+    struct var *y = NULL;
+    assert_ok(op_causal_attention(&y, qkv, (int)H));
+    ckpt_counting_allocator_stats(&count, &peak, &count);
+    const int64_t bound = 3 * head_bytes + scores_bytes /* probs, saved */ + head_bytes /* y */ +
+                          scores_bytes /* one temporary */ + T * T /* bool mask */;
+    print_message("attention forward peak %lld bytes above the start, bound %lld\n", (long long)(peak - live0),
+                  (long long)bound);
+    assert_true(peak - live0 <= bound);
+    var_release(y);
+    var_release(qkv);
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 #define T(name) cmocka_unit_test_setup(name, reset_state)
@@ -1753,6 +1779,7 @@ int main(void)
         T(test_linear_without_bias_bfloat16_is_bitwise_torch),
         T(test_linear_float16_is_an_error_as_in_torch),
         T(test_linear_backward_peak_is_its_gradients),
+        T(test_causal_attention_forward_peak_holds_one_score_temporary),
         T(test_gelu_exact_float32_is_bitwise_torch),
         T(test_gelu_tanh_float32_is_bitwise_torch),
         T(test_gelu_exact_bfloat16_is_bitwise_torch),
