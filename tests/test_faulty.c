@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -75,14 +76,22 @@ static void test_rng_bugs_need_something_random_to_replay(void **state)
     assert_non_null(strstr(why, "segments = 1"));
 }
 
-static void test_args_only_rng_cannot_show_on_cpu(void **state)
+static void test_args_only_rng_shows_only_where_segments_draw_off_their_arguments_device(void **state)
 {
     (void)state;
     struct ckpt_case c;
     char why[200];
     case_defaults(&c);
     assert_false(observable("args_only_rng", &c, why));
-    assert_non_null(strstr(why, "CPU"));
+    assert_non_null(strstr(why, "draw_device"));
+    snprintf(c.draw_device, sizeof c.draw_device, "cuda:0");
+    assert_true(observable("args_only_rng", &c, why));
+    snprintf(c.device, sizeof c.device, "cuda");
+    assert_false(observable("args_only_rng", &c, why)); /* cuda is cuda:0 */
+    snprintf(c.device, sizeof c.device, "cpu");
+    c.dropout = 0;
+    assert_false(observable("args_only_rng", &c, why));
+    assert_non_null(strstr(why, "dropout = 0"));
 }
 
 static void test_rules_of_the_other_bugs(void **state)
@@ -173,7 +182,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_planted_bugs_follow_the_references),
         cmocka_unit_test(test_rng_bugs_need_something_random_to_replay),
-        cmocka_unit_test(test_args_only_rng_cannot_show_on_cpu),
+        cmocka_unit_test(test_args_only_rng_shows_only_where_segments_draw_off_their_arguments_device),
         cmocka_unit_test(test_rules_of_the_other_bugs),
         cmocka_unit_test(test_first_call_kernel_flips_the_last_bit_of_the_first_fused_output_only),
     };
