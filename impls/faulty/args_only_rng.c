@@ -24,10 +24,14 @@ static int args_only_rng_observable(const struct ckpt_case *c, char *why, size_t
 {
     if (!faulty_replays_rng(c, why, len))
         return 0;
-    if (c->draw_device[0] && strcmp(canonical_device(c->draw_device), canonical_device(c->device)) != 0)
+    const char *draws_on = canonical_device(c->draw_device[0] ? c->draw_device : c->device);
+    if (strcmp(draws_on, canonical_device(c->device)) != 0)
         return 1;
-    snprintf(why, len, "no draw_device: segments draw on their arguments' device, which args and args+current "
-                       "both stash");
+    if (strcmp(draws_on, "cpu") == 0)
+        snprintf(why, len, "CPU case: CPU's generator is always stashed and is the only one drawn from");
+    else
+        snprintf(why, len, "segments draw on their arguments' device (no other draw_device), which args and "
+                           "args+current both stash");
     return 0;
 }
 
