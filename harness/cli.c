@@ -27,6 +27,7 @@
 #include "mutation_matrix.h"
 #include "junit.h"
 #include "merge.h"
+#include "model.h"
 #include "plot.h"
 #include "progress.h"
 #include "regress.h"
@@ -303,8 +304,9 @@ static int make_dirs(const char *path)
     return ST_OK;
 }
 
-/* Every impl the selected cases name must exist before anything runs: a
- * typo in the last case of a suite should not cost the runs before it. */
+/* Every impl and device the selected cases name must exist before anything
+ * runs: a typo in the last case of a suite should not cost the runs before
+ * it, and a CPU build refuses a GPU case in one line. */
 static int check_impls(const struct ckpt_case *const *run, int n_run, const struct overrides *o)
 {
     for (int i = 0; i < n_run; i++) {
@@ -316,6 +318,8 @@ static int check_impls(const struct ckpt_case *const *run, int n_run, const stru
             if (!impl_find(c.impls[k]))
                 return error_set(ST_INPUT, "%s:%d: case %s: unknown impl '%s' (see --help)", c.file, c.line,
                                  c.name, c.impls[k]);
+        if ((st = model_check_devices(&c)))
+            return st;
     }
     return ST_OK;
 }
