@@ -69,8 +69,13 @@ struct case_result {
     char error[RESULT_TEXT_MAX];
 };
 
-/* 1 for "baseline_<k>", the runs that set the envelope. */
+/* 1 for "baseline_<k>" or "<prefix>_baseline_<k>": the runs that set an
+ * envelope. A run is judged against the family its `baselines` attribute
+ * names (default "baseline": baseline_0 is its reference); another
+ * producer whose plain runs compute differently (torch's unfused kernels)
+ * brings its own family, e.g. torch_baseline_0, torch_baseline_1. */
 int judge_is_baseline(const char *run);
+int judge_is_baseline_of(const char *run, const char *family);
 /* 1 if `run` is "<of>_rerun_<k>". */
 int judge_is_rerun_of(const char *run, const char *of);
 
