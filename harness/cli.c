@@ -24,6 +24,7 @@
 #include "external.h"
 #include "h5store.h"
 #include "impl.h"
+#include "plugin.h"
 #include "judge.h"
 #include "mutation_matrix.h"
 #include "junit.h"
@@ -71,6 +72,7 @@ static void usage(FILE *out)
             "  --shard K/N        run the K-th of N round-robin slices of the selected cases (1 <= K <= N)\n"
             "  --compare-to DIR   list regressions against the run in DIR (its summary.json); any -> exit 1\n"
             "  --progress         off a terminal, one line per finished case on stderr (default: quiet)\n"
+            "  --impl-lib PATH.so load checkpoint impls from a plugin (impls/plugin.h); repeatable, before --help\n"
             "  --external CMD     after each case, run CMD REPORT.h5: it appends its own runs (docs/external.md)\n"
             "                     and all runs are judged together; a failing CMD or a malformed run: exit 2\n"
             "  -h, --help         this text\n"
@@ -370,7 +372,7 @@ static int cmd_judge(int argc, char **argv)
     int first = 1;
     for (; first < argc && argv[first][0] == '-'; first++) {
         if (!strcmp(argv[first], "-h") || !strcmp(argv[first], "--help")) {
-            printf("usage: ckpt-verify judge [--out DIR] FILE.h5...\n"
+            printf("usage: ckpt-verify judge [--out DIR] [--impl-lib PATH.so] FILE.h5...\n"
                    "Judges every run of each file against its baseline_* runs (per-tensor noise envelope at the\n"
                    "tensor's scale, NOISE within %gx); expectations from the file's /case expect attribute,\n"
                    "otherwise PASS or NOISE. --out DIR writes summary.json and junit.xml there.\n"
@@ -380,6 +382,12 @@ static int cmd_judge(int argc, char **argv)
         }
         if (!strcmp(argv[first], "--out") && first + 1 < argc) {
             out_dir = argv[++first];
+            continue;
+        }
+        /* A plugin's planted impls are expected to FAIL, as in the run. */
+        if (!strcmp(argv[first], "--impl-lib") && first + 1 < argc) {
+            if (impl_load_plugin(argv[++first]))
+                return fail(ST_INPUT);
             continue;
         }
         if (!strcmp(argv[first], "--")) {
@@ -487,7 +495,7 @@ int main(int argc, char **argv)
     int n_selected = 0, list = 0;
     struct overrides o = {0};
     enum { OPT_CASES = 256, OPT_IMPL, OPT_OUT, OPT_STEPS, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_VERIFY, OPT_SUITE,
-           OPT_SHARD, OPT_COMPARE, OPT_PROGRESS, OPT_EXTERNAL };
+           OPT_SHARD, OPT_COMPARE, OPT_PROGRESS, OPT_EXTERNAL, OPT_IMPL_LIB };
     static const struct option options[] = {
         {"case", required_argument, NULL, 'c'},        {"cases", required_argument, NULL, OPT_CASES},
         {"list", no_argument, NULL, 'l'},              {"impl", required_argument, NULL, OPT_IMPL},
@@ -498,6 +506,7 @@ int main(int argc, char **argv)
         {"shard", required_argument, NULL, OPT_SHARD}, {"compare-to", required_argument, NULL, OPT_COMPARE},
         {"progress", no_argument, NULL, OPT_PROGRESS},
         {"external", required_argument, NULL, OPT_EXTERNAL},
+        {"impl-lib", required_argument, NULL, OPT_IMPL_LIB},
         {NULL, 0, NULL, 0},
     };
     int opt;
@@ -520,6 +529,10 @@ int main(int argc, char **argv)
         case OPT_VERIFY: o.verify_values = 1; break;
         case OPT_COMPARE: compare_to = optarg; break;
         case OPT_PROGRESS: progress_lines = 1; break;
+        case OPT_IMPL_LIB:
+            if (impl_load_plugin(optarg))
+                return fail(ST_INPUT);
+            break;
         case OPT_EXTERNAL:
             if (!optarg[0]) {
                 fprintf(stderr, "ckpt-verify: --external needs a command\n");

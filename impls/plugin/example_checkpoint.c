@@ -1,0 +1,168 @@
+/* An example plugin (`ckpt-verify --impl-lib libckpt_example_plugin.so`):
+ * a framework's own checkpoint, written against the harness's public tape
+ * and shim API the way a C or C++ framework would write one, not by calling
+ * the harness's reference impls.
+ *
+ *   example_checkpoint    recompute-in-backward (reentrant style): forward
+ *                         runs the segment without grad and keeps only its
+ *                         input and the RNG states of CPU and the input's
+ *                         device; backward restores those states (and
+ *                         puts the surrounding ones back afterwards),
+ *                         recomputes with grad and runs a nested backward.
+ *                         Claims to be right: expected PASS.
+ *   example_no_rng_replay the same with the replay left out: recompute
+ *                         draws fresh dropout masks. A planted bug:
+ *                         expected FAIL where the segment draws. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../../harness/autocast.h"
+#include "../../harness/error.h"
+#include "../plugin.h"
+
+#define DEVICES 2 /* CPU and the input's device */
+
+struct example_ctx {
+    struct segment_fn seg;
+    int replay_rng;
+    int input_requires_grad;
+    int n_devices;
+    int device[DEVICES];
+    uint8_t *state[DEVICES];
+    size_t len[DEVICES];
+    struct autocast_state autocast;
+};
+
+static void example_ctx_free(void *p)
+{
+    struct example_ctx *c = p;
+    for (int i = 0; i < c->n_devices; i++)
+        free(c->state[i]);
+    free(c);
+}
+
+/* Sets the stashed states and returns the ones in force before, so that
+ * the recompute's draws do not move the surrounding stream. */
+static int swap_rng(struct example_ctx *c, uint8_t **prev, size_t *prev_len)
+{
+    for (int i = 0; i < c->n_devices; i++) {
+        int st = aten_rng_get_state(c->device[i], &prev[i], &prev_len[i]);
+        if (!st)
+            st = aten_rng_set_state(c->device[i], c->state[i], c->len[i]);
+        if (st)
+            return st;
+    }
+    return ST_OK;
+}
+
+static int example_backward(struct node *n, tensor *const *g, tensor **gi)
+{
+    struct example_ctx *c = n->ctx;
+    tensor *saved;
+    uint8_t *prev[DEVICES] = {0};
+    size_t prev_len[DEVICES] = {0};
+    struct var *leaf = NULL, *out = NULL;
+    int st = node_saved(n, 0, &saved);
+    if (!st)
+        st = var_leaf(&leaf, saved, c->input_requires_grad, "example.input");
+    if (st)
+        return st;
+    if (c->replay_rng && (st = swap_rng(c, prev, prev_len)))
+        goto out;
+    struct autocast_state outer = autocast_set(c->autocast);
+    int grad = grad_mode_set(1);
+    st = c->seg.call(c->seg.ctx, leaf, &out);
+    grad_mode_set(grad);
+    autocast_set(outer);
+    for (int i = 0; i < c->n_devices && prev[i]; i++) {
+        int put = aten_rng_set_state(c->device[i], prev[i], prev_len[i]);
+        st = st ? st : put;
+    }
+    if (st || (st = tape_backward(&out, g, 1)))
+        goto out;
+    if (n->next[0].node && leaf->grad)
+        st = tensor_share(&gi[0], leaf->grad);
+out:
+    for (int i = 0; i < DEVICES; i++)
+        free(prev[i]);
+    var_release(out);
+    var_release(leaf);
+    return st;
+}
+
+static int example_run(const struct checkpoint_impl *impl, const struct impl_options *opts,
+                       const struct segment_fn *seg, struct var *in, struct var **out)
+{
+    (void)opts;
+    struct example_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return error_set(ST_RUN, "example checkpoint: out of memory");
+    c->seg = *seg;
+    c->replay_rng = impl->is_reference;
+    c->input_requires_grad = in->requires_grad;
+    c->autocast = autocast_get();
+    c->device[c->n_devices++] = DEVICE_CPU;
+    if (tensor_device(in->data) != DEVICE_CPU)
+        c->device[c->n_devices++] = tensor_device(in->data);
+    int st = ST_OK;
+    for (int i = 0; i < c->n_devices && !st; i++)
+        st = aten_rng_get_state(c->device[i], &c->state[i], &c->len[i]);
+    struct var *plain = NULL;
+    tensor *y = NULL;
+    struct node *n = NULL;
+    if (!st) {
+        int grad = grad_mode_set(0);
+        st = seg->call(seg->ctx, in, &plain);
+        grad_mode_set(grad);
+    }
+    if (!st)
+        st = tensor_share(&y, plain->data);
+    var_release(plain);
+    if (!st && tape_should_record(&in, 1)) {
+        if (!(st = node_create(&n, impl->name, example_backward, &in, 1, 1))) {
+            n->ctx = c;
+            n->ctx_free = example_ctx_free;
+            c = NULL;
+            st = node_save(n, in->data);
+        }
+    }
+    if (!st)
+        st = var_from_op(out, y, n, 0);
+    else
+        tensor_free(y);
+    node_release(n);
+    if (c)
+        example_ctx_free(c);
+    return st;
+}
+
+static const struct checkpoint_impl example_checkpoint = {
+    .name = "example_checkpoint",
+    .summary = "plugin example: recompute in backward, RNG of CPU and the input's device replayed",
+    .run = example_run,
+    .is_reference = 1,
+};
+
+static const struct checkpoint_impl example_no_rng_replay = {
+    .name = "example_no_rng_replay",
+    .summary = "plugin example, planted: recompute draws fresh random numbers",
+    .run = example_run,
+    .is_reference = 0,
+};
+
+static const struct checkpoint_impl *const example_impls[] = {&example_checkpoint, &example_no_rng_replay};
+
+const struct ckpt_plugin *ckpt_verify_plugin(void);
+
+const struct ckpt_plugin *ckpt_verify_plugin(void)
+{
+    static const struct ckpt_plugin plugin = {
+        .abi_version = CKPT_PLUGIN_ABI_VERSION,
+        .impl_size = sizeof(struct checkpoint_impl),
+        .name = "example",
+        .n_impls = 2,
+        .impls = example_impls,
+    };
+    return &plugin;
+}

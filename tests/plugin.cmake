@@ -1,0 +1,39 @@
+# --impl-lib: checkpoint impls from a shared library (impls/plugin.h). The
+# example plugin's correct checkpoint must PASS (bitwise, dropout included)
+# and its planted variant FAIL; libraries with the wrong ABI, without the
+# symbol, or calling a function the binary lacks are input errors (exit 2).
+set(CV $<TARGET_FILE:ckpt-verify>)
+set(EXPECT ${CMAKE_SOURCE_DIR}/tests/expect.sh)
+set(EXPECT_ERROR ${CMAKE_SOURCE_DIR}/tests/expect_error.sh)
+
+add_library(ckpt_example_plugin MODULE impls/plugin/example_checkpoint.c)
+target_compile_options(ckpt_example_plugin PRIVATE ${CKPT_C_WARNINGS})
+target_include_directories(ckpt_example_plugin PRIVATE harness impls)
+foreach(bad bad_abi no_symbol missing_function)
+  add_library(ckpt_plugin_${bad} MODULE tests/plugins/${bad}.c)
+  target_compile_options(ckpt_plugin_${bad} PRIVATE ${CKPT_C_WARNINGS})
+endforeach()
+set(EXAMPLE_PLUGIN $<TARGET_FILE:ckpt_example_plugin>)
+
+foreach(case mlp_seg2 gpt_bias_gelu)
+  add_test(NAME plugin.example_${case}
+    COMMAND ${EXPECT} 0 "example_checkpoint +PASS +yes +0 " "example_no_rng_replay +FAIL +yes"
+            "all verdicts as expected"
+    -- ${CV} --impl-lib ${EXAMPLE_PLUGIN} --case ${case} --impl example_checkpoint,example_no_rng_replay
+       --out ${CMAKE_BINARY_DIR}/it/plugin_${case})
+  set_tests_properties(plugin.example_${case} PROPERTIES LABELS "plugin")
+endforeach()
+add_test(NAME plugin.listed_in_help
+  COMMAND ${EXPECT} 0 "example_checkpoint +plugin example" -- ${CV} --impl-lib ${EXAMPLE_PLUGIN} --help)
+add_test(NAME plugin.wrong_abi_version_is_input_error
+  COMMAND ${EXPECT_ERROR} 2 "libckpt_plugin_bad_abi\\.so: plugin built for ABI version 2 .* loads version 1"
+  -- ${CV} --impl-lib $<TARGET_FILE:ckpt_plugin_bad_abi> --case bias_gelu_bs1)
+add_test(NAME plugin.missing_entry_symbol_is_input_error
+  COMMAND ${EXPECT_ERROR} 2 "libckpt_plugin_no_symbol\\.so: not a ckpt-verify plugin: no symbol ckpt_verify_plugin"
+  -- ${CV} --impl-lib $<TARGET_FILE:ckpt_plugin_no_symbol> --case bias_gelu_bs1)
+add_test(NAME plugin.missing_function_is_input_error
+  COMMAND ${EXPECT_ERROR} 2 "cannot load plugin: .*ckpt_function_that_does_not_exist"
+  -- ${CV} --impl-lib $<TARGET_FILE:ckpt_plugin_missing_function> --case bias_gelu_bs1)
+add_test(NAME plugin.judge_knows_planted_plugin_impls
+  COMMAND bash -c "${CV} judge --impl-lib ${EXAMPLE_PLUGIN} ${CMAKE_BINARY_DIR}/it/plugin_mlp_seg2/mlp_seg2.h5 | grep -E 'example_no_rng_replay +FAIL +yes'")
+set_tests_properties(plugin.judge_knows_planted_plugin_impls PROPERTIES DEPENDS plugin.example_mlp_seg2)
