@@ -18,6 +18,10 @@
  * scripts/noise_margin.py). */
 #define JUDGE_NOISE_MARGIN 16.0
 
+/* Timings count as stable when the slowest baseline's step is within this
+ * factor of the fastest's. */
+#define JUDGE_STABLE_TIMING_SPREAD 1.25
+
 #define RESULT_TEXT_MAX 512
 
 struct impl_result {
@@ -34,6 +38,7 @@ struct impl_result {
     double memory_saved;          /* 1 - peak(impl)/peak(baseline_0) */
     double end_forward_saved;     /* 1 - held at end of forward (impl / baseline_0) */
     double overhead;              /* step time impl / the fastest baseline's */
+    int timing_stable;            /* the baselines' step times agree within JUDGE_STABLE_TIMING_SPREAD */
     /* Bytes newly live since the step began (docs/schema.md "memory"):
      * peak over forward + backward, each phase's peak, what forward left
      * for backward, the gradients after backward. */

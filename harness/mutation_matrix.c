@@ -64,7 +64,7 @@ void mutation_matrix_print(FILE *out, const struct json_t *summary)
         else
             cases[n_cases++] = c;
     }
-    if (n_cases < 2)
+    if (n_cases < 1)
         return;
     fprintf(out, "\nplanted bug x case  (FAIL/MEMF: caught; n/o: cannot show there; PASS: missed; "
                  "!: not the expected verdict; .: not run)\n");

@@ -648,17 +648,13 @@ static int plot_determinism(struct plot_env *env, const struct summary_in *s)
     int st = data_open(&d, env, "determinism.dat");
     if (st)
         return st;
-    double top = 0;
-    for (int i = 0; i < s->n; i++)
-        if (s->r[i].has_ulp && isfinite(s->r[i].ulp) && log10(1 + s->r[i].ulp) > top)
-            top = log10(1 + s->r[i].ulp);
-    /* infinite (NaN/Inf against a number) is drawn at the top of the scale */
-    double cb_max = ceil(top) < 1 ? 1 : ceil(top);
-    fprintf(d.f, "# impl_index case_index log10(1+max_ulp) max_ulp verdict impl case known mark\n"
+    fprintf(d.f, "# impl_index case_index rgb max_ulp verdict impl case known mark\n"
+                 "# rgb: the cell colour, by whether the verdict is the one the case expects;\n"
                  "# max_ulp: ULP distance to baseline_0 over every recorded tensor; inf: no ULP distance\n"
                  "# (NaN or Inf against a number); known = 0: no figure (the run errored, or the\n"
                  "# checkpoint's own check stopped it before any gradient); mark: * a bad verdict the\n"
                  "# case expects (a planted bug caught), ! an unexpected verdict, - neither\n");
+    size_t longest_impl = 0, longest_case = 0;
     for (int c = 0; c < n_cases; c++)
         for (int k = 0; k < n_impls; k++) {
             const struct rec *r = NULL;
@@ -671,7 +667,6 @@ static int plot_determinism(struct plot_env *env, const struct summary_in *s)
              * its gradients existed (the checkpoint's own check): no figure. */
             int stopped = (!strcmp(r->verdict, "FAIL") || !strcmp(r->verdict, "ERROR")) && r->ulp == 0;
             int known = r->has_ulp && !stopped;
-            double colour = !known ? 0 : isinf(r->ulp) ? cb_max : log10(1 + r->ulp);
             char ulp[32];
             if (!known)
                 snprintf(ulp, sizeof ulp, "-");
@@ -688,8 +683,16 @@ static int plot_determinism(struct plot_env *env, const struct summary_in *s)
                                                                                        : "-";
             /* short enough for a cell */
             const char *verdict = strcmp(r->verdict, "NOT_OBSERVABLE") == 0 ? "NOT_OBS" : r->verdict;
+            /* Colour says "as expected or not", never "good or bad": an
+             * expected catch of a planted bug is not a finding, an
+             * unexpected PASS of one is. */
+            unsigned rgb = !r->expected ? 0xef5350u : note[0] == '*' ? 0x90caf9u : !known ? 0xbdbdbdu : 0xa5d6a7u;
+            if (strlen(impls[k]) > longest_impl)
+                longest_impl = strlen(impls[k]);
+            if (strlen(cases[c]) > longest_case)
+                longest_case = strlen(cases[c]);
             /* rows from the top: the first case at the top */
-            fprintf(d.f, "%d %d %.6g %s %s ", k, n_cases - 1 - c, colour, ulp, verdict);
+            fprintf(d.f, "%d %d %u %s %s ", k, n_cases - 1 - c, rgb, ulp, verdict);
             put_quoted(d.f, impls[k]);
             fputc(' ', d.f);
             put_quoted(d.f, cases[c]);
@@ -698,7 +701,10 @@ static int plot_determinism(struct plot_env *env, const struct summary_in *s)
     if ((st = data_close(&d)))
         return st;
     char vars[2048];
-    snprintf(vars, sizeof vars, "data='%s'; nx=%d; ny=%d; cbmax=%g", d.path, n_impls, n_cases, cb_max);
+    /* Margins in character cells: the rotated impl names drop about 0.6 of
+     * their length below the axis; the legend needs two more rows. */
+    snprintf(vars, sizeof vars, "data='%s'; nx=%d; ny=%d; bm=%d; lm=%d", d.path, n_impls, n_cases,
+             (int)(0.6 * (double)longest_impl) + 5, (int)longest_case + 3);
     return gnuplot_run(env, "plot_determinism.gp", "determinism", vars);
 }
 

@@ -1,19 +1,23 @@
-# plot_determinism.gp: heatmap of how far each impl's gradients are from the
-# baseline's, one cell per case x impl, written by `ckpt-verify plot`.
+# plot_determinism.gp: one cell per case x impl, coloured by whether the
+# verdict is the one the case expects, written by `ckpt-verify plot`.
 #
 # Variables (gnuplot -e "..."):
-#   data   determinism.dat, one row per cell: impl_index case_index
-#          log10(1+max_ulp) max_ulp verdict "impl" "case" known mark
-#          (known 0: no figure; mark * expected bad verdict, ! unexpected)
+#   data   determinism.dat, one row per cell: impl_index case_index rgb
+#          max_ulp verdict "impl" "case" known mark
+#          (rgb: the cell colour as 0xRRGGBB; known 0: no figure;
+#          mark * a bad verdict the case expects, ! unexpected, - neither)
 #   out    output file;  term  'png' or 'svg'
-#   nx, ny number of impls and cases;  cbmax  top of the colour scale
+#   nx, ny number of impls and cases;  bm  bottom margin (character rows)
+#          for the rotated impl names;  lm  left margin for the case names
 # Re-run by hand, e.g.:
-#   gnuplot -e "data='RUN/plots/determinism.dat'; out='d.png'; term='png'; nx=2; ny=40; cbmax=10" scripts/plot_determinism.gp
+#   gnuplot -e "data='RUN/plots/determinism.dat'; out='d.png'; term='png'; nx=2; ny=40; bm=8; lm=20" scripts/plot_determinism.gp
 if (!exists("term")) term = 'png'
-if (!exists("cbmax")) cbmax = 1
-W = 330 + 165 * nx
-W = W < 820 ? 820 : W
-H = 190 + 24 * ny
+if (!exists("bm")) bm = 10
+if (!exists("lm")) lm = 24
+# Cells of 150 x 30 pixels, plus the margins the names and the legend need.
+W = 8 * lm + 150 * nx + 60
+W = W < 760 ? 760 : W
+H = 110 + 30 * ny + 14 * bm
 if (term eq 'svg') {
     set terminal svg size W,H dynamic noenhanced font 'Sans,11' background rgb 'white'
 } else {
@@ -21,20 +25,19 @@ if (term eq 'svg') {
 }
 set output out
 
-set title "Gradient determinism: max ULP distance to baseline_0 over all gradients\ncell: verdict and max ULP (0 = bitwise identical; inf = NaN/Inf vs a number)\n* the case expects this bad verdict (a planted bug caught);  ! an UNEXPECTED verdict\ngrey: no figure (the run errored, or the checkpoint's own check stopped it); NOT_OBS: the planted bug cannot show in this case"
+set title "Verdict per case and checkpoint (cell: verdict, max ULP to baseline_0)"
+set label 1 "green: as the case expects (blue: a planted bug caught, *); red: NOT as expected (!); grey: no gradients to compare" \
+    at screen 0.5, screen 0.02 center font ',9'
 set xrange [-0.5:nx-0.5]
 set yrange [-0.5:ny-0.5]
-set xlabel "checkpoint implementation"
-set xtics rotate by -25 nomirror scale 0
+set xtics rotate by 35 right nomirror scale 0 font ',9'
 set ytics nomirror scale 0 font ',9'
-set cbrange [0:cbmax]
-set cblabel "log10(1 + max ULP)   (0 = bitwise identical)"
-set palette defined (0 '#c8e6c9', 0.15 '#fff59d', 0.5 '#ffb74d', 1 '#c62828')
-set style fill solid 1.0 noborder
+set lmargin lm
+set bmargin bm
+set style fill solid 1.0 border rgb 'white'
 set border 0
 unset key
-set lmargin 32
+unset colorbox
 
-plot data using 1:2:(0.48):(0.48):(column(8) == 1 ? $3 : NaN):xtic(6):ytic(7) with boxxyerror lc palette, \
-     data using (column(8) == 0 ? $1 : NaN):2:(0.48):(0.48) with boxxyerror lc rgb '#bdbdbd', \
+plot data using 1:2:(0.5):(0.5):3:xtic(6):ytic(7) with boxxyerror lc rgb variable, \
      data using 1:2:(strcol(9) eq '-' ? sprintf("%s %s", strcol(5), strcol(4)) : sprintf("%s %s %s", strcol(5), strcol(4), strcol(9))) with labels font ',8'

@@ -19,7 +19,7 @@ set output out
 
 set title sprintf("Peak memory of one training step vs batch size\n%s", common)
 set xlabel "batch size (sequences per step, log scale)"
-set ylabel sprintf("peak memory (%s), above what was live at the step's start", unit)
+set ylabel sprintf("peak memory (%s, log scale), above what was live at the step's start", unit)
 set label 1 "peak: highest bytes live during forward + backward; parameters, input and target were allocated before the step and are not in it" at screen 0.5, screen 0.015 center font ',8'
 set logscale x 2
 set logscale y 2
