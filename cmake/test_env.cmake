@@ -26,3 +26,16 @@ function(ckpt_apply_test_environment)
     set_property(TEST ${test} PROPERTY ENVIRONMENT ${CKPT_TEST_ENVIRONMENT} ${own})
   endforeach()
 endfunction()
+
+# ckpt_add_test_needing(NAME TOOLS tool... COMMAND ...): add_test for a test
+# that needs programs the build does not (gnuplot, for instance). They are
+# looked for on PATH when the test runs; where one is absent the test is
+# reported Skipped with a line naming it, instead of failing.
+function(ckpt_add_test_needing name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "TOOLS;COMMAND")
+  if(NOT arg_TOOLS OR NOT arg_COMMAND OR arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "ckpt_add_test_needing(${name} TOOLS tool... COMMAND ...)")
+  endif()
+  add_test(NAME ${name} COMMAND ${CMAKE_SOURCE_DIR}/tests/needs.sh ${arg_TOOLS} -- ${arg_COMMAND})
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
+endfunction()
