@@ -23,7 +23,7 @@ enable_testing()
 foreach(target case_file h5_compare)
   add_executable(fuzz_${target} fuzz/fuzz_${target}.c ${FUZZ_SOURCES})
   target_include_directories(fuzz_${target} PRIVATE harness fuzz)
-  target_compile_options(fuzz_${target} PRIVATE -Wall -Wextra ${FUZZ_FLAGS})
+  target_compile_options(fuzz_${target} PRIVATE -Wall -Wextra $<$<BOOL:${CKPT_WERROR}>:-Werror> ${FUZZ_FLAGS})
   target_link_options(fuzz_${target} PRIVATE ${FUZZ_FLAGS})
   target_link_libraries(fuzz_${target} PRIVATE PkgConfig::HDF5 PkgConfig::INIH m)
 

@@ -85,8 +85,17 @@ int var_leaf(struct var **out, tensor *data, int requires_grad, const char *name
     if (st)
         return st;
     (*out)->requires_grad = requires_grad;
-    if (name)
-        strncpy((*out)->name, name, VAR_NAME_MAX - 1);
+    if (!name)
+        return ST_OK;
+    /* A cut name could make two parameters one in the report: refuse it. */
+    size_t len = strlen(name);
+    if (len >= sizeof (*out)->name) {
+        var_release(*out);
+        *out = NULL;
+        return error_set(ST_INTERNAL, "tape variable name '%.40s...' is %zu characters long; at most %d", name, len,
+                         VAR_NAME_MAX - 1);
+    }
+    memcpy((*out)->name, name, len + 1);
     return ST_OK;
 }
 

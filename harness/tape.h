@@ -108,7 +108,8 @@ const struct saved_hooks *saved_hooks_top(void);
 int saved_hooks_depth(void);
 
 /* ---- vars ----------------------------------------------------------------- */
-/* A leaf (parameter or input); takes ownership of data. */
+/* A leaf (parameter or input); takes ownership of data (freed on error too).
+ * name: NULL, or at most VAR_NAME_MAX - 1 characters (longer is an error). */
 int var_leaf(struct var **out, tensor *data, int requires_grad, const char *name);
 /* A value that never needs a gradient; takes ownership of data. */
 int var_constant(struct var **out, tensor *data);

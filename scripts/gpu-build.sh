@@ -9,12 +9,14 @@
 #   bash scripts/gpu-build.sh [BUILD_DIR]          (default: build-gpu)
 #
 # Steps, each logged: unpack, configure against PyTorch's libtorch with
-# CKPT_CUDA=ON, build, ctest, `ckpt-verify --case bias_gelu_bs1 --device
-# cuda:0`, `ckpt-verify --suite gpu`. Every step runs even when one before it
-# failed (a failing CPU test must not hide the GPU results). Logs, and the
-# reports packed into one tarball, go to $OUT when it is set (the folder
-# that comes back from a lent GPU machine; keep it to a few files) or else to
-# BUILD_DIR/gpu-logs. Environment: PYTHON (default python3, the one with
+# CKPT_CUDA=ON, build, ctest -j$(nproc) (every test pinned to one thread,
+# cmake/test_env.cmake), `ckpt-verify --case bias_gelu_bs1 --device cuda:0`,
+# `ckpt-verify --suite gpu`, and `ckpt-verify plot` on the suite's run where
+# gnuplot exists (plot_suite_gpu.log says so where it does not). Every step
+# runs even when one before it failed (a failing CPU test must not hide the
+# GPU results). Logs (8 files), and the reports with their plots packed into
+# one tarball, go to $OUT when it is set (the folder that comes back from a
+# lent GPU machine: at most 8 files) or else to BUILD_DIR/gpu-logs. Environment: PYTHON (default python3, the one with
 # torch), CTEST_ARGS (extra ctest arguments, for example "-L gpu").
 # Exit status: 0 when every step passed, 1 otherwise, 2 when it cannot start.
 set -uo pipefail
@@ -81,8 +83,9 @@ if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 } >"$logs/machine.log" 2>&1
 cat "$logs/machine.log"
 
-# RelWithDebInfo: the build type of CI and scripts/test.sh, so -Werror sees
-# the same code (gcc at -O3 warns where -O2 does not).
+# RelWithDebInfo: the build type of CI and scripts/test.sh, so the compiler
+# sees the same code (gcc at -O3 warns where -O2 does not). No -Werror here:
+# that is CI's (CKPT_WERROR), and this machine's gcc is another version.
 step configure cmake -S "$src" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCKPT_CUDA=ON \
   -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix/usr" -DCKPT_PYTHON="$(command -v "$python")"
 step build cmake --build "$build" -j "$jobs"
@@ -93,6 +96,11 @@ step ctest ctest --test-dir "$build" --output-on-failure -j "$jobs" ${CTEST_ARGS
 rm -rf "$reports"
 step case_bias_gelu_bs1_cuda0 "$build/ckpt-verify" --case bias_gelu_bs1 --device cuda:0 --out "$reports/bias_gelu_bs1_cuda0"
 step suite_gpu "$build/ckpt-verify" --suite gpu --out "$reports/suite_gpu"
+if command -v gnuplot >/dev/null 2>&1; then
+  step plot_suite_gpu "$build/ckpt-verify" plot "$reports/suite_gpu"
+else
+  echo "gpu-build: no plots: gnuplot is absent on this machine (not on PATH)" | tee "$logs/plot_suite_gpu.log"
+fi
 if [ -d "$reports" ]; then
   tar -czf "$logs/gpu-reports.tar.gz" -C "$build" gpu-reports
 fi

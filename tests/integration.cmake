@@ -32,3 +32,9 @@ set_tests_properties(cases.nightly PROPERTIES LABELS "nightly")
 # runs with 2 threads never FAIL (exit 0 means only PASS or NOISE).
 add_test(NAME cases.atomic_is_never_fail
   COMMAND bash -c "for i in 1 2 3; do ${EXPECT} 0 'bias_gelu_atomic_bs32' -- ${CV} --case bias_gelu_atomic_bs1 --case bias_gelu_atomic_bs8 --case bias_gelu_atomic_bs32 --threads 2 --out ${IT_OUT}/atomic_$i || exit 1; done")
+set_tests_properties(cases.atomic_is_never_fail PROPERTIES PROCESSORS 2)
+
+# Every test runs with its thread count pinned (cmake/test_env.cmake); a
+# case that asks for threads (case file or --threads) still gets them.
+add_test(NAME env.threads_pinned_and_case_threads_honoured
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/check_threads.sh ${CV} ${IT_OUT}/threads ${CKPT_PYTHON} ${CKPT_TEST_THREADS})

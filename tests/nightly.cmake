@@ -88,6 +88,8 @@ if(NOT CKPT_CASE_TESTS)
   return()
 endif()
 set(NT_CASE_TESTS ${CMAKE_BINARY_DIR}/case_tests.cmake)
+# The environment of every test (cmake/test_env.cmake), comma-separated.
+string(JOIN "," NT_CASE_ENV ${CKPT_TEST_ENVIRONMENT})
 set(NT_CUDA_FULL OFF)
 if(CKPT_CUDA_MODE STREQUAL "full")
   set(NT_CUDA_FULL ON)
@@ -95,7 +97,7 @@ endif()
 add_custom_target(case_tests ALL
   COMMAND ${CMAKE_COMMAND} -DCV=$<TARGET_FILE:ckpt-verify> -DCASES=${CMAKE_SOURCE_DIR}/cases
     -DOUT=${NT_CASE_TESTS} -DWORK=${CMAKE_BINARY_DIR}/it/cases -DCUDA_FULL=${NT_CUDA_FULL}
-    -DGPU_LAUNCHER=${CMAKE_SOURCE_DIR}/tests/ctest_gpu.sh
+    -DGPU_LAUNCHER=${CMAKE_SOURCE_DIR}/tests/ctest_gpu.sh -DTEST_ENVIRONMENT=${NT_CASE_ENV}
     -P ${CMAKE_SOURCE_DIR}/tests/gen_case_tests.cmake
   BYPRODUCTS ${NT_CASE_TESTS}
   COMMENT "Writing one CTest test per case")

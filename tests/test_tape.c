@@ -331,10 +331,46 @@ static void test_ready_nodes_run_in_decreasing_sequence_order(void **state)
     var_release(x);
 }
 
+static void test_leaf_keeps_a_name_of_the_longest_length_whole(void **state)
+{
+    (void)state;
+    char name[VAR_NAME_MAX];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    tensor *t;
+    int64_t n = 1;
+    assert_int_equal(tensor_full(&t, DT_F32, 1, &n, DEVICE_CPU, 1.0), ST_OK);
+    struct var *v, *d;
+    assert_int_equal(var_leaf(&v, t, 1, name), ST_OK);
+    assert_string_equal(v->name, name);
+    assert_int_equal(var_detach(&d, v, 0), ST_OK);
+    assert_string_equal(d->name, name);
+    var_release(d);
+    var_release(v);
+}
+
+static void test_leaf_name_too_long_is_an_error_not_cut(void **state)
+{
+    (void)state;
+    char name[VAR_NAME_MAX + 1];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    tensor *t;
+    int64_t n = 1;
+    assert_int_equal(tensor_full(&t, DT_F32, 1, &n, DEVICE_CPU, 1.0), ST_OK);
+    struct var *v = (struct var *)&n;
+    assert_int_not_equal(var_leaf(&v, t, 1, name), ST_OK);
+    assert_null(v);
+    assert_non_null(strstr(error_message(), "is 64 characters long; at most 63"));
+    error_clear();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grad_mode_off_records_no_node),
+        cmocka_unit_test(test_leaf_keeps_a_name_of_the_longest_length_whole),
+        cmocka_unit_test(test_leaf_name_too_long_is_an_error_not_cut),
         cmocka_unit_test(test_op_on_inputs_without_grad_records_no_node),
         cmocka_unit_test(test_without_hook_node_keeps_the_saved_tensor),
         cmocka_unit_test(test_hooks_pack_in_forward_order_and_unpack_in_backward_order),

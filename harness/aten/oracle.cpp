@@ -147,7 +147,7 @@ int oracle_run(const char *op, const tensor *const *inputs, int n_inputs, const 
 
         torch::Tensor y = o.fn(leaves, params);
         tensors dwrt;
-        if (!wrt.empty() && y.requires_grad()) {
+        if (grads && !wrt.empty() && y.requires_grad()) {
             torch::Tensor g = grad_out ? ref(grad_out) : torch::ones_like(y);
             dwrt = torch::autograd::grad({y}, wrt, {g}, /*retain_graph=*/false,
                                          /*create_graph=*/false, /*allow_unused=*/true);

@@ -26,7 +26,8 @@ extern "C" {
  *   "softmax"           x         dim
  *   "to_dtype"          x         dtype    x.to(dtype) (param = enum dtype)
  * grad_out may be NULL for scalar outputs (then 1). grads[i] is set to NULL
- * for inputs that are not floating point. */
+ * for inputs that are not floating point. grads NULL: forward only, no
+ * backward runs (to tell which of the two this libtorch lacks a kernel for). */
 int oracle_run(const char *op, const tensor *const *inputs, int n_inputs, const double *params,
                int n_params, const tensor *grad_out, tensor **out, tensor **grads);
 
