@@ -38,6 +38,8 @@ struct rec {
     int expected;       /* the verdict is one the case allows */
     int has_ulp;        /* max_ulp known (null: infinite for a FAIL, unknown otherwise) */
     double ulp;         /* INFINITY when the difference has no ULP distance */
+    double scaled;      /* distance at the tensor's scale (max_scaled_ulp; NaN in older summaries) */
+    int overhead_stable; /* the baselines' timings agreed (summary overhead_stable; 1 when absent) */
     double overhead, ideal_overhead;
     double peak, base_peak, efb, pred_efb, base_efb, pred_base_efb, grad, base_grad;
     double act, base_act; /* activation peak: live minus the gradients held at the time */
@@ -108,7 +110,9 @@ static int summary_load(struct summary_in *s, const char *run_dir)
         const json_t *ulp = json_object_get(o, "max_ulp");
         r->has_ulp = json_is_number(ulp) || strcmp(r->verdict, "FAIL") == 0 || strcmp(r->verdict, "MEMFAIL") == 0;
         r->ulp = json_is_number(ulp) ? json_number_value(ulp) : INFINITY;
+        r->scaled = jnum(o, "max_scaled_ulp");
         r->overhead = jnum(o, "overhead");
+        r->overhead_stable = !json_is_false(json_object_get(o, "overhead_stable"));
         r->ideal_overhead = jnum(o, "ideal_overhead");
         r->peak = jnum(o, "peak_bytes");
         r->base_peak = jnum(o, "baseline_peak_bytes");
@@ -668,8 +672,13 @@ static int plot_determinism(struct plot_env *env, const struct summary_in *s)
             int stopped = (!strcmp(r->verdict, "FAIL") || !strcmp(r->verdict, "ERROR")) && r->ulp == 0;
             int known = r->has_ulp && !stopped;
             char ulp[32];
+            /* The distance at the tensor's scale where the summary has it:
+             * raw ULPs of elements crossing zero are ~2^31 for noise too. */
+            double at_scale = r->ulp == 0 ? 0 : r->scaled;
             if (!known)
                 snprintf(ulp, sizeof ulp, "-");
+            else if (!isnan(at_scale))
+                snprintf(ulp, sizeof ulp, isinf(at_scale) ? "inf" : at_scale >= 1e5 ? "%.1e" : "%.3g", at_scale);
             else if (isinf(r->ulp))
                 snprintf(ulp, sizeof ulp, "inf");
             else if (r->ulp >= 1e5)
@@ -679,14 +688,19 @@ static int plot_determinism(struct plot_env *env, const struct summary_in *s)
             /* A FAIL the case expects (a planted bug caught) is not a finding;
              * anything unexpected is. */
             const char *note = !r->expected ? "!"
-                               : strcmp(r->verdict, "PASS") && strcmp(r->verdict, "NOISE") ? "*"
-                                                                                       : "-";
+                               : strcmp(r->verdict, "PASS") && strcmp(r->verdict, "NOISE") &&
+                                         strcmp(r->verdict, "NOT_OBSERVABLE")
+                                   ? "*"
+                                   : "-";
             /* short enough for a cell */
             const char *verdict = strcmp(r->verdict, "NOT_OBSERVABLE") == 0 ? "NOT_OBS" : r->verdict;
             /* Colour says "as expected or not", never "good or bad": an
              * expected catch of a planted bug is not a finding, an
              * unexpected PASS of one is. */
-            unsigned rgb = !r->expected ? 0xef5350u : note[0] == '*' ? 0x90caf9u : !known ? 0xbdbdbdu : 0xa5d6a7u;
+            unsigned rgb = !r->expected                                 ? 0xef5350u
+                           : note[0] == '*'                              ? 0x90caf9u
+                           : !known || !strcmp(r->verdict, "NOT_OBSERVABLE") ? 0xdededeu
+                                                                         : 0xa5d6a7u;
             if (strlen(impls[k]) > longest_impl)
                 longest_impl = strlen(impls[k]);
             if (strlen(cases[c]) > longest_case)
@@ -704,7 +718,7 @@ static int plot_determinism(struct plot_env *env, const struct summary_in *s)
     /* Margins in character cells: the rotated impl names drop about 0.6 of
      * their length below the axis; the legend needs two more rows. */
     snprintf(vars, sizeof vars, "data='%s'; nx=%d; ny=%d; bm=%d; lm=%d", d.path, n_impls, n_cases,
-             (int)(0.6 * (double)longest_impl) + 5, (int)longest_case + 3);
+             (int)(0.45 * (double)longest_impl) + 4, (int)longest_case + 3);
     return gnuplot_run(env, "plot_determinism.gp", "determinism", vars);
 }
 

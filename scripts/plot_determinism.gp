@@ -3,7 +3,8 @@
 #
 # Variables (gnuplot -e "..."):
 #   data   determinism.dat, one row per cell: impl_index case_index rgb
-#          max_ulp verdict "impl" "case" known mark
+#          distance verdict "impl" "case" known mark (distance: at the
+#          tensor's scale where the summary has it, else the raw max ULP)
 #          (rgb: the cell colour as 0xRRGGBB; known 0: no figure;
 #          mark * a bad verdict the case expects, ! unexpected, - neither)
 #   out    output file;  term  'png' or 'svg'
@@ -25,8 +26,8 @@ if (term eq 'svg') {
 }
 set output out
 
-set title "Verdict per case and checkpoint (cell: verdict, max ULP to baseline_0)"
-set label 1 "green: as the case expects (blue: a planted bug caught, *); red: NOT as expected (!); grey: no gradients to compare" \
+set title "Verdict per case and checkpoint (cell: verdict, distance to baseline_0 in ULP at the tensor's scale)"
+set label 1 "green: as the case expects (blue: a planted bug caught, *; grey: it cannot show here, or no gradients to compare); red: NOT as expected (!)" \
     at screen 0.5, screen 0.02 center font ',9'
 set xrange [-0.5:nx-0.5]
 set yrange [-0.5:ny-0.5]
