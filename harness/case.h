@@ -81,6 +81,17 @@ int case_list_suggest(const struct case_list *list, const char *name, const char
  * (PASS|NOISE for references; FAIL|MEMFAIL for impls under faulty/). */
 unsigned case_expected_mask(const struct ckpt_case *c, const char *impl);
 int case_has_label(const struct ckpt_case *c, const char *label);
+/* A case rebuilt from its recorded attributes (a report's /case group, as
+ * case_foreach_attr wrote them): begin from the defaults, apply each
+ * attribute through the case-file parsers (unknown keys are another
+ * producer's and are ignored; a bad value of a known key is ST_INPUT naming
+ * `source` and the key), then finish, which checks the keys together and
+ * frees the builder either way. case_attrs_apply fits h5store_foreach_attr. */
+struct case_from_attrs;
+int case_attrs_begin(struct case_from_attrs **out, const char *source);
+int case_attrs_apply(void *builder, const char *key, const char *value);
+int case_attrs_finish(struct case_from_attrs *builder, struct ckpt_case *out);
+
 /* Writes "key=value" pairs of the resolved case via the callback (recorder
  * stores them as attributes, the report prints them). */
 void case_foreach_attr(const struct ckpt_case *c,

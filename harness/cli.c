@@ -23,6 +23,7 @@
 #include "error.h"
 #include "h5store.h"
 #include "impl.h"
+#include "judge.h"
 #include "mutation_matrix.h"
 #include "junit.h"
 #include "merge.h"
@@ -45,6 +46,7 @@ static void usage(FILE *out)
             "usage: ckpt-verify [options]                 run cases (default: the smoke suite)\n"
             "       ckpt-verify diff A.h5[:run] B.h5[:run] compare two runs of any schema files\n"
             "       ckpt-verify merge OUT_DIR DIR...        merge run directories (shards) into one report\n"
+            "       ckpt-verify judge [--out DIR] FILE.h5... verdicts from the runs stored in report files\n"
             "       ckpt-verify plot RUN_DIR                determinism, memory and time plots (gnuplot)\n"
             "       ckpt-verify bench [--quick] [--out DIR]  memory and time benchmark (see bench --help)\n"
             "\n"
@@ -352,6 +354,89 @@ static int cmd_plot(int argc, char **argv)
     return st ? fail(st) : 0;
 }
 
+/* judge [--out DIR] FILE.h5...: verdicts from the runs stored in reports,
+ * whoever wrote them. Every file is judged before anything is written, so a
+ * bad file (exit 2) leaves --out untouched. */
+static int cmd_judge(int argc, char **argv)
+{
+    const char *out_dir = NULL;
+    int first = 1;
+    for (; first < argc && argv[first][0] == '-'; first++) {
+        if (!strcmp(argv[first], "-h") || !strcmp(argv[first], "--help")) {
+            printf("usage: ckpt-verify judge [--out DIR] FILE.h5...\n"
+                   "Judges every run of each file against its baseline_* runs (per-tensor noise envelope at the\n"
+                   "tensor's scale, NOISE within %gx); expectations from the file's /case expect attribute,\n"
+                   "otherwise PASS or NOISE. --out DIR writes summary.json and junit.xml there.\n"
+                   "exit codes: 0 all verdicts expected, 1 an unexpected verdict, 2 bad input, 3 internal error\n",
+                   JUDGE_NOISE_MARGIN);
+            return 0;
+        }
+        if (!strcmp(argv[first], "--out") && first + 1 < argc) {
+            out_dir = argv[++first];
+            continue;
+        }
+        if (!strcmp(argv[first], "--")) {
+            first++;
+            break;
+        }
+        fprintf(stderr, "ckpt-verify judge: unknown option '%s' (see judge --help)\n", argv[first]);
+        return EXIT_USAGE;
+    }
+    int n = argc - first;
+    if (n < 1) {
+        fprintf(stderr, "usage: ckpt-verify judge [--out DIR] FILE.h5...\n");
+        return EXIT_USAGE;
+    }
+    struct case_result *results = calloc((size_t)n, sizeof *results);
+    if (!results)
+        return fail(error_set(ST_INTERNAL, "out of memory"));
+    int st = ST_OK, bad = 0, unexpected = 0;
+    for (int i = 0; i < n; i++) {
+        if ((st = judge_file(argv[first + i], &results[i]))) {
+            fprintf(stderr, "ckpt-verify: %s\n", error_message());
+            if (st != ST_INPUT)
+                break;
+            bad = 1;
+            st = ST_OK;
+        }
+    }
+    if (bad || st) {
+        free(results);
+        return st ? EXIT_INTERNAL : EXIT_USAGE;
+    }
+    struct summary *summary = NULL;
+    if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION)) ||
+        (st = summary_set_run(summary, "judge", 1, 1))) {
+        summary_free(summary);
+        free(results);
+        return fail(st);
+    }
+    for (int i = 0; i < n && !st; i++) {
+        report_print_case(stdout, &results[i]);
+        for (int k = 0; k < results[i].n_results; k++)
+            unexpected += !results[i].results[k].expected;
+        st = summary_add_case_run(summary, &results[i], i, NAN);
+    }
+    if (!st && out_dir &&
+        ((st = make_dirs(out_dir)) || (st = summary_write(summary, out_dir)) ||
+         (st = junit_write(summary_json(summary), out_dir, NULL)))) {
+        summary_free(summary);
+        free(results);
+        return fail(st);
+    }
+    if (!st) {
+        mutation_matrix_print(stdout, summary_json(summary));
+        printf("%d file(s) judged; %s%s%s\n", n,
+               unexpected ? "UNEXPECTED verdicts (see NO above)" : "all verdicts as expected",
+               out_dir ? "; report in " : "", out_dir ? out_dir : "");
+    }
+    summary_free(summary);
+    free(results);
+    if (st)
+        return fail(st);
+    return unexpected ? EXIT_UNEXPECTED : 0;
+}
+
 static int cmd_bench(int argc, char **argv)
 {
     struct bench_options o;
@@ -385,6 +470,8 @@ int main(int argc, char **argv)
         return cmd_bench(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "merge") == 0)
         return cmd_merge(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "judge") == 0)
+        return cmd_judge(argc - 1, argv + 1);
 
     const char *cases_path = getenv("CKPT_CASES") ? getenv("CKPT_CASES") : CKPT_CASES_DIR;
     const char *out_dir = NULL, *suite = NULL, *selected[MAX_SELECTED], *compare_to = NULL;

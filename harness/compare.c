@@ -256,6 +256,41 @@ int compare_tensors(const struct host_tensor *a, const struct host_tensor *b, st
     return ST_OK;
 }
 
+double compare_scaled_distance(const struct host_tensor *ref, const struct host_tensor *other, double *scale)
+{
+    if (scale)
+        *scale = 0;
+    if (!ref || !other || check_tensor(ref, "a") || check_tensor(other, "b") || ref->dtype != other->dtype ||
+        !shape_equal(ref, other))
+        return INFINITY;
+    const struct float_format *fmt = float_format_of(ref->dtype);
+    size_t size = dtype_size(ref->dtype);
+    const unsigned char *pa = ref->data, *pb = other->data;
+    double max_ref = 0, max_diff = 0;
+    int nonfinite_differs = 0;
+    for (size_t i = 0; i < ref->numel; i++) {
+        uint64_t ba = load_bits(pa + i * size, size), bb = load_bits(pb + i * size, size);
+        double va = value_of(ref->dtype, ba), vb = value_of(ref->dtype, bb);
+        if (isfinite(va) && fabs(va) > max_ref)
+            max_ref = fabs(va);
+        if (ba == bb)
+            continue;
+        if (!isfinite(va) || !isfinite(vb))
+            nonfinite_differs = 1;
+        else if (fabs(va - vb) > max_diff)
+            max_diff = fabs(va - vb);
+    }
+    if (scale)
+        *scale = max_ref;
+    if (nonfinite_differs)
+        return INFINITY;
+    if (!fmt || max_diff == 0)
+        return max_diff;
+    /* One ULP at max |ref|: 2^(exponent of max |ref| - mantissa bits). */
+    double magnitude = fmax(max_ref, 1.17549435082228750797e-38), ulp = ldexp(1.0, ilogb(magnitude) - fmt->mant_bits);
+    return max_diff / ulp;
+}
+
 /* With no prefix the run's results are compared: the per-step tensors and
  * the final parameters. "saved/" is left out because only checkpointed runs
  * record it, so it would show up as missing against every baseline. */

@@ -53,6 +53,17 @@ const char *ulp_format(uint64_t ulp, char *buf, size_t len);
  * malformed tensor (unknown dtype, numel not matching shape, no data). */
 int compare_tensors(const struct host_tensor *a, const struct host_tensor *b, struct tensor_diff *d);
 
+/* Distance at the tensor's scale: max |ref - other| over the elements, in
+ * units of one ULP of ref's dtype at max |ref| (an all-zero or subnormal
+ * ref is scaled as if its magnitude were float32's smallest normal). Unlike
+ * the element-wise ULP distance it does not explode for values that cross
+ * zero, so it measures reduction-order noise at the size that matters.
+ * 0 when bitwise equal or differing only in the sign of zeros; INFINITY
+ * when the tensors are incomparable or a non-finite value differs. Integer
+ * and bool tensors: the max absolute difference. *scale (may be NULL) gets
+ * max |ref| over its finite elements. */
+double compare_scaled_distance(const struct host_tensor *ref, const struct host_tensor *other, double *scale);
+
 /* Summary of two runs, walked in a's recorded order. */
 struct run_diff {
     int n_tensors;          /* tensors compared */

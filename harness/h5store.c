@@ -490,6 +490,13 @@ static int write_run(struct h5store *s, const struct run_record *r)
                       : group_attr(s, full, dot ? dot + 1 : key, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
                                    &v, NULL);
     }
+    /* How the run ended, when it did not simply complete (run_record.h). */
+    const struct { const char *key, *value; } texts[] = {
+        {"outcome", r->outcome}, {"message", r->message}, {"warning", r->warning}};
+    snprintf(full, cap, "/runs/%s", r->name);
+    for (size_t i = 0; i < sizeof texts / sizeof *texts && rc == ST_OK; i++)
+        if (texts[i].value[0])
+            rc = group_attr(s, full, texts[i].key, H5I_INVALID_HID, H5I_INVALID_HID, NULL, texts[i].value);
     free(full);
     return rc;
 }
@@ -965,6 +972,94 @@ int h5store_read_attr_str(const char *path, const char *group, const char *key, 
     return rc;
 }
 
+struct attr_walk {
+    const char *file, *group;
+    int (*fn)(void *ctx, const char *key, const char *value);
+    void *ctx;
+    int status;
+};
+
+/* One scalar attribute as text: strings as stored, integers in decimal,
+ * floats with every digit needed to read them back. Others are skipped. */
+static herr_t walk_attr(hid_t loc, const char *name, const H5A_info_t *info, void *data)
+{
+    (void)info;
+    struct attr_walk *w = data;
+    char value[8192];
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    hid_t t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
+    hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
+    int have = 0;
+    if (t < 0 || sp < 0) {
+        w->status = fail_h5(ST_INPUT, w->file, w->group, "unreadable attribute %s", name);
+    } else if (H5Sget_simple_extent_npoints(sp) == 1) {
+        H5T_class_t cls = H5Tget_class(t);
+        if (cls == H5T_STRING) {
+            int got = attr_string(a, value, sizeof value);
+            if (got == -1)
+                w->status = fail_h5(ST_INPUT, w->file, w->group, "unreadable attribute %s", name);
+            else if (got == -2)
+                w->status = error_set(ST_INPUT, "%s: %s: attribute %s longer than %zu bytes", w->file, w->group,
+                                      name, sizeof value - 1);
+            have = got == 1;
+        } else if (cls == H5T_INTEGER) {
+            long long i;
+            if (H5Aread(a, H5T_NATIVE_LLONG, &i) < 0)
+                w->status = fail_h5(ST_INPUT, w->file, w->group, "unreadable attribute %s", name);
+            else
+                have = snprintf(value, sizeof value, "%lld", i) > 0;
+        } else if (cls == H5T_FLOAT) {
+            double d;
+            if (H5Aread(a, H5T_NATIVE_DOUBLE, &d) < 0)
+                w->status = fail_h5(ST_INPUT, w->file, w->group, "unreadable attribute %s", name);
+            else
+                have = snprintf(value, sizeof value, "%.17g", d) > 0;
+        }
+    }
+    if (have && w->status == ST_OK)
+        w->status = w->fn(w->ctx, name, value);
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (t >= 0)
+        H5Tclose(t);
+    if (a >= 0)
+        H5Aclose(a);
+    return w->status == ST_OK ? 0 : -1;
+}
+
+int h5store_has_group(const char *path, const char *group)
+{
+    silence_hdf5();
+    hid_t f;
+    if (open_report(path, &f) != ST_OK) {
+        error_clear();
+        return 0;
+    }
+    int has = path_exists(f, group);
+    H5Fclose(f);
+    return has;
+}
+
+int h5store_foreach_attr(const char *path, const char *group, int (*fn)(void *ctx, const char *key, const char *value),
+                         void *ctx)
+{
+    silence_hdf5();
+    hid_t f;
+    int rc = open_report(path, &f);
+    if (rc != ST_OK)
+        return rc;
+    struct attr_walk w = {path, group, fn, ctx, ST_OK};
+    hid_t obj = H5I_INVALID_HID;
+    if (!path_exists(f, group) || (obj = H5Oopen(f, group, H5P_DEFAULT)) < 0)
+        rc = error_set(ST_INPUT, "%s: %s: group missing", path, group);
+    else if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, NULL, walk_attr, &w) < 0)
+        rc = w.status != ST_OK ? w.status : fail_h5(ST_INPUT, path, group, "cannot list attributes");
+    if (obj >= 0)
+        H5Oclose(obj);
+    H5Fclose(f);
+    return rc;
+}
+
 /* ---- listing runs --------------------------------------------------- */
 
 struct run_list {
@@ -1093,7 +1188,28 @@ static herr_t visit_attr(hid_t loc, const char *name, const H5A_info_t *info, vo
         v->status = fail_h5(ST_INPUT, v->file, where, "unreadable attribute %s", name);
     } else {
         H5T_class_t cls = H5Tget_class(t);
-        if ((cls == H5T_INTEGER || cls == H5T_FLOAT) && H5Sget_simple_extent_npoints(sp) == 1) {
+        char *text = NULL;
+        size_t text_len = 0;
+        if (!v->prefix && cls == H5T_STRING) {
+            if (strcmp(name, "outcome") == 0)
+                text = v->rec->outcome, text_len = sizeof v->rec->outcome;
+            else if (strcmp(name, "message") == 0)
+                text = v->rec->message, text_len = sizeof v->rec->message;
+            else if (strcmp(name, "warning") == 0)
+                text = v->rec->warning, text_len = sizeof v->rec->warning;
+        }
+        if (text) {
+            int got = attr_string(a, text, text_len);
+            if (got == -1)
+                v->status = fail_h5(ST_INPUT, v->file, where, "unreadable attribute %s", name);
+            else if (got == -2)
+                v->status = error_set(ST_INPUT, "%s: %s: attribute %s longer than %zu bytes", v->file, where, name,
+                                      text_len - 1);
+            else if (strcmp(name, "outcome") == 0 && text[0] && strcmp(text, RUN_OUTCOME_ERROR) &&
+                     strcmp(text, RUN_OUTCOME_CHECK_FAILED))
+                v->status = error_set(ST_INPUT, "%s: %s: attribute outcome is '%s', expected '%s' or '%s'", v->file,
+                                      where, text, RUN_OUTCOME_ERROR, RUN_OUTCOME_CHECK_FAILED);
+        } else if ((cls == H5T_INTEGER || cls == H5T_FLOAT) && H5Sget_simple_extent_npoints(sp) == 1) {
             double value;
             int n = snprintf(key, sizeof key, "%s%s%s", v->prefix ? v->prefix : "",
                              v->prefix ? "." : "", name);
@@ -1153,102 +1269,6 @@ static herr_t visit_link(hid_t group, const char *name, const H5L_info_t *info, 
     return v->status == ST_OK ? 0 : -1;
 }
 
-/* Natural order of two path components: digit runs compare as numbers
- * (l2 < l10), everything else bytewise. Equal numbers with different
- * leading zeros order by zero count so the order stays total. */
-static int natural_cmp(const char *a, size_t na, const char *b, size_t nb)
-{
-    size_t i = 0, j = 0;
-    while (i < na && j < nb) {
-        if (isdigit((unsigned char)a[i]) && isdigit((unsigned char)b[j])) {
-            size_t zi = i, zj = j;
-            while (zi < na && a[zi] == '0')
-                zi++;
-            while (zj < nb && b[zj] == '0')
-                zj++;
-            size_t ei = zi, ej = zj;
-            while (ei < na && isdigit((unsigned char)a[ei]))
-                ei++;
-            while (ej < nb && isdigit((unsigned char)b[ej]))
-                ej++;
-            if (ei - zi != ej - zj)
-                return ei - zi < ej - zj ? -1 : 1;
-            int c = memcmp(a + zi, b + zj, ei - zi);
-            if (c)
-                return c < 0 ? -1 : 1;
-            if (zi - i != zj - j)
-                return zi - i < zj - j ? -1 : 1;
-            i = ei;
-            j = ej;
-        } else {
-            unsigned char ca = (unsigned char)a[i], cb = (unsigned char)b[j];
-            if (ca != cb)
-                return ca < cb ? -1 : 1;
-            i++;
-            j++;
-        }
-    }
-    return (na - i) < (nb - j) ? -1 : (na - i) > (nb - j);
-}
-
-static int span_is(const char *s, size_t n, const char *word)
-{
-    return strlen(word) == n && memcmp(s, word, n) == 0;
-}
-
-static int span_is_number(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!isdigit((unsigned char)s[i]))
-            return 0;
-    return n > 0;
-}
-
-struct span {
-    const char *s;
-    size_t n;
-};
-
-/* Rank before name order. At the top of a run "steps" comes first: it is
- * what happened first, and compare reports the first difference it meets,
- * which should be a step's gradient rather than a final parameter. Inside
- * steps/<k>: the loss, then grads/..., then anything else. */
-static int component_rank(int level, struct span up2, struct span up1, struct span c)
-{
-    if (level == 0)
-        return span_is(c.s, c.n, "steps") ? 0 : 1;
-    if (level >= 2 && span_is(up2.s, up2.n, "steps") && span_is_number(up1.s, up1.n))
-        return span_is(c.s, c.n, "loss") ? 0 : span_is(c.s, c.n, "grads") ? 1 : 2;
-    return 0;
-}
-
-static int path_cmp(const char *a, const char *b)
-{
-    struct span up2 = {"", 0}, up1 = {"", 0};
-    for (int level = 0;; level++) {
-        struct span ca = {a, strcspn(a, "/")}, cb = {b, strcspn(b, "/")};
-        int ra = component_rank(level, up2, up1, ca), rb = component_rank(level, up2, up1, cb);
-        if (ra != rb)
-            return ra < rb ? -1 : 1;
-        int c = natural_cmp(ca.s, ca.n, cb.s, cb.n);
-        if (c)
-            return c;
-        a += ca.n;
-        b += cb.n;
-        if (!*a || !*b) /* a group sorts before what it holds */
-            return *a ? 1 : *b ? -1 : 0;
-        a++;
-        b++;
-        up2 = up1;
-        up1 = ca;
-    }
-}
-
-static int run_tensor_cmp(const void *x, const void *y)
-{
-    return path_cmp(((const struct run_tensor *)x)->path, ((const struct run_tensor *)y)->path);
-}
-
 int h5store_read_run(const char *path, const char *run, struct run_record *out)
 {
     silence_hdf5();
@@ -1275,7 +1295,6 @@ int h5store_read_run(const char *path, const char *run, struct run_record *out)
         run_record_free(out);
         return rc;
     }
-    if (out->n > 1) /* a run with no datasets has no items array: qsort(NULL) is undefined */
-        qsort(out->items, (size_t)out->n, sizeof *out->items, run_tensor_cmp);
+    run_record_sort(out);
     return ST_OK;
 }

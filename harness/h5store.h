@@ -63,5 +63,13 @@ int h5store_read_tensor(const char *path, const char *dataset, struct host_tenso
 /* A string attribute of a group into buf (ST_INPUT if missing). */
 int h5store_read_attr_str(const char *path, const char *group, const char *key, char *buf,
                           size_t len);
+/* 1 if the file opens and holds the group (or dataset) at path. */
+int h5store_has_group(const char *path, const char *group);
+/* Calls fn(ctx, key, value) for every scalar attribute of a group in name
+ * order, as text (strings as stored, integers in decimal, floats with
+ * %.17g); a non-OK return from fn stops the walk and is returned.
+ * ST_INPUT if the group is missing. */
+int h5store_foreach_attr(const char *path, const char *group, int (*fn)(void *ctx, const char *key, const char *value),
+                         void *ctx);
 
 #endif

@@ -548,7 +548,8 @@ int op_bias_dropout_add(struct var **out, struct var *x, struct var *b, struct v
             (st = tensor_share(&dropped, sum)))
             goto out;
     }
-    if ((st = tensor_add(&y, residual->data, dropped)))
+    drop(&sum);
+    if ((st = tensor_add(&y, residual->data, dropped)) || drop(&dropped))
         goto out;
     struct var *inputs[3] = {x, b, residual};
     const tensor *saves[1] = {noise};

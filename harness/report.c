@@ -65,9 +65,15 @@ static void print_memory_line(FILE *out, const char *what, double held, double p
 
 void report_print_case(FILE *out, const struct case_result *r)
 {
-    char ulp[32], saved[32], over[32];
-    fprintf(out, "case %s  (baselines: %d, noise floor: %s ULP)  -> %s\n", r->name, r->baseline_runs,
-            ulp_format(r->noise_floor_ulp, ulp, sizeof ulp),
+    char ulp[32], saved[32], over[32], noise[RUN_PATH_MAX + 96];
+    if (r->baseline_runs < 2)
+        snprintf(noise, sizeof noise, "unmeasured");
+    else if (r->noise_floor_scaled == 0 && r->noise_floor_ulp == 0)
+        snprintf(noise, sizeof noise, "bitwise");
+    else
+        snprintf(noise, sizeof noise, "up to %.3g ULP at the tensor's scale, %s; raw %s ULP", r->noise_floor_scaled,
+                 r->noise_floor_path, ulp_format(r->noise_floor_ulp, ulp, sizeof ulp));
+    fprintf(out, "case %s  (baselines: %d, noise: %s)  -> %s\n", r->name, r->baseline_runs, noise,
             r->status ? "not written" : r->h5_path[0] ? r->h5_path : "no HDF5 file");
     if (r->status && r->n_results == 0) {
         fprintf(out, "  ERROR  %s\n", r->error);
@@ -215,6 +221,11 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
         json_object_set_new(rec, "end_forward_bytes", json_number(x->end_forward_bytes));
         json_object_set_new(rec, "recomputes", json_integer(x->recomputes));
         json_object_set_new(rec, "noise_floor_ulp", json_integer((json_int_t)r->noise_floor_ulp));
+        json_object_set_new(rec, "noise_floor_scaled_ulp", json_number(r->noise_floor_scaled));
+        json_object_set_new(rec, "max_scaled_ulp", json_number(x->max_scaled_ulp));
+        json_object_set_new(rec, "noise_ratio", json_number(x->noise_ratio));
+        json_object_set_new(rec, "end_forward_saved", json_number(x->end_forward_saved));
+        json_object_set_new(rec, "one_time_bytes", json_number(r->one_time_bytes));
         json_object_set_new(rec, "baseline_runs", json_integer(r->baseline_runs));
         json_object_set_new(rec, "h5", r->status || !r->h5_path[0] ? json_null() : json_string(r->h5_path));
         add_memory_time(rec, r, x);

@@ -1,5 +1,6 @@
 #include "run_record.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,108 @@ double run_record_attr(const struct run_record *r, const char *key)
         if (strcmp(r->attrs[i].key, key) == 0)
             return r->attrs[i].value;
     return NAN;
+}
+
+/* Natural order of two path components: digit runs compare as numbers
+ * (l2 < l10), everything else bytewise. Equal numbers with different
+ * leading zeros order by zero count so the order stays total. */
+static int natural_cmp(const char *a, size_t na, const char *b, size_t nb)
+{
+    size_t i = 0, j = 0;
+    while (i < na && j < nb) {
+        if (isdigit((unsigned char)a[i]) && isdigit((unsigned char)b[j])) {
+            size_t zi = i, zj = j;
+            while (zi < na && a[zi] == '0')
+                zi++;
+            while (zj < nb && b[zj] == '0')
+                zj++;
+            size_t ei = zi, ej = zj;
+            while (ei < na && isdigit((unsigned char)a[ei]))
+                ei++;
+            while (ej < nb && isdigit((unsigned char)b[ej]))
+                ej++;
+            if (ei - zi != ej - zj)
+                return ei - zi < ej - zj ? -1 : 1;
+            int c = memcmp(a + zi, b + zj, ei - zi);
+            if (c)
+                return c < 0 ? -1 : 1;
+            if (zi - i != zj - j)
+                return zi - i < zj - j ? -1 : 1;
+            i = ei;
+            j = ej;
+        } else {
+            unsigned char ca = (unsigned char)a[i], cb = (unsigned char)b[j];
+            if (ca != cb)
+                return ca < cb ? -1 : 1;
+            i++;
+            j++;
+        }
+    }
+    return (na - i) < (nb - j) ? -1 : (na - i) > (nb - j);
+}
+
+static int span_is(const char *s, size_t n, const char *word)
+{
+    return strlen(word) == n && memcmp(s, word, n) == 0;
+}
+
+static int span_is_number(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isdigit((unsigned char)s[i]))
+            return 0;
+    return n > 0;
+}
+
+struct span {
+    const char *s;
+    size_t n;
+};
+
+/* Rank before name order. At the top of a run "steps" comes first: it is
+ * what happened first, and compare reports the first difference it meets,
+ * which should be a step's gradient rather than a final parameter. Inside
+ * steps/<k>: the loss, then grads/..., then anything else. */
+static int component_rank(int level, struct span up2, struct span up1, struct span c)
+{
+    if (level == 0)
+        return span_is(c.s, c.n, "steps") ? 0 : 1;
+    if (level >= 2 && span_is(up2.s, up2.n, "steps") && span_is_number(up1.s, up1.n))
+        return span_is(c.s, c.n, "loss") ? 0 : span_is(c.s, c.n, "grads") ? 1 : 2;
+    return 0;
+}
+
+static int path_cmp(const char *a, const char *b)
+{
+    struct span up2 = {"", 0}, up1 = {"", 0};
+    for (int level = 0;; level++) {
+        struct span ca = {a, strcspn(a, "/")}, cb = {b, strcspn(b, "/")};
+        int ra = component_rank(level, up2, up1, ca), rb = component_rank(level, up2, up1, cb);
+        if (ra != rb)
+            return ra < rb ? -1 : 1;
+        int c = natural_cmp(ca.s, ca.n, cb.s, cb.n);
+        if (c)
+            return c;
+        a += ca.n;
+        b += cb.n;
+        if (!*a || !*b) /* a group sorts before what it holds */
+            return *a ? 1 : *b ? -1 : 0;
+        a++;
+        b++;
+        up2 = up1;
+        up1 = ca;
+    }
+}
+
+static int run_tensor_cmp(const void *x, const void *y)
+{
+    return path_cmp(((const struct run_tensor *)x)->path, ((const struct run_tensor *)y)->path);
+}
+
+void run_record_sort(struct run_record *r)
+{
+    if (r->n > 1) /* a run with no tensors has no items array: qsort(NULL) is undefined */
+        qsort(r->items, (size_t)r->n, sizeof *r->items, run_tensor_cmp);
 }
 
 void run_record_free(struct run_record *r)

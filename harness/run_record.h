@@ -21,8 +21,19 @@ struct run_attr {
     double value;
 };
 
+/* How a run ended, beside what it recorded: "" (it completed), "error"
+ * (it could not run: ERROR verdict) or "check_failed" (the checkpoint's own
+ * check found recompute != forward: FAIL). Stored as string attributes
+ * outcome, message and warning on the run group. */
+#define RUN_OUTCOME_ERROR "error"
+#define RUN_OUTCOME_CHECK_FAILED "check_failed"
+#define RUN_TEXT_MAX 512
+
 struct run_record {
     char name[64];              /* "baseline_0", "reentrant", ... */
+    char outcome[16];           /* "", RUN_OUTCOME_ERROR, RUN_OUTCOME_CHECK_FAILED */
+    char message[RUN_TEXT_MAX]; /* why, for an outcome */
+    char warning[RUN_TEXT_MAX]; /* a warning the run raised ("" if none) */
     int n, cap;
     struct run_tensor *items;
     int n_attrs, cap_attrs;
@@ -36,6 +47,11 @@ int run_record_set_attr(struct run_record *r, const char *key, double value);
 /* NULL / NAN when absent. */
 const struct run_tensor *run_record_find(const struct run_record *r, const char *path);
 double run_record_attr(const struct run_record *r, const char *key);
+/* Orders the tensors as a reader of the file meets them: steps/ first
+ * (steps/2 before steps/10; within a step the loss, then grads/ in natural
+ * name order, then the rest), then other top-level groups, natural order
+ * throughout. The "first divergence" of a run is first in this order. */
+void run_record_sort(struct run_record *r);
 void run_record_free(struct run_record *r);
 
 #endif

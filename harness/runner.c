@@ -19,12 +19,6 @@
 /* Runs one case may hold: baselines, impls and their noise re-runs. When
  * full, no more noise runs are made (the verdict says how many ran). */
 #define MAX_RUNS 96
-/* An impl run is one more sample of the same non-deterministic kernels, so
- * with k baselines it lands beyond all of them 1 time in k+1 by chance.
- * NOISE therefore allows this factor over the measured spread: a checkpoint
- * bug (a different dropout mask, a stale tensor) moves results by ~1e6-1e9
- * ULP, reduction-order noise by tens to hundreds. */
-#define NOISE_MARGIN 16
 
 /* The segment function the impls wrap: model layers [begin, end). */
 struct layer_range {
@@ -466,14 +460,14 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
     return st;
 }
 
-/* ---- verdicts ---------------------------------------------------------------- */
+/* ---- runs and verdicts ------------------------------------------------------ */
 
 struct case_state {
     struct case_setup setup;
     struct run_record runs[MAX_RUNS];
     int n_runs;
     int baselines;
-    uint64_t noise_floor;
+    double one_time_bytes;
 };
 
 static struct run_record *new_run(struct case_state *cs, const char *name)
@@ -485,264 +479,130 @@ static struct run_record *new_run(struct case_state *cs, const char *name)
     return r;
 }
 
-/* Runs one more baseline and widens the noise floor with its distance to
- * baseline_0. */
+/* Facts of a run that only the harness knows (the model's predictions and
+ * sizes), recorded beside the measurements so that judge can report them
+ * from the file alone. */
+static void record_predictions(const struct case_setup *su, const struct checkpoint_impl *impl,
+                               struct run_record *r)
+{
+    struct segment_plan none;
+    segment_plan_make(&none, su->model.layers, SEGMENTS_NONE);
+    double params = 0;
+    for (int i = 0; i < su->model.n_params; i++)
+        params += (double)host_tensor_bytes(&su->params_init[i]);
+    /* The baseline checkpoints nothing; any other impl is predicted to keep
+     * what the references keep (a planted bug that keeps more shows as a
+     * gap between prediction and measurement). */
+    run_record_set_attr(r, "memory.predicted_end_forward_bytes",
+                        (double)model_predict_saved_bytes(&su->model, impl->run == impl_run_none ? &none : &su->plan));
+    run_record_set_attr(r, "memory.predicted_checkpointed_end_forward_bytes",
+                        (double)model_predict_saved_bytes(&su->model, &su->plan));
+    run_record_set_attr(r, "memory.param_bytes", params);
+}
+
+/* Runs impl once into a new run named name. A run that fails is recorded
+ * as such (its outcome and message), not returned as an error: the
+ * verdict says it. */
+static int add_run(struct case_state *cs, const struct checkpoint_impl *impl, const char *name,
+                   struct impl_stats *stats)
+{
+    struct run_record *r = new_run(cs, name);
+    if (!r)
+        return error_set(ST_INTERNAL, "case %s: more than %d runs", cs->setup.c->name, MAX_RUNS);
+    error_clear();
+    int st = run_once(&cs->setup, impl, r, stats);
+    if (st == ST_MISMATCH || st == ST_RUN || st == ST_INTERNAL) {
+        snprintf(r->outcome, sizeof r->outcome, "%s", st == ST_MISMATCH ? RUN_OUTCOME_CHECK_FAILED : RUN_OUTCOME_ERROR);
+        snprintf(r->message, sizeof r->message, "%s", error_message());
+    } else if (st) {
+        return st;
+    }
+    if (stats->warnings)
+        snprintf(r->warning, sizeof r->warning, "%s", stats->warning);
+    run_record_sort(r); /* the order a reader of the file sees */
+    record_predictions(&cs->setup, impl, r);
+    return ST_OK;
+}
+
+/* One more baseline: a wider envelope. A baseline that cannot run stops
+ * the case (nothing can be judged without it). */
 static int add_baseline(struct case_state *cs)
 {
     char name[32];
-    snprintf(name, sizeof name, "baseline_%d", cs->baselines);
-    struct run_record *r = new_run(cs, name);
     struct impl_stats stats = {0};
-    if (!r)
-        return error_set(ST_INTERNAL, "case %s: more than %d runs", cs->setup.c->name, MAX_RUNS);
-    int st = run_once(&cs->setup, impl_find("none"), r, &stats);
+    snprintf(name, sizeof name, "baseline_%d", cs->baselines);
+    int st = add_run(cs, impl_find("none"), name, &stats);
     if (st)
-        return error_wrap(st, "baseline run %s", name);
+        return st;
+    const struct run_record *r = &cs->runs[cs->n_runs - 1];
+    if (r->outcome[0])
+        return error_set(ST_RUN, "baseline run %s: %s", name, r->message);
+    if (cs->baselines == 0)
+        run_record_set_attr(&cs->runs[cs->n_runs - 1], "memory.one_time_bytes", cs->one_time_bytes);
     cs->baselines++;
-    if (cs->baselines > 1) {
-        struct run_diff d;
-        if ((st = compare_runs(&cs->runs[0], r, "steps/", &d)))
-            return st;
-        if (d.n_missing || d.incomparable)
-            return error_set(ST_INTERNAL, "baseline runs disagree on which tensors exist (%s)", d.first_missing);
-        if (d.max_ulp > cs->noise_floor)
-            cs->noise_floor = d.max_ulp;
-    }
     return ST_OK;
 }
 
-static void describe_divergence(const struct run_diff *d, char *buf, size_t len)
+/* Process and device warm-up, unrecorded: the first matmul of a process
+ * allocates library workspaces (cuBLAS's, through the caching allocator)
+ * and lazy state that would otherwise land in the first run's figures.
+ * What it leaves allocated is reported on its own. */
+static int warm_up(struct case_state *cs)
 {
-    if (d->incomparable) {
-        snprintf(buf, len, "%s: %s", d->incomparable_path, d->incomparable_why);
-        return;
-    }
-    if (d->has_divergence) {
-        snprintf(buf, len, "%s %s (%.9g vs %.9g; %zu of %zu elements differ)", d->first_path,
-                 d->first_index_str, d->first.first_a, d->first.first_b, d->first.n_differ, d->first.count);
-        return;
-    }
-    if (d->n_missing) {
-        snprintf(buf, len, "%s missing", d->first_missing);
-        return;
-    }
-    buf[0] = '\0';
-}
-
-static int within_noise(uint64_t ulp, uint64_t floor)
-{
-    if (floor == 0 || ulp == ULP_INFINITE)
-        return 0;
-    return floor >= ULP_INFINITE / NOISE_MARGIN || ulp <= floor * NOISE_MARGIN;
-}
-
-/* PASS / NOISE / FAIL for an impl run against baseline_0, re-running the
- * baseline before any FAIL to be sure the difference is beyond its own
- * spread. */
-/* Re-runs the impl (up to noise_runs times) and reports the first re-run
- * that reproduces baseline_0 bitwise or within the noise margin: an impl
- * that can land on the baseline's result is right and the difference was
- * the kernels' (rare non-determinism can hide from a handful of baselines),
- * while a checkpoint bug differs on every run. *found = 0 if none does. */
-static int impl_reproduces_baseline(struct case_state *cs, const struct checkpoint_impl *impl,
-                                    const char *name, int *found, uint64_t *found_ulp)
-{
-    const struct ckpt_case *c = cs->setup.c;
-    *found = 0;
-    for (int k = 1; k <= c->noise_runs && cs->n_runs < MAX_RUNS; k++) {
-        char rerun_name[64];
-        snprintf(rerun_name, sizeof rerun_name, "%s_rerun_%d", name, k);
-        struct run_record *r = new_run(cs, rerun_name);
-        struct impl_stats stats = {0};
-        struct run_diff d;
-        if (!r || run_once(&cs->setup, impl, r, &stats))
-            return ST_OK; /* a failing re-run reproduces nothing */
-        int st = compare_runs(&cs->runs[0], r, NULL, &d);
-        if (st)
-            return st;
-        if (!d.n_missing && !d.incomparable && (!d.has_divergence || within_noise(d.max_ulp, cs->noise_floor))) {
-            *found = k;
-            *found_ulp = d.has_divergence ? d.max_ulp : 0;
-            return ST_OK;
-        }
-    }
-    return ST_OK;
-}
-
-static int decide(struct case_state *cs, const struct checkpoint_impl *impl, const struct run_record *run,
-                  struct impl_result *res)
-{
-    const struct ckpt_case *c = cs->setup.c;
-    struct run_diff d;
-    char ulp_a[32], ulp_b[32], ulp_c[32];
-    int st = compare_runs(&cs->runs[0], run, NULL, &d);
+    struct mem_stats before, after;
+    struct run_record scratch;
+    struct impl_stats stats = {0};
+    struct case_setup warm = cs->setup;
+    struct ckpt_case one_step = *cs->setup.c;
+    one_step.steps = 1;
+    warm.c = &one_step;
+    warm.timed_steps = 0;
+    run_record_init(&scratch, "warm_up");
+    int st = aten_synchronize(cs->setup.device);
+    if (!st)
+        st = aten_mem_stats(cs->setup.device, &before);
+    if (!st)
+        st = run_once(&warm, impl_find("none"), &scratch, &stats);
+    run_record_free(&scratch);
+    if (!st)
+        st = aten_synchronize(cs->setup.device);
+    if (!st)
+        st = aten_mem_stats(cs->setup.device, &after);
     if (st)
-        return st;
-    res->max_ulp = d.max_ulp;
-    describe_divergence(&d, res->first_divergence, sizeof res->first_divergence);
-    if (d.n_missing) {
-        res->verdict = V_FAIL;
-        snprintf(res->reason, sizeof res->reason,
-                 "gradient %s present in baseline_0 but missing in %s (or the reverse): %d tensors missing",
-                 d.first_missing, run->name, d.n_missing);
-        return ST_OK;
-    }
-    if (d.incomparable) {
-        res->verdict = V_FAIL;
-        snprintf(res->reason, sizeof res->reason, "%s differs in dtype or shape: %s", d.incomparable_path,
-                 d.incomparable_why);
-        return ST_OK;
-    }
-    if (!d.has_divergence) {
-        res->verdict = V_PASS;
-        snprintf(res->reason, sizeof res->reason, "bitwise identical to baseline_0: %d tensors over %d steps",
-                 d.n_tensors, c->steps);
-        return ST_OK;
-    }
-    if (c->tolerance > 0 && (double)d.max_ulp <= c->tolerance) {
-        res->verdict = V_PASS;
-        snprintf(res->reason, sizeof res->reason, "within the case's tolerance: max %s ULP <= %g ULP (%s)",
-                 ulp_format(d.max_ulp, ulp_a, sizeof ulp_a), c->tolerance, d.max_ulp_path);
-        return ST_OK;
-    }
-    /* Widen the noise floor with more baselines before blaming the impl. */
-    while (!within_noise(d.max_ulp, cs->noise_floor) && cs->baselines < 2 + c->noise_runs && cs->n_runs < MAX_RUNS)
-        if ((st = add_baseline(cs)))
-            return st;
-    if (within_noise(d.max_ulp, cs->noise_floor)) {
-        res->verdict = V_NOISE;
-        snprintf(res->reason, sizeof res->reason,
-                 "differs from baseline_0 by max %s ULP (%s), within %dx the baseline's own run-to-run spread of %s "
-                 "ULP over %d runs: kernel non-determinism, not the checkpoint",
-                 ulp_format(d.max_ulp, ulp_a, sizeof ulp_a), d.max_ulp_path, NOISE_MARGIN,
-                 ulp_format(cs->noise_floor, ulp_b, sizeof ulp_b), cs->baselines);
-        return ST_OK;
-    }
-    int reproduced;
-    uint64_t reproduced_ulp = 0;
-    if ((st = impl_reproduces_baseline(cs, impl, run->name, &reproduced, &reproduced_ulp)))
-        return st;
-    if (reproduced) {
-        res->verdict = V_NOISE;
-        snprintf(res->reason, sizeof res->reason,
-                 "differs from baseline_0 by max %s ULP (%s), but re-run %d of %s reproduces baseline_0 (%s ULP): "
-                 "kernel non-determinism (baseline spread %s ULP over %d runs), not the checkpoint",
-                 ulp_format(d.max_ulp, ulp_a, sizeof ulp_a), d.max_ulp_path, reproduced, run->name,
-                 ulp_format(reproduced_ulp, ulp_b, sizeof ulp_b), ulp_format(cs->noise_floor, ulp_c, sizeof ulp_c),
-                 cs->baselines);
-        return ST_OK;
-    }
-    res->verdict = V_FAIL;
-    snprintf(res->reason, sizeof res->reason,
-             "differs beyond the noise floor: first at %s; max %s ULP (%s) vs baseline spread %s ULP over %d runs "
-             "(NOISE allows %dx); no re-run of the impl reproduced baseline_0",
-             res->first_divergence, ulp_format(d.max_ulp, ulp_a, sizeof ulp_a), d.max_ulp_path,
-             ulp_format(cs->noise_floor, ulp_b, sizeof ulp_b), cs->baselines, NOISE_MARGIN);
+        return error_wrap(st, "warm-up run");
+    cs->one_time_bytes = (double)(after.live_bytes - before.live_bytes);
     return ST_OK;
 }
 
-/* The median over the run's timed steps of one step's forward + backward. */
-static double step_ms(const struct run_record *r) { return run_record_attr(r, "timing.step_ms"); }
-
-/* The first run of a process pays for warm-up; the fastest baseline is the
- * fair reference for overhead. */
-static const struct run_record *fastest_baseline(const struct case_state *cs)
-{
-    const struct run_record *best = NULL;
-    for (int i = 0; i < cs->n_runs; i++)
-        if (strncmp(cs->runs[i].name, "baseline_", 9) == 0 && (!best || step_ms(&cs->runs[i]) < step_ms(best)))
-            best = &cs->runs[i];
-    return best;
-}
-
-static double fastest_baseline_ms(const struct case_state *cs)
-{
-    const struct run_record *b = fastest_baseline(cs);
-    return b ? step_ms(b) : NAN;
-}
-
-/* A planted bug that its own rule says cannot show in this case, and that
- * indeed matched the baseline (PASS, or NOISE: within the kernels' own
- * spread), is NOT_OBSERVABLE rather than a PASS that reads as "missed". If
- * it differed anyway, the verdict stands and the
- * reason says the rule was wrong. */
-static void apply_observability(const struct ckpt_case *c, const struct checkpoint_impl *impl,
-                                struct impl_result *res)
-{
-    char why[200];
-    if (impl->is_reference || !impl->observable || impl->observable(c, why, sizeof why))
-        return;
-    size_t len = strlen(res->reason);
-    if (res->verdict == V_PASS || res->verdict == V_NOISE) {
-        char was[RESULT_TEXT_MAX];
-        snprintf(was, sizeof was, "%s", res->reason);
-        res->verdict = V_NOT_OBSERVABLE;
-        snprintf(res->reason, sizeof res->reason, "planted bug cannot show here (%s); the run matched: %s", why, was);
-    } else if (res->verdict == V_FAIL) {
-        snprintf(res->reason + len, sizeof res->reason - len, " [its rule said it could not show here: %s]", why);
-    }
-}
-
-static int run_impl(struct case_state *cs, const char *name, struct impl_result *res)
+/* Runs an impl and, while judge finds a tensor outside its envelope, more
+ * samples: baselines first (a wider envelope), then re-runs of the impl
+ * (a correct impl on non-deterministic kernels lands inside in some run;
+ * a checkpoint bug never does). The verdict itself is judge's, made again
+ * over every run once the case is done. */
+static int run_impl(struct case_state *cs, const char *name)
 {
     const struct ckpt_case *c = cs->setup.c;
-    memset(res, 0, sizeof *res);
-    snprintf(res->impl, sizeof res->impl, "%s", name);
     const struct checkpoint_impl *impl = impl_find(name);
     if (!impl)
         return error_set(ST_INPUT, "%s:%d: case %s: unknown impl '%s'", c->file, c->line, c->name, name);
-    struct run_record *run = new_run(cs, name);
     struct impl_stats stats = {0};
-    if (!run)
-        return error_set(ST_INTERNAL, "case %s: more than %d runs", c->name, MAX_RUNS);
-    error_clear();
-    int st = run_once(&cs->setup, impl, run, &stats);
-    res->recomputes = stats.recomputes;
-    if (st == ST_MISMATCH) {
-        res->verdict = V_FAIL;
-        snprintf(res->reason, sizeof res->reason, "the checkpoint's own check failed: %s", error_message());
-        snprintf(res->first_divergence, sizeof res->first_divergence, "%s", error_message());
-    } else if (st) {
-        res->verdict = V_ERROR;
-        snprintf(res->reason, sizeof res->reason, "%s", error_message());
-    } else if ((st = decide(cs, impl, run, res))) {
-        return st;
+    int st = add_run(cs, impl, name, &stats), reruns = 0;
+    while (!st) {
+        struct impl_result res;
+        if ((st = judge_run(c, cs->runs, cs->n_runs, name, &res)) || !res.outside_envelope)
+            break;
+        if (cs->baselines < 2 + c->noise_runs && cs->n_runs < MAX_RUNS) {
+            st = add_baseline(cs);
+        } else if (reruns < c->noise_runs && cs->n_runs < MAX_RUNS) {
+            char rerun[64];
+            struct impl_stats rerun_stats = {0};
+            snprintf(rerun, sizeof rerun, "%s_rerun_%d", name, ++reruns);
+            st = add_run(cs, impl, rerun, &rerun_stats);
+        } else {
+            break;
+        }
     }
-    if (stats.warnings && res->verdict != V_PASS) {
-        size_t len = strlen(res->reason);
-        snprintf(res->reason + len, sizeof res->reason - len, " [warning: %s]", stats.warning);
-    }
-    double base_peak = run_record_attr(&cs->runs[0], "memory.peak_bytes");
-    res->peak_bytes = run_record_attr(run, "memory.peak_bytes");
-    res->end_forward_bytes = run_record_attr(run, "memory.end_forward_bytes");
-    res->forward_peak_bytes = run_record_attr(run, "memory.forward_peak_bytes");
-    res->backward_peak_bytes = run_record_attr(run, "memory.backward_peak_bytes");
-    res->grad_bytes = run_record_attr(run, "memory.grad_bytes");
-    res->activation_peak_bytes = run_record_attr(run, "memory.activation_peak_bytes");
-    res->forward_ms = run_record_attr(run, "timing.forward_ms");
-    res->backward_ms = run_record_attr(run, "timing.backward_ms");
-    res->recompute_ms = run_record_attr(run, "timing.recompute_ms");
-    res->step_ms = step_ms(run);
-    /* The baseline impl checkpoints nothing; any other is predicted to keep
-     * what the references keep (a planted bug that keeps more shows as a
-     * gap between prediction and measurement). */
-    const struct case_setup *su = &cs->setup;
-    struct segment_plan none;
-    segment_plan_make(&none, su->model.layers, SEGMENTS_NONE);
-    res->predicted_end_forward_bytes =
-        (double)model_predict_saved_bytes(&su->model, impl->run == impl_run_none ? &none : &su->plan);
-    res->memory_saved = base_peak > 0 && !isnan(res->peak_bytes) ? 1.0 - res->peak_bytes / base_peak : NAN;
-    res->overhead = step_ms(run) / fastest_baseline_ms(cs);
-    if ((res->verdict == V_PASS || res->verdict == V_NOISE) && c->min_memory_saving >= 0 &&
-        !(res->memory_saved >= c->min_memory_saving)) {
-        res->verdict = V_MEMFAIL;
-        snprintf(res->reason, sizeof res->reason,
-                 "gradients right, but memory saved %.1f%% < required %.1f%% (peak %.0f bytes vs baseline %.0f)",
-                 100 * res->memory_saved, 100 * c->min_memory_saving, res->peak_bytes, base_peak);
-    }
-    apply_observability(c, impl, res);
-    res->expected = (case_expected_mask(c, name) >> res->verdict) & 1u;
-    return ST_OK;
+    return st;
 }
 
 /* ---- the HDF5 file -------------------------------------------------------------- */
@@ -827,7 +687,8 @@ static int write_file(const struct case_state *cs, const struct case_result *res
         if ((st = h5store_write_run(h5, &cs->runs[i])))
             goto fail;
     if ((st = h5store_attr_int(h5, "/verdicts", "baseline_runs", cs->baselines)) ||
-        (st = h5store_attr_double(h5, "/verdicts", "noise_floor_ulp", (double)cs->noise_floor)))
+        (st = h5store_attr_double(h5, "/verdicts", "noise_floor_ulp", (double)result->noise_floor_ulp)) ||
+        (st = h5store_attr_double(h5, "/verdicts", "noise_floor_scaled_ulp", result->noise_floor_scaled)))
         goto fail;
     for (int i = 0; i < result->n_results; i++)
         if ((st = write_verdict(h5, &result->results[i])))
@@ -836,35 +697,6 @@ static int write_file(const struct case_state *cs, const struct case_result *res
 fail:
     h5store_abort(h5);
     return st;
-}
-
-/* The case's memory and time figures that do not belong to one impl. */
-static void case_figures(const struct case_state *cs, struct case_result *result)
-{
-    const struct case_setup *su = &cs->setup;
-    const struct run_record *base = &cs->runs[0], *fastest = fastest_baseline(cs);
-    struct segment_plan none;
-    segment_plan_make(&none, su->model.layers, SEGMENTS_NONE);
-    result->baseline_end_forward_bytes = run_record_attr(base, "memory.end_forward_bytes");
-    result->baseline_grad_bytes = run_record_attr(base, "memory.grad_bytes");
-    result->baseline_activation_peak_bytes = run_record_attr(base, "memory.activation_peak_bytes");
-    result->predicted_baseline_end_forward_bytes = (double)model_predict_saved_bytes(&su->model, &none);
-    result->predicted_checkpointed_end_forward_bytes = (double)model_predict_saved_bytes(&su->model, &su->plan);
-    result->param_bytes = 0;
-    for (int i = 0; i < su->model.n_params; i++)
-        result->param_bytes += (double)host_tensor_bytes(&su->params_init[i]);
-    if (fastest) {
-        result->baseline_forward_ms = run_record_attr(fastest, "timing.forward_ms");
-        result->baseline_step_ms = step_ms(fastest);
-        /* Recomputing every checkpointed layer once costs one more forward. */
-        result->ideal_overhead = (result->baseline_step_ms + result->baseline_forward_ms) / result->baseline_step_ms;
-        result->timed_steps = (int)run_record_attr(fastest, "timing.timed_steps");
-    }
-    /* The baselines are the same work: their spread says how much the
-     * machine disturbed this case's timings. */
-    for (int i = 0; i < cs->n_runs; i++)
-        if (strncmp(cs->runs[i].name, "baseline_", 9) == 0 && step_ms(&cs->runs[i]) > result->slowest_baseline_step_ms)
-            result->slowest_baseline_step_ms = step_ms(&cs->runs[i]);
 }
 
 int runner_run_case(const struct ckpt_case *c, const struct run_settings *s, struct case_result *result)
@@ -879,16 +711,14 @@ int runner_run_case(const struct ckpt_case *c, const struct run_settings *s, str
         return error_set(ST_RUN, "out of memory running case %s", c->name);
     int st = setup_case(&cs->setup, c);
     cs->setup.timed_steps = s->repeats;
+    if (!st)
+        st = warm_up(cs);
     for (int i = 0; i < 2 && !st; i++)
         st = add_baseline(cs);
     for (int i = 0; i < c->n_impls && !st; i++)
-        st = run_impl(cs, c->impls[i], &result->results[result->n_results++]);
-    result->noise_floor_ulp = cs->noise_floor;
-    result->baseline_runs = cs->baselines;
-    if (cs->n_runs)
-        result->baseline_peak_bytes = run_record_attr(&cs->runs[0], "memory.peak_bytes");
-    if (cs->n_runs && !st)
-        case_figures(cs, result);
+        st = run_impl(cs, c->impls[i]);
+    if (!st)
+        st = judge_case(c, cs->runs, cs->n_runs, (const char (*)[CASE_WORD_MAX])c->impls, c->n_impls, result);
     if (!st && !s->skip_h5)
         st = write_file(cs, result, s);
     if (st) {

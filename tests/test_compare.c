@@ -694,6 +694,66 @@ static void test_compare_runs_incomparable_pair_counts_as_divergence(void **stat
     run_record_free(&b);
 }
 
+/* ---- distance at the tensor's scale ---- */
+
+static void test_scaled_distance_is_small_for_values_crossing_zero(void **state)
+{
+    (void)state;
+    int64_t shape[1] = {3};
+    struct host_tensor a, b;
+    make_f32(&a, 1, shape, (const float[]){1.0f, 1e-9f, -0.5f});
+    make_f32(&b, 1, shape, (const float[]){1.0f, -1e-9f, -0.5f});
+    double scale;
+    /* Element-wise the pair is ~2^31 ULP apart; at max |a| = 1 (ULP 2^-23)
+     * 2e-9 is a small fraction of one ULP. */
+    assert_true(ulp_distance_f32(1e-9f, -1e-9f) > (1u << 30));
+    double d = compare_scaled_distance(&a, &b, &scale);
+    assert_true(d > 0 && d < 0.02);
+    assert_true(scale == 1.0);
+    host_tensor_free(&a);
+    host_tensor_free(&b);
+}
+
+static void test_scaled_distance_counts_ulps_at_the_largest_magnitude(void **state)
+{
+    (void)state;
+    int64_t shape[1] = {2};
+    struct host_tensor a, b;
+    make_f32(&a, 1, shape, (const float[]){3.0f, 0.25f}); /* max |a| 3: ULP 2^-22 */
+    make_f32(&b, 1, shape, (const float[]){3.0f, 0.25f + 0x1p-20f});
+    assert_true(compare_scaled_distance(&a, &b, NULL) == 4.0);
+    host_tensor_free(&a);
+    host_tensor_free(&b);
+}
+
+static void test_scaled_distance_is_zero_when_equal_and_infinite_when_a_nan_differs(void **state)
+{
+    (void)state;
+    int64_t shape[1] = {2};
+    struct host_tensor a, b, c;
+    make_f32(&a, 1, shape, (const float[]){1.0f, 2.0f});
+    make_f32(&b, 1, shape, (const float[]){1.0f, 2.0f});
+    make_f32(&c, 1, shape, (const float[]){1.0f, NAN});
+    assert_true(compare_scaled_distance(&a, &b, NULL) == 0);
+    assert_true(isinf(compare_scaled_distance(&a, &c, NULL)));
+    host_tensor_free(&a);
+    host_tensor_free(&b);
+    host_tensor_free(&c);
+}
+
+static void test_scaled_distance_uses_the_dtype_mantissa(void **state)
+{
+    (void)state;
+    int64_t shape[1] = {1};
+    struct host_tensor a, b;
+    /* bfloat16 1.0 (0x3f80) and its successor (0x3f81): 1 ULP of 2^-7. */
+    make_bits(&a, DT_BF16, 1, shape, (const uint64_t[]){0x3f80});
+    make_bits(&b, DT_BF16, 1, shape, (const uint64_t[]){0x3f81});
+    assert_true(compare_scaled_distance(&a, &b, NULL) == 1.0);
+    host_tensor_free(&a);
+    host_tensor_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -725,6 +785,10 @@ int main(void)
         cmocka_unit_test(test_compare_runs_prefix_restricts_the_paths_compared),
         cmocka_unit_test(test_compare_runs_without_prefix_skips_saved_tensors),
         cmocka_unit_test(test_compare_runs_incomparable_pair_counts_as_divergence),
+        cmocka_unit_test(test_scaled_distance_is_small_for_values_crossing_zero),
+        cmocka_unit_test(test_scaled_distance_counts_ulps_at_the_largest_magnitude),
+        cmocka_unit_test(test_scaled_distance_is_zero_when_equal_and_infinite_when_a_nan_differs),
+        cmocka_unit_test(test_scaled_distance_uses_the_dtype_mantissa),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,539 @@
+#include "judge.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../impls/impl.h"
+#include "compare.h"
+#include "error.h"
+#include "h5store.h"
+
+int judge_is_baseline(const char *run)
+{
+    if (strncmp(run, "baseline_", 9) != 0 || !run[9])
+        return 0;
+    for (const char *p = run + 9; *p; p++)
+        if (!isdigit((unsigned char)*p))
+            return 0;
+    return 1;
+}
+
+int judge_is_rerun_of(const char *run, const char *of)
+{
+    size_t n = strlen(of);
+    if (strncmp(run, of, n) != 0 || strncmp(run + n, "_rerun_", 7) != 0 || !run[n + 7])
+        return 0;
+    for (const char *p = run + n + 7; *p; p++)
+        if (!isdigit((unsigned char)*p))
+            return 0;
+    return 1;
+}
+
+static int is_rerun(const char *run)
+{
+    const char *at = strstr(run, "_rerun_");
+    if (!at || at == run)
+        return 0;
+    char of[64];
+    snprintf(of, sizeof of, "%.*s", (int)(at - run), run);
+    return judge_is_rerun_of(run, of);
+}
+
+static const struct run_record *find_run(const struct run_record *runs, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(runs[i].name, name) == 0)
+            return &runs[i];
+    return NULL;
+}
+
+static int in_scope(const char *path)
+{
+    return strncmp(path, "steps/", 6) == 0 || strncmp(path, "final_params/", 13) == 0;
+}
+
+/* ---- the envelope ------------------------------------------------------- */
+
+/* Where a run stands against the per-tensor envelope. */
+struct envelope_check {
+    int outside;                   /* some tensor lies outside its envelope */
+    char path[RUN_PATH_MAX];       /* the first such tensor, in recorded order */
+    double distance, spread, scale; /* its distance and spread at its scale, max |baseline_0| */
+    int baselines_bitwise;         /* its baselines agree bitwise */
+    struct tensor_diff diff;       /* its element-wise comparison with baseline_0 */
+    double max_scaled;             /* over every differing tensor */
+    double worst_ratio;            /* distance / spread over differing tensors (inf: spread 0) */
+    double worst_distance;         /* that tensor's distance at its scale */
+    char worst_path[RUN_PATH_MAX];
+};
+
+/* The spread of one tensor over the baselines: max distance at its scale
+ * from baseline_0 to any other baseline; *bitwise = 1 when they all agree
+ * bit for bit. */
+static void tensor_spread(const struct run_record *const *baselines, int nb, const struct run_tensor *ref,
+                          double *spread, int *bitwise)
+{
+    *spread = 0;
+    *bitwise = 1;
+    for (int k = 1; k < nb; k++) {
+        const struct run_tensor *t = run_record_find(baselines[k], ref->path);
+        double d = compare_scaled_distance(&ref->t, t ? &t->t : NULL, NULL);
+        if (!t || host_tensor_bytes(&t->t) != host_tensor_bytes(&ref->t) ||
+            memcmp(t->t.data, ref->t.data, host_tensor_bytes(&ref->t)) != 0)
+            *bitwise = 0;
+        if (d > *spread || isnan(d))
+            *spread = isnan(d) ? INFINITY : d;
+    }
+}
+
+/* Every in-scope tensor of run against baseline_0 and its envelope. A
+ * tensor whose baselines agree bitwise must match bitwise; any other must
+ * lie within JUDGE_NOISE_MARGIN times its own spread. */
+static int check_envelope(const struct run_record *const *baselines, int nb, const struct run_record *run,
+                          struct envelope_check *out)
+{
+    memset(out, 0, sizeof *out);
+    const struct run_record *base = baselines[0];
+    for (int i = 0; i < base->n; i++) {
+        const struct run_tensor *ref = &base->items[i], *t;
+        if (!in_scope(ref->path) || !(t = run_record_find(run, ref->path)))
+            continue;
+        struct tensor_diff d;
+        int st = compare_tensors(&ref->t, &t->t, &d);
+        if (st)
+            return error_wrap(st, "%s", ref->path);
+        if (d.bitwise_equal)
+            continue;
+        double spread, scale;
+        int bitwise;
+        tensor_spread(baselines, nb, ref, &spread, &bitwise);
+        double distance = compare_scaled_distance(&ref->t, &t->t, &scale);
+        double ratio = bitwise || spread == 0 ? INFINITY : distance / spread;
+        if (distance > out->max_scaled || isnan(distance))
+            out->max_scaled = isnan(distance) ? INFINITY : distance;
+        if (ratio > out->worst_ratio || !out->worst_path[0]) {
+            out->worst_ratio = ratio;
+            out->worst_distance = distance;
+            snprintf(out->worst_path, sizeof out->worst_path, "%s", ref->path);
+        }
+        int within = !bitwise && d.comparable && (isinf(spread) || distance <= JUDGE_NOISE_MARGIN * spread);
+        if (!within && !out->outside) {
+            out->outside = 1;
+            snprintf(out->path, sizeof out->path, "%s", ref->path);
+            out->distance = distance;
+            out->spread = spread;
+            out->scale = scale;
+            out->baselines_bitwise = bitwise;
+            out->diff = d;
+        }
+    }
+    return ST_OK;
+}
+
+/* "12.5", "3.2e+06" or "inf": distances at the tensor's scale. */
+static const char *scaled_format(double v, char *buf, size_t len)
+{
+    if (isinf(v) || isnan(v))
+        snprintf(buf, len, "inf");
+    else
+        snprintf(buf, len, "%.3g", v);
+    return buf;
+}
+
+static void describe_tensor(const struct run_record *base, const char *path, const struct tensor_diff *d, char *buf,
+                            size_t len)
+{
+    char index[96] = "";
+    const struct run_tensor *t = run_record_find(base, path);
+    if (t && d->comparable)
+        host_tensor_index_str(&t->t, d->first_index, index, sizeof index);
+    if (d->comparable)
+        snprintf(buf, len, "%s %s (%.9g vs %.9g; %zu of %zu elements differ)", path, index, d->first_a, d->first_b,
+                 d->n_differ, d->count);
+    else
+        snprintf(buf, len, "%s: %s", path, d->why);
+}
+
+/* ---- one run ------------------------------------------------------------- */
+
+static unsigned expected_mask(const struct ckpt_case *c, const char *name)
+{
+    for (int i = 0; i < c->n_expect; i++)
+        if (strcmp(c->expect[i].impl, name) == 0)
+            return c->expect[i].verdict_mask;
+    /* Runs of other producers are checkpoints that claim to be right. */
+    if (!impl_find(name))
+        return (1u << V_PASS) | (1u << V_NOISE);
+    return case_expected_mask(c, name);
+}
+
+/* A planted bug that its own rule says cannot show in this case, and that
+ * indeed matched the baseline (PASS, or NOISE: within the kernels' own
+ * spread), is NOT_OBSERVABLE rather than a PASS that reads as "missed". If
+ * it differed anyway, the verdict stands and the reason says the rule was
+ * wrong. */
+static void apply_observability(const struct ckpt_case *c, struct impl_result *res)
+{
+    const struct checkpoint_impl *impl = impl_find(res->impl);
+    char why[200];
+    if (!impl || impl->is_reference || !impl->observable || impl->observable(c, why, sizeof why))
+        return;
+    size_t len = strlen(res->reason);
+    if (res->verdict == V_PASS || res->verdict == V_NOISE) {
+        char was[RESULT_TEXT_MAX];
+        snprintf(was, sizeof was, "%s", res->reason);
+        res->verdict = V_NOT_OBSERVABLE;
+        snprintf(res->reason, sizeof res->reason, "planted bug cannot show here (%s); the run matched: %.300s", why,
+                 was);
+    } else if (res->verdict == V_FAIL) {
+        snprintf(res->reason + len, sizeof res->reason - len, " [its rule said it could not show here: %s]", why);
+    }
+}
+
+static double step_ms(const struct run_record *r) { return run_record_attr(r, "timing.step_ms"); }
+
+/* The first run of a process may pay for warm-up; the fastest baseline is
+ * the fair reference for overhead. */
+static const struct run_record *fastest_baseline(const struct run_record *runs, int n)
+{
+    const struct run_record *best = NULL;
+    for (int i = 0; i < n; i++)
+        if (judge_is_baseline(runs[i].name) && (!best || step_ms(&runs[i]) < step_ms(best)))
+            best = &runs[i];
+    return best;
+}
+
+static void run_figures(const struct run_record *runs, int n, const struct run_record *base,
+                        const struct run_record *run, struct impl_result *res)
+{
+    res->peak_bytes = run_record_attr(run, "memory.peak_bytes");
+    res->end_forward_bytes = run_record_attr(run, "memory.end_forward_bytes");
+    res->forward_peak_bytes = run_record_attr(run, "memory.forward_peak_bytes");
+    res->backward_peak_bytes = run_record_attr(run, "memory.backward_peak_bytes");
+    res->grad_bytes = run_record_attr(run, "memory.grad_bytes");
+    res->activation_peak_bytes = run_record_attr(run, "memory.activation_peak_bytes");
+    res->predicted_end_forward_bytes = run_record_attr(run, "memory.predicted_end_forward_bytes");
+    res->forward_ms = run_record_attr(run, "timing.forward_ms");
+    res->backward_ms = run_record_attr(run, "timing.backward_ms");
+    res->recompute_ms = run_record_attr(run, "timing.recompute_ms");
+    res->step_ms = step_ms(run);
+    double count = run_record_attr(run, "recompute.count");
+    res->recomputes = isnan(count) ? 0 : (int)count;
+    double base_peak = run_record_attr(base, "memory.peak_bytes");
+    double base_held = run_record_attr(base, "memory.end_forward_bytes");
+    res->memory_saved = base_peak > 0 && !isnan(res->peak_bytes) ? 1.0 - res->peak_bytes / base_peak : NAN;
+    res->end_forward_saved =
+        base_held > 0 && !isnan(res->end_forward_bytes) ? 1.0 - res->end_forward_bytes / base_held : NAN;
+    const struct run_record *fastest = fastest_baseline(runs, n);
+    res->overhead = fastest ? res->step_ms / step_ms(fastest) : NAN;
+}
+
+/* PASS, NOISE or FAIL from the tensors alone (the run completed). */
+static int judge_tensors(const struct ckpt_case *c, const struct run_record *const *baselines, int nb,
+                         const struct run_record *const *reruns, int n_reruns, const struct run_record *run,
+                         struct impl_result *res)
+{
+    const struct run_record *base = baselines[0];
+    struct run_diff d;
+    char a[32], b[32], e[32];
+    int st = compare_runs(base, run, NULL, &d);
+    if (st)
+        return st;
+    res->max_ulp = d.max_ulp;
+    if (d.n_missing) {
+        int in_run = run_record_find(run, d.first_missing) != NULL;
+        res->verdict = V_FAIL;
+        snprintf(res->first_divergence, sizeof res->first_divergence, "%s missing in %s", d.first_missing,
+                 in_run ? base->name : run->name);
+        snprintf(res->reason, sizeof res->reason, "%s is recorded by %s but not by %s (%d tensor(s) on one side only)",
+                 d.first_missing, in_run ? run->name : base->name, in_run ? base->name : run->name, d.n_missing);
+        return ST_OK;
+    }
+    if (d.incomparable) {
+        res->verdict = V_FAIL;
+        snprintf(res->first_divergence, sizeof res->first_divergence, "%s: %s", d.incomparable_path,
+                 d.incomparable_why);
+        snprintf(res->reason, sizeof res->reason, "%s differs in dtype or shape: %s", d.incomparable_path,
+                 d.incomparable_why);
+        return ST_OK;
+    }
+    if (!d.has_divergence) {
+        int per_step = 0;
+        for (int i = 0; i < base->n; i++)
+            per_step += strncmp(base->items[i].path, "steps/", 6) == 0;
+        res->verdict = V_PASS;
+        snprintf(res->reason, sizeof res->reason,
+                 "bitwise identical to %s: %d per-step tensors (losses, gradients) and %d final parameters",
+                 base->name, per_step, d.n_tensors - per_step);
+        return ST_OK;
+    }
+    describe_tensor(base, d.first_path, &d.first, res->first_divergence, sizeof res->first_divergence);
+    struct envelope_check env;
+    if ((st = check_envelope(baselines, nb, run, &env)))
+        return st;
+    res->max_scaled_ulp = env.max_scaled;
+    res->noise_ratio = env.worst_ratio;
+    if (c->tolerance > 0 && (double)d.max_ulp <= c->tolerance) {
+        res->verdict = V_PASS;
+        snprintf(res->reason, sizeof res->reason, "within the case's tolerance: max %s ULP <= %g ULP (%s)",
+                 ulp_format(d.max_ulp, a, sizeof a), c->tolerance, d.max_ulp_path);
+        return ST_OK;
+    }
+    if (!env.outside) {
+        res->verdict = V_NOISE;
+        snprintf(res->reason, sizeof res->reason,
+                 "every tensor within %gx its own spread over %d baselines (at the tensor's scale): worst %s, "
+                 "%s ULP at its scale, %.3gx its spread; raw max %s ULP: kernel non-determinism, not the checkpoint",
+                 JUDGE_NOISE_MARGIN, nb, env.worst_path, scaled_format(env.worst_distance, b, sizeof b), env.worst_ratio,
+                 ulp_format(d.max_ulp, a, sizeof a));
+        return ST_OK;
+    }
+    /* A correct impl on non-deterministic kernels can land on baseline_0's
+     * side of its envelope in some re-run; a checkpoint bug differs every
+     * time. */
+    for (int k = 0; k < n_reruns; k++) {
+        struct run_diff rd;
+        struct envelope_check renv;
+        if (reruns[k]->outcome[0] || (st = compare_runs(base, reruns[k], NULL, &rd)))
+            continue;
+        if (rd.n_missing || rd.incomparable || (st = check_envelope(baselines, nb, reruns[k], &renv)))
+            continue;
+        if (!renv.outside) {
+            res->verdict = V_NOISE;
+            snprintf(res->reason, sizeof res->reason,
+                     "%s lies outside its envelope (%s ULP at its scale vs spread %s over %d baselines), but re-run "
+                     "%s lies within every envelope: kernel non-determinism, not the checkpoint",
+                     env.path, scaled_format(env.distance, a, sizeof a), scaled_format(env.spread, b, sizeof b), nb,
+                     reruns[k]->name);
+            return ST_OK;
+        }
+    }
+    if (st)
+        return st;
+    res->verdict = V_FAIL;
+    res->outside_envelope = 1;
+    describe_tensor(base, env.path, &env.diff, res->first_divergence, sizeof res->first_divergence);
+    char reruns_note[64] = "";
+    if (n_reruns)
+        snprintf(reruns_note, sizeof reruns_note, "; none of %d re-run(s) lies within", n_reruns);
+    if (env.baselines_bitwise)
+        snprintf(res->reason, sizeof res->reason,
+                 "%s: its %d baselines agree bitwise, %s differs by %s ULP at the tensor's scale (max |x| %.3g; raw "
+                 "max %s ULP)%s",
+                 env.path, nb, run->name, scaled_format(env.distance, a, sizeof a), env.scale,
+                 ulp_format(env.diff.max_ulp, e, sizeof e), reruns_note);
+    else
+        snprintf(res->reason, sizeof res->reason,
+                 "%s lies outside its noise envelope: %s ULP at the tensor's scale (max |x| %.3g) vs its baselines' "
+                 "spread %s over %d runs, NOISE allows %gx; raw max %s ULP%s",
+                 env.path, scaled_format(env.distance, a, sizeof a), env.scale, scaled_format(env.spread, b, sizeof b),
+                 nb, JUDGE_NOISE_MARGIN, ulp_format(env.diff.max_ulp, e, sizeof e), reruns_note);
+    return ST_OK;
+}
+
+static void memory_requirement(const struct ckpt_case *c, double base_peak, struct impl_result *res)
+{
+    if ((res->verdict != V_PASS && res->verdict != V_NOISE) || c->min_memory_saving < 0 ||
+        res->memory_saved >= c->min_memory_saving)
+        return;
+    res->verdict = V_MEMFAIL;
+    snprintf(res->reason, sizeof res->reason,
+             "gradients right, but peak memory saved %.1f%% < required %.1f%% (peak %.0f bytes vs baseline %.0f "
+             "bytes)",
+             100 * res->memory_saved, 100 * c->min_memory_saving, res->peak_bytes, base_peak);
+}
+
+int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, const char *name,
+              struct impl_result *res)
+{
+    memset(res, 0, sizeof *res);
+    snprintf(res->impl, sizeof res->impl, "%s", name);
+    const struct run_record *baselines[64], *reruns[64], *run = find_run(runs, n, name);
+    int nb = 0, n_reruns = 0;
+    const struct run_record *base = find_run(runs, n, "baseline_0");
+    if (!base)
+        return error_set(ST_INPUT, "/runs/baseline_0: run missing (judging needs baselines named baseline_0, "
+                                   "baseline_1, ...)");
+    if (!run)
+        return error_set(ST_INPUT, "/runs/%s: run missing", name);
+    baselines[nb++] = base;
+    for (int i = 0; i < n; i++) {
+        if (judge_is_baseline(runs[i].name) && &runs[i] != base && !runs[i].outcome[0] && nb < 64)
+            baselines[nb++] = &runs[i];
+        if (judge_is_rerun_of(runs[i].name, name) && n_reruns < 64)
+            reruns[n_reruns++] = &runs[i];
+    }
+    if (base->outcome[0])
+        return error_set(ST_INPUT, "/runs/baseline_0: the baseline itself did not complete (%s: %s)", base->outcome,
+                         base->message);
+    int st = ST_OK;
+    if (strcmp(run->outcome, RUN_OUTCOME_ERROR) == 0) {
+        res->verdict = V_ERROR;
+        snprintf(res->reason, sizeof res->reason, "%s", run->message);
+    } else if (strcmp(run->outcome, RUN_OUTCOME_CHECK_FAILED) == 0) {
+        res->verdict = V_FAIL;
+        snprintf(res->reason, sizeof res->reason, "the checkpoint's own check failed: %.400s", run->message);
+        snprintf(res->first_divergence, sizeof res->first_divergence, "%s", run->message);
+    } else if ((st = judge_tensors(c, baselines, nb, reruns, n_reruns, run, res))) {
+        return st;
+    }
+    if (run->warning[0] && res->verdict != V_PASS) {
+        size_t len = strlen(res->reason);
+        snprintf(res->reason + len, sizeof res->reason - len, " [warning: %s]", run->warning);
+    }
+    run_figures(runs, n, base, run, res);
+    /* FAIL and ERROR runs did not do the same work: their figures would
+     * mislead, so they are left out of savings and overheads. */
+    if (res->verdict == V_FAIL || res->verdict == V_ERROR)
+        res->memory_saved = res->end_forward_saved = res->overhead = NAN;
+    memory_requirement(c, run_record_attr(base, "memory.peak_bytes"), res);
+    apply_observability(c, res);
+    res->expected = (expected_mask(c, name) >> res->verdict) & 1u;
+    return ST_OK;
+}
+
+/* ---- a whole case --------------------------------------------------------- */
+
+static void case_figures(const struct run_record *runs, int n, struct case_result *out)
+{
+    const struct run_record *base = find_run(runs, n, "baseline_0"), *fastest = fastest_baseline(runs, n);
+    out->baseline_runs = 0;
+    out->noise_floor_ulp = 0;
+    out->noise_floor_scaled = 0;
+    for (int i = 0; i < n; i++) {
+        if (!judge_is_baseline(runs[i].name) || runs[i].outcome[0])
+            continue;
+        out->baseline_runs++;
+        if (&runs[i] == base)
+            continue;
+        for (int k = 0; k < base->n; k++) {
+            const struct run_tensor *ref = &base->items[k], *t = run_record_find(&runs[i], ref->path);
+            struct tensor_diff d;
+            if (strncmp(ref->path, "steps/", 6) != 0 || !t || compare_tensors(&ref->t, &t->t, &d) || d.bitwise_equal)
+                continue;
+            if (d.max_ulp > out->noise_floor_ulp)
+                out->noise_floor_ulp = d.max_ulp;
+            double s = compare_scaled_distance(&ref->t, &t->t, NULL);
+            if (s > out->noise_floor_scaled || !out->noise_floor_path[0]) {
+                out->noise_floor_scaled = s;
+                snprintf(out->noise_floor_path, sizeof out->noise_floor_path, "%s", ref->path);
+            }
+        }
+    }
+    out->baseline_peak_bytes = run_record_attr(base, "memory.peak_bytes");
+    out->baseline_end_forward_bytes = run_record_attr(base, "memory.end_forward_bytes");
+    out->baseline_grad_bytes = run_record_attr(base, "memory.grad_bytes");
+    out->baseline_activation_peak_bytes = run_record_attr(base, "memory.activation_peak_bytes");
+    out->one_time_bytes = run_record_attr(base, "memory.one_time_bytes");
+    out->predicted_baseline_end_forward_bytes = run_record_attr(base, "memory.predicted_end_forward_bytes");
+    out->predicted_checkpointed_end_forward_bytes =
+        run_record_attr(base, "memory.predicted_checkpointed_end_forward_bytes");
+    out->param_bytes = run_record_attr(base, "memory.param_bytes");
+    if (fastest) {
+        out->baseline_forward_ms = run_record_attr(fastest, "timing.forward_ms");
+        out->baseline_step_ms = step_ms(fastest);
+        /* Recomputing every checkpointed layer once costs one more forward. */
+        out->ideal_overhead = (out->baseline_step_ms + out->baseline_forward_ms) / out->baseline_step_ms;
+        double timed = run_record_attr(fastest, "timing.timed_steps");
+        out->timed_steps = isnan(timed) ? 0 : (int)timed;
+    }
+    /* The baselines are the same work: their spread says how much the
+     * machine disturbed this case's timings. */
+    out->slowest_baseline_step_ms = 0;
+    for (int i = 0; i < n; i++)
+        if (judge_is_baseline(runs[i].name) && step_ms(&runs[i]) > out->slowest_baseline_step_ms)
+            out->slowest_baseline_step_ms = step_ms(&runs[i]);
+}
+
+static int already_judged(const struct case_result *out, const char *name)
+{
+    for (int i = 0; i < out->n_results; i++)
+        if (strcmp(out->results[i].impl, name) == 0)
+            return 1;
+    return 0;
+}
+
+int judge_case(const struct ckpt_case *c, const struct run_record *runs, int n,
+               const char (*order)[CASE_WORD_MAX], int n_order, struct case_result *out)
+{
+    int max = (int)(sizeof out->results / sizeof *out->results);
+    out->n_results = 0;
+    if (!find_run(runs, n, "baseline_0"))
+        return error_set(ST_INPUT, "/runs/baseline_0: run missing (judging needs baselines named baseline_0, "
+                                   "baseline_1, ...)");
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < (pass ? n : n_order); i++) {
+            const char *name = pass ? runs[i].name : order[i];
+            if (judge_is_baseline(name) || is_rerun(name) || already_judged(out, name) || !find_run(runs, n, name))
+                continue;
+            if (out->n_results == max)
+                return error_set(ST_INPUT, "more than %d runs to judge", max);
+            int st = judge_run(c, runs, n, name, &out->results[out->n_results]);
+            if (st)
+                return st;
+            out->n_results++;
+        }
+    }
+    case_figures(runs, n, out);
+    return ST_OK;
+}
+
+/* ---- a file ------------------------------------------------------------------- */
+
+int judge_file(const char *path, struct case_result *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->h5_path, sizeof out->h5_path, "%s", path);
+    int st = h5store_check_file(path);
+    if (st)
+        return st;
+    char name[CASE_NAME_MAX] = "";
+    if (h5store_read_attr_str(path, "/", "case", name, sizeof name)) {
+        const char *slash = strrchr(path, '/');
+        snprintf(name, sizeof name, "%s", slash ? slash + 1 : path);
+        error_clear();
+    }
+    struct case_from_attrs *builder;
+    if ((st = case_attrs_begin(&builder, path)))
+        return st;
+    if (h5store_has_group(path, "/case") && (st = h5store_foreach_attr(path, "/case", case_attrs_apply, builder))) {
+        struct ckpt_case ignored;
+        case_attrs_finish(builder, &ignored);
+        return st;
+    }
+    if ((st = case_attrs_finish(builder, &out->definition)))
+        return st;
+    snprintf(out->definition.name, sizeof out->definition.name, "%s", name);
+    snprintf(out->name, sizeof out->name, "%s", name);
+
+    char (*names)[64] = NULL;
+    int count = 0;
+    if ((st = h5store_list_runs(path, &names, &count)))
+        return st;
+    struct run_record *runs = calloc((size_t)count + 1, sizeof *runs);
+    int loaded = 0;
+    if (!runs)
+        st = error_set(ST_INTERNAL, "out of memory reading %s", path);
+    for (int i = 0; i < count && !st; i++) {
+        if ((st = h5store_read_run(path, names[i], &runs[i])))
+            break;
+        loaded++;
+        /* A run that did not complete may hold no step at all. */
+        if (!runs[i].outcome[0])
+            st = h5store_check_run(path, &runs[i]);
+    }
+    if (!st) {
+        st = judge_case(&out->definition, runs, loaded, (const char (*)[CASE_WORD_MAX])out->definition.impls,
+                        out->definition.n_impls, out);
+        if (st == ST_INPUT && strncmp(error_message(), "/runs/", 6) == 0)
+            error_wrap(st, "%s", path);
+    }
+    for (int i = 0; i < loaded; i++)
+        run_record_free(&runs[i]);
+    free(runs);
+    free(names);
+    return st;
+}

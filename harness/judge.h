@@ -1,0 +1,95 @@
+/* judge: verdicts from recorded runs alone, the one place they are decided.
+ * Runs named baseline_* give every tensor its own noise envelope at the
+ * tensor's scale; every other run is judged against baseline_0 (re-runs
+ * named <run>_rerun_<k> count as more samples of <run>). The runner judges
+ * the runs it just made; `ckpt-verify judge` the runs of any file that
+ * follows the schema, whoever wrote them. Pure C over run_records. */
+#ifndef CKPT_JUDGE_H
+#define CKPT_JUDGE_H
+
+#include <stdint.h>
+
+#include "case.h"
+#include "run_record.h"
+
+/* NOISE allows each tensor this many times its own baselines' spread,
+ * both measured at the tensor's scale (compare_scaled_distance). Chosen
+ * from data (docs/noise.md): reference impls on non-deterministic kernels
+ * land within 3x, planted bugs beyond 10^4x. */
+#define JUDGE_NOISE_MARGIN 16.0
+
+#define RESULT_TEXT_MAX 512
+
+struct impl_result {
+    char impl[CASE_WORD_MAX * 2];
+    enum verdict verdict;
+    int expected;                 /* verdict allowed by the case */
+    char reason[RESULT_TEXT_MAX];
+    char first_divergence[RESULT_TEXT_MAX]; /* "steps/1/grads/l0.weight [3, 5] (...)" or "" */
+    uint64_t max_ulp;             /* raw element-wise max over every tensor */
+    double max_scaled_ulp;        /* max over tensors of the distance at the tensor's scale */
+    double noise_ratio;           /* max over differing tensors of distance / own baseline spread (inf: spread 0) */
+    int outside_envelope;         /* FAIL because a tensor lies outside its envelope (more samples may help) */
+    double memory_saved;          /* 1 - peak(impl)/peak(baseline_0) */
+    double end_forward_saved;     /* 1 - held at end of forward (impl / baseline_0) */
+    double overhead;              /* step time impl / the fastest baseline's */
+    /* Bytes newly live since the step began (docs/schema.md "memory"):
+     * peak over forward + backward, each phase's peak, what forward left
+     * for backward, the gradients after backward. */
+    double peak_bytes, end_forward_bytes, forward_peak_bytes, backward_peak_bytes, grad_bytes;
+    double activation_peak_bytes; /* the peak of everything but gradients (runner.c activation_probe) */
+    double predicted_end_forward_bytes; /* model_predict_saved_bytes for this impl's plan */
+    double forward_ms, backward_ms, recompute_ms, step_ms; /* medians per step */
+    int recomputes;
+};
+
+struct case_result {
+    char name[CASE_NAME_MAX];
+    char h5_path[1024];
+    int n_results;
+    struct impl_result results[CASE_MAX_IMPLS * 2];
+    uint64_t noise_floor_ulp;     /* raw max ULP over the baselines vs baseline_0 */
+    double noise_floor_scaled;    /* max over tensors of the baselines' spread at the tensor's scale */
+    char noise_floor_path[RUN_PATH_MAX];
+    int baseline_runs;            /* baselines run, 2 + extra noise runs */
+    double baseline_peak_bytes;
+    double baseline_end_forward_bytes, baseline_grad_bytes, baseline_activation_peak_bytes;
+    double one_time_bytes;        /* left allocated by the process's warm-up (library workspaces) */
+    double predicted_baseline_end_forward_bytes;     /* nothing checkpointed */
+    double predicted_checkpointed_end_forward_bytes; /* the case's segments */
+    double param_bytes;           /* all parameters (live before every step, not in the peaks) */
+    /* The fastest baseline's medians, and (step + forward) / step: what
+     * recomputing every layer once would cost, the reference for overhead. */
+    double baseline_forward_ms, baseline_step_ms, ideal_overhead;
+    double slowest_baseline_step_ms; /* with baseline_step_ms: the baselines' spread */
+    int timed_steps;              /* steps per run behind the timing medians */
+    struct ckpt_case definition;  /* the case as run (overrides applied) */
+    int status;                   /* ST_OK, or the case could not run at all */
+    char error[RESULT_TEXT_MAX];
+};
+
+/* 1 for "baseline_<k>", the runs that set the envelope. */
+int judge_is_baseline(const char *run);
+/* 1 if `run` is "<of>_rerun_<k>". */
+int judge_is_rerun_of(const char *run, const char *of);
+
+/* The verdict of the run `name` among runs[0..n) (baseline_0 among them):
+ * PASS, NOISE, FAIL, MEMFAIL, ERROR or NOT_OBSERVABLE, with its reason,
+ * first divergence, expectation and memory and time figures. ST_INPUT when
+ * there is no baseline_0 or no such run. */
+int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, const char *name,
+              struct impl_result *out);
+
+/* Every judged run of the case into out (the case-wide figures too):
+ * `order` names runs to judge first, in that order (NULL: none); every
+ * other run that is neither a baseline nor a re-run follows in runs order. */
+int judge_case(const struct ckpt_case *c, const struct run_record *runs, int n,
+               const char (*order)[CASE_WORD_MAX], int n_order, struct case_result *out);
+
+/* Loads a report file (any producer's) and judges it: the case from /case
+ * (defaults where absent; unknown keys ignored), every run under /runs.
+ * ST_INPUT, naming the file and the path inside it, for a file that is not
+ * a schema file, has no baseline_0, or holds a malformed run. */
+int judge_file(const char *path, struct case_result *out);
+
+#endif

@@ -1,0 +1,52 @@
+# `ckpt-verify judge`: verdicts from files alone. The crafted files are
+# written with h5py by tests/make_judge_files.py, as another framework
+# would; the agreement test judges the harness's own reports again.
+set(CV $<TARGET_FILE:ckpt-verify>)
+set(EXPECT ${CMAKE_SOURCE_DIR}/tests/expect.sh)
+set(EXPECT_ERROR ${CMAKE_SOURCE_DIR}/tests/expect_error.sh)
+set(JUDGE_OUT ${CMAKE_BINARY_DIR}/judge)
+
+add_test(NAME judge.crafted_files
+  COMMAND bash -c "rm -rf ${JUDGE_OUT}/files && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_judge_files.py ${JUDGE_OUT}/files")
+set_tests_properties(judge.crafted_files PROPERTIES FIXTURES_SETUP judge_files)
+
+function(judge_test name)
+  add_test(NAME judge.${name} COMMAND ${ARGN})
+  set_tests_properties(judge.${name} PROPERTIES FIXTURES_REQUIRED judge_files LABELS "judge")
+endfunction()
+
+# Sign flips of near-zero bias elements are ~2^31 ULP element-wise: a raw
+# ULP floor would call everything NOISE. Per tensor at its scale the noisy
+# run is NOISE and the run with one weight element moved by 1e-4 is FAIL.
+judge_test(sign_flip_noise_is_noise_and_a_moved_weight_fails
+  ${EXPECT} 0 "noisy +NOISE +yes" "every tensor within 16x its own spread over 3 baselines"
+  "moved +FAIL +yes" "steps/2/grads/l0.weight lies outside its noise envelope"
+  "first divergence|steps/2/grads/l0.weight \\[17\\]"
+  -- ${CV} judge ${JUDGE_OUT}/files/noise.h5)
+judge_test(undeclared_fail_exits_1
+  ${EXPECT} 1 "moved +FAIL +NO" "UNEXPECTED verdicts" -- ${CV} judge ${JUDGE_OUT}/files/undeclared.h5)
+judge_test(bitwise_baselines_demand_bitwise
+  ${EXPECT} 0 "same +PASS +yes" "one_ulp +FAIL +yes" "its 2 baselines agree bitwise, one_ulp differs"
+  -- ${CV} judge ${JUDGE_OUT}/files/bitwise.h5)
+judge_test(recorded_error_outcome_is_error
+  ${EXPECT} 0 "crashed +ERROR +yes" "CUDA out of memory in recompute" -- ${CV} judge ${JUDGE_OUT}/files/outcome.h5)
+judge_test(no_baseline_is_input_error
+  ${EXPECT_ERROR} 2 "no_baseline\\.h5: /runs/baseline_0: run missing" -- ${CV} judge ${JUDGE_OUT}/files/no_baseline.h5)
+judge_test(run_without_loss_is_input_error
+  ${EXPECT_ERROR} 2 "no_loss\\.h5: /runs/mine/steps/1.*loss" -- ${CV} judge ${JUDGE_OUT}/files/no_loss.h5)
+judge_test(bad_case_value_is_input_error
+  ${EXPECT_ERROR} 2 "bad_case\\.h5: /case: attribute tolerance: bad value 'a lot'" -- ${CV} judge ${JUDGE_OUT}/files/bad_case.h5)
+judge_test(not_hdf5_is_input_error
+  ${EXPECT_ERROR} 2 "make_judge_files\\.py" -- ${CV} judge ${CMAKE_SOURCE_DIR}/tests/make_judge_files.py)
+add_test(NAME judge.out_gets_summary_and_junit COMMAND bash -c "set -e; rm -rf ${JUDGE_OUT}/out; ${CV} judge --out ${JUDGE_OUT}/out ${JUDGE_OUT}/files/noise.h5 ${JUDGE_OUT}/files/bitwise.h5 >/dev/null; ${CKPT_PYTHON} -c \"import json,sys; r=json.load(open('${JUDGE_OUT}/out/summary.json'))['records']; v={(x['case'],x['impl']):x['verdict'] for x in r}; sys.exit(0 if v=={('crafted_noise','noisy'):'NOISE',('crafted_noise','moved'):'FAIL',('crafted_bitwise','same'):'PASS',('crafted_bitwise','one_ulp'):'FAIL'} else 'verdicts: %s' % v)\"; test -s ${JUDGE_OUT}/out/junit.xml")
+add_test(NAME judge.bad_file_writes_nothing COMMAND bash -c "rm -rf ${JUDGE_OUT}/none; ${CV} judge --out ${JUDGE_OUT}/none ${JUDGE_OUT}/files/noise.h5 ${JUDGE_OUT}/files/no_loss.h5; rc=$?; test $rc -eq 2 && test ! -e ${JUDGE_OUT}/none")
+# (Commands with ';' go straight to add_test: a function's ARGN would split them.)
+set_tests_properties(judge.out_gets_summary_and_junit judge.bad_file_writes_nothing PROPERTIES
+  FIXTURES_REQUIRED judge_files LABELS "judge")
+
+# The harness's verdicts are judge's: the same runs judged again from the
+# files give the same verdicts, reasons and first divergences (planted bugs,
+# atomic-kernel noise, re-runs and MEMFAIL included).
+add_test(NAME judge.agrees_with_the_runner
+  COMMAND bash -c "set -e; rm -rf ${JUDGE_OUT}/run ${JUDGE_OUT}/again; ${CV} --case mutation_mlp --case mutation_gpt_memory --case bias_gelu_atomic_bs8 --case mlp_no_input_grad --out ${JUDGE_OUT}/run >/dev/null; ${CV} judge --out ${JUDGE_OUT}/again ${JUDGE_OUT}/run/*.h5 >/dev/null; ${CKPT_PYTHON} -c \"import json,sys; f=lambda p: {(x['case'],x['impl']):(x['verdict'],x['reason'],x['first_divergence']) for x in json.load(open(p))['records']}; a=f('${JUDGE_OUT}/run/summary.json'); b=f('${JUDGE_OUT}/again/summary.json'); d=[k for k in a if a[k]!=b.get(k)]; print(len(a),'records'); sys.exit('differ: %s' % d if d or len(a)!=len(b) else 0)\"")
+set_tests_properties(judge.agrees_with_the_runner PROPERTIES LABELS "judge")

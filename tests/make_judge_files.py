@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Writes crafted report files for `ckpt-verify judge`, with h5py only (no
+harness code), as another framework would:
+
+  noise.h5      three baselines whose racing dbias flips the sign of
+                near-zero bias-gradient elements (element-wise ~2^31 ULP
+                apart) and moves others by an ULP; `noisy` has the same kind
+                of noise (NOISE), `moved` moves one weight-gradient element
+                by 1e-4 relative on top of it (FAIL, declared expected)
+  bitwise.h5    bitwise baselines; `one_ulp` moves one weight element by one
+                ULP (FAIL: a tensor whose baselines agree must match)
+  outcome.h5    a run that recorded outcome=error (ERROR)
+  undeclared.h5 noise.h5 without the expectation (exit 1)
+  no_baseline.h5, no_loss.h5, bad_case.h5: bad input (exit 2)
+
+usage: make_judge_files.py OUT_DIR
+"""
+import os
+import sys
+
+import h5py
+import numpy as np
+
+N = 64
+
+
+def base_grads(rng):
+    w = rng.uniform(-0.08, 0.08, N).astype(np.float32)
+    b = rng.uniform(-0.05, 0.05, N).astype(np.float32)
+    b[3], b[7], b[11] = 1e-9, -2e-9, 3e-10
+    return {"loss": np.float32(0.75), "l0.weight": w, "l0.bias": b}
+
+
+def noisy(g, seed):
+    """The same gradients after another order of the racing reduction."""
+    r = np.random.default_rng(seed)
+    out = {k: np.array(v, copy=True) for k, v in g.items()}
+    b = out["l0.bias"]
+    for i in (3, 7, 11):
+        b[i] = -b[i] * np.float32(1 + 0.1 * seed)
+    for i in r.choice(N, 6, replace=False):
+        b[i] = np.nextafter(b[i], np.float32(1))
+    w = out["l0.weight"]
+    for i in r.choice(N, 4, replace=False):
+        w[i] = np.nextafter(w[i], np.float32(-1))
+    return out
+
+
+def write_run(f, name, steps, outcome=None):
+    grp = f.create_group(f"runs/{name}")
+    for k, g in enumerate(steps, start=1):
+        grp.create_dataset(f"steps/{k}/loss", data=g["loss"])
+        for p in ("l0.bias", "l0.weight"):
+            grp.create_dataset(f"steps/{k}/grads/{p}", data=g[p])
+    grp.create_dataset("final_params/l0.weight", data=steps[-1]["l0.weight"] * np.float32(0.99))
+    grp.create_group("memory").attrs["peak_bytes"] = 1000
+    grp.create_group("timing").attrs["step_ms"] = 1.0
+    if outcome:
+        grp.attrs["outcome"], grp.attrs["message"] = outcome
+
+
+def new_file(path, case, expect=None, tolerance=None):
+    f = h5py.File(path, "w")
+    f.attrs["schema_version"] = 1
+    f.attrs["case"] = case
+    f.attrs["device"] = "cpu"
+    c = f.create_group("case")
+    c.attrs["model_definition"] = "crafted: one linear layer's gradients"
+    c.attrs["framework"] = "numpy"
+    if expect:
+        c.attrs["expect"] = expect
+    if tolerance is not None:
+        c.attrs["tolerance"] = tolerance
+    return f
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(7)
+    g1, g2 = base_grads(rng), base_grads(rng)
+
+    for name, expect in (("noise", "moved:FAIL"), ("undeclared", None)):
+        with new_file(os.path.join(out, f"{name}.h5"), f"crafted_{name}", expect) as f:
+            write_run(f, "baseline_0", [g1, g2])
+            write_run(f, "baseline_1", [noisy(g1, 1), noisy(g2, 1)])
+            write_run(f, "baseline_2", [noisy(g1, 2), noisy(g2, 2)])
+            write_run(f, "noisy", [noisy(g1, 3), noisy(g2, 3)])
+            moved = noisy(g2, 4)
+            moved["l0.weight"][17] *= np.float32(1 + 1e-4)
+            write_run(f, "moved", [noisy(g1, 4), moved])
+
+    with new_file(os.path.join(out, "bitwise.h5"), "crafted_bitwise", "one_ulp:FAIL") as f:
+        write_run(f, "baseline_0", [g1, g2])
+        write_run(f, "baseline_1", [g1, g2])
+        write_run(f, "same", [g1, g2])
+        off = {k: np.array(v, copy=True) for k, v in g2.items()}
+        off["l0.weight"][5] = np.nextafter(off["l0.weight"][5], np.float32(1))
+        write_run(f, "one_ulp", [g1, off])
+
+    with new_file(os.path.join(out, "outcome.h5"), "crafted_outcome", "crashed:ERROR") as f:
+        write_run(f, "baseline_0", [g1])
+        write_run(f, "crashed", [g1], outcome=("error", "CUDA out of memory in recompute"))
+
+    with new_file(os.path.join(out, "no_baseline.h5"), "crafted_no_baseline") as f:
+        write_run(f, "reference", [g1])
+        write_run(f, "mine", [g1])
+
+    with new_file(os.path.join(out, "no_loss.h5"), "crafted_no_loss") as f:
+        write_run(f, "baseline_0", [g1])
+        write_run(f, "mine", [g1])
+        del f["runs/mine/steps/1/loss"]
+
+    with new_file(os.path.join(out, "bad_case.h5"), "crafted_bad_case", tolerance="a lot") as f:
+        write_run(f, "baseline_0", [g1])
+        write_run(f, "mine", [g1])
+
+
+if __name__ == "__main__":
+    main()

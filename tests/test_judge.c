@@ -1,0 +1,397 @@
+/* Unit tests for judge: each test builds runs in memory (a bias and a weight
+ * gradient, a loss, a final parameter) with noise or bugs of a known kind
+ * and pins one rule of the verdict: the per-tensor envelope at the tensor's
+ * scale, bitwise tensors staying bitwise, re-runs, missing tensors, the
+ * runs' own outcomes, expectations and the memory requirement. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "case.h"
+#include "compare.h"
+#include "judge.h"
+#include "test_support.h"
+
+#define N 64
+
+/* Gradients of a small layer: a weight of ordinary size and a bias whose
+ * elements sit near zero, where a racing reduction flips their sign. */
+struct grads {
+    float loss, weight[N], bias[N];
+};
+
+static void base_grads(struct grads *g)
+{
+    struct rng r = {42};
+    g->loss = 0.75f;
+    for (int i = 0; i < N; i++) {
+        g->weight[i] = (float)rng_uniform(&r, -0.08, 0.08);
+        g->bias[i] = (float)rng_uniform(&r, -0.05, 0.05);
+    }
+    g->bias[3] = 1e-9f; /* near zero: noise flips its sign */
+    g->bias[7] = -2e-9f;
+}
+
+static void add_f32(struct run_record *r, const char *path, const float *v, int n)
+{
+    struct host_tensor t;
+    int64_t shape[1] = {n};
+    assert_ok(host_tensor_alloc(&t, DT_F32, n == 1 ? 0 : 1, shape));
+    memcpy(t.data, v, (size_t)n * sizeof *v);
+    assert_ok(run_record_add(r, path, &t));
+}
+
+static void make_run(struct run_record *r, const char *name, const struct grads *g)
+{
+    run_record_init(r, name);
+    add_f32(r, "steps/1/loss", &g->loss, 1);
+    add_f32(r, "steps/1/grads/l0.bias", g->bias, N);
+    add_f32(r, "steps/1/grads/l0.weight", g->weight, N);
+    add_f32(r, "final_params/l0.weight", g->weight, N);
+    run_record_set_attr(r, "memory.peak_bytes", 1000);
+    run_record_set_attr(r, "timing.step_ms", 1.0);
+}
+
+/* Reduction-order noise of the kind a racing dbias makes: the near-zero
+ * bias elements change sign, the others move by an ULP or two. */
+static void add_noise(struct grads *g, int seed)
+{
+    g->bias[3] = -g->bias[3] * (1 + 0.1f * (float)seed);
+    g->bias[7] = -g->bias[7];
+    g->bias[10 + seed] = nextafterf(g->bias[10 + seed], 1.0f);
+    g->weight[20 + seed] = nextafterf(g->weight[20 + seed], 1.0f);
+}
+
+struct fixture {
+    struct ckpt_case c;
+    struct run_record runs[8];
+    int n;
+};
+
+static void add(struct fixture *f, const char *name, const struct grads *g) { make_run(&f->runs[f->n++], name, g); }
+
+static void fixture_free(struct fixture *f)
+{
+    for (int i = 0; i < f->n; i++)
+        run_record_free(&f->runs[i]);
+}
+
+static struct impl_result judge(struct fixture *f, const char *name)
+{
+    struct impl_result res;
+    assert_ok(judge_run(&f->c, f->runs, f->n, name, &res));
+    return res;
+}
+
+static void init(struct fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    case_defaults(&f->c);
+}
+
+static void bitwise_identical_run_passes(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add(&f, "baseline_0", &g);
+    add(&f, "baseline_1", &g);
+    add(&f, "mine", &g);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_PASS);
+    assert_non_null(strstr(r.reason, "bitwise identical to baseline_0"));
+    assert_true(r.expected);
+    fixture_free(&f);
+}
+
+static void tensor_whose_baselines_agree_bitwise_must_match_bitwise(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, one_ulp;
+    init(&f);
+    base_grads(&g);
+    one_ulp = g;
+    one_ulp.weight[5] = nextafterf(one_ulp.weight[5], 1.0f);
+    add(&f, "baseline_0", &g);
+    add(&f, "baseline_1", &g);
+    add(&f, "mine", &one_ulp);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_true(r.outside_envelope);
+    assert_non_null(strstr(r.reason, "steps/1/grads/l0.weight: its 2 baselines agree bitwise"));
+    assert_non_null(strstr(r.first_divergence, "steps/1/grads/l0.weight [5]"));
+    fixture_free(&f);
+}
+
+static void sign_flips_near_zero_are_noise_not_a_raw_ulp_floor(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, b1, mine;
+    init(&f);
+    base_grads(&g);
+    b1 = g;
+    add_noise(&b1, 1);
+    mine = g;
+    add_noise(&mine, 2);
+    add(&f, "baseline_0", &g);
+    add(&f, "baseline_1", &b1);
+    add(&f, "mine", &mine);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_NOISE);
+    /* The element-wise distance across zero is ~2^31 ULP; at the tensor's
+     * scale it is a fraction of one. */
+    assert_true(r.max_ulp > (1u << 30));
+    assert_true(r.max_scaled_ulp < 4);
+    fixture_free(&f);
+}
+
+static void weight_moved_by_1e_4_relative_fails_despite_sign_flip_noise(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, b1, mine;
+    init(&f);
+    base_grads(&g);
+    b1 = g;
+    add_noise(&b1, 1);
+    mine = g;
+    add_noise(&mine, 2);
+    mine.weight[40] *= 1.0f + 1e-4f;
+    add(&f, "baseline_0", &g);
+    add(&f, "baseline_1", &b1);
+    add(&f, "mine", &mine);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "steps/1/grads/l0.weight lies outside its noise envelope"));
+    assert_non_null(strstr(r.first_divergence, "steps/1/grads/l0.weight"));
+    assert_false(r.expected);
+    fixture_free(&f);
+}
+
+static void rerun_within_every_envelope_makes_noise(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, b1, mine, rerun;
+    init(&f);
+    base_grads(&g);
+    b1 = g;
+    add_noise(&b1, 1);
+    mine = g;
+    mine.weight[40] *= 1.0f + 1e-4f; /* an unlucky sample of the kernels */
+    rerun = g;
+    add_noise(&rerun, 3);
+    add(&f, "baseline_0", &g);
+    add(&f, "baseline_1", &b1);
+    add(&f, "mine", &mine);
+    add(&f, "mine_rerun_1", &rerun);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_NOISE);
+    assert_non_null(strstr(r.reason, "re-run mine_rerun_1 lies within every envelope"));
+    fixture_free(&f);
+}
+
+static void rerun_outside_too_keeps_fail(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, b1, mine;
+    init(&f);
+    base_grads(&g);
+    b1 = g;
+    add_noise(&b1, 1);
+    mine = g;
+    mine.weight[40] *= 1.0f + 1e-4f;
+    add(&f, "baseline_0", &g);
+    add(&f, "baseline_1", &b1);
+    add(&f, "mine", &mine);
+    add(&f, "mine_rerun_1", &mine);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "none of 1 re-run(s) lies within"));
+    fixture_free(&f);
+}
+
+static void tensor_on_one_side_only_fails_naming_the_side(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add(&f, "baseline_0", &g);
+    run_record_init(&f.runs[f.n], "mine");
+    add_f32(&f.runs[f.n], "steps/1/loss", &g.loss, 1);
+    add_f32(&f.runs[f.n], "steps/1/grads/l0.weight", g.weight, N);
+    add_f32(&f.runs[f.n], "final_params/l0.weight", g.weight, N);
+    f.n++;
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_string_equal(r.first_divergence, "steps/1/grads/l0.bias missing in mine");
+    assert_non_null(strstr(r.reason, "recorded by baseline_0 but not by mine"));
+    fixture_free(&f);
+}
+
+static void run_outcomes_become_error_and_fail(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add(&f, "baseline_0", &g);
+    add(&f, "crashed", &g);
+    add(&f, "checked", &g);
+    snprintf(f.runs[1].outcome, sizeof f.runs[1].outcome, RUN_OUTCOME_ERROR);
+    snprintf(f.runs[1].message, sizeof f.runs[1].message, "out of memory");
+    snprintf(f.runs[2].outcome, sizeof f.runs[2].outcome, RUN_OUTCOME_CHECK_FAILED);
+    snprintf(f.runs[2].message, sizeof f.runs[2].message, "recomputed tensor #0 differs");
+    struct impl_result crashed = judge(&f, "crashed"), checked = judge(&f, "checked");
+    assert_int_equal(crashed.verdict, V_ERROR);
+    assert_string_equal(crashed.reason, "out of memory");
+    assert_int_equal(checked.verdict, V_FAIL);
+    assert_non_null(strstr(checked.reason, "the checkpoint's own check failed: recomputed tensor #0 differs"));
+    assert_true(isnan(checked.memory_saved)); /* a FAIL's figures are not savings */
+    fixture_free(&f);
+}
+
+static void expectations_default_to_pass_for_other_producers_runs(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, bad;
+    init(&f);
+    base_grads(&g);
+    bad = g;
+    bad.weight[0] = -bad.weight[0];
+    add(&f, "baseline_0", &g);
+    add(&f, "my_planted", &bad);
+    add(&f, "no_rng_stash", &bad); /* a harness planted bug: expected FAIL */
+    assert_false(judge(&f, "my_planted").expected);
+    assert_true(judge(&f, "no_rng_stash").expected);
+    f.c.n_expect = 1;
+    snprintf(f.c.expect[0].impl, sizeof f.c.expect[0].impl, "my_planted");
+    f.c.expect[0].verdict_mask = 1u << V_FAIL;
+    assert_true(judge(&f, "my_planted").expected);
+    fixture_free(&f);
+}
+
+static void declared_tolerance_turns_a_small_difference_into_pass(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, near;
+    init(&f);
+    base_grads(&g);
+    near = g;
+    near.weight[5] = nextafterf(nextafterf(near.weight[5], 1.0f), 1.0f);
+    add(&f, "baseline_0", &g);
+    add(&f, "mine", &near);
+    f.c.tolerance = 2;
+    assert_int_equal(judge(&f, "mine").verdict, V_PASS);
+    f.c.tolerance = 1;
+    assert_int_equal(judge(&f, "mine").verdict, V_FAIL);
+    fixture_free(&f);
+}
+
+static void memory_below_the_required_saving_is_memfail(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add(&f, "baseline_0", &g);
+    add(&f, "mine", &g);
+    run_record_set_attr(&f.runs[1], "memory.peak_bytes", 900);
+    f.c.min_memory_saving = 0.2;
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_MEMFAIL);
+    assert_non_null(strstr(r.reason, "peak memory saved 10.0% < required 20.0%"));
+    f.c.min_memory_saving = 0.05;
+    assert_int_equal(judge(&f, "mine").verdict, V_PASS);
+    fixture_free(&f);
+}
+
+static void judging_needs_baseline_0(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    struct impl_result r;
+    init(&f);
+    base_grads(&g);
+    add(&f, "baseline_1", &g);
+    add(&f, "mine", &g);
+    assert_int_equal(judge_run(&f.c, f.runs, f.n, "mine", &r), ST_INPUT);
+    assert_non_null(strstr(error_message(), "/runs/baseline_0: run missing"));
+    fixture_free(&f);
+}
+
+static void case_judges_each_run_once_in_order_and_not_reruns(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    struct case_result *out = calloc(1, sizeof *out);
+    char order[1][CASE_WORD_MAX] = {"second"};
+    init(&f);
+    base_grads(&g);
+    add(&f, "baseline_0", &g);
+    add(&f, "baseline_1", &g);
+    add(&f, "first", &g);
+    add(&f, "first_rerun_1", &g);
+    add(&f, "second", &g);
+    assert_ok(judge_case(&f.c, f.runs, f.n, (const char (*)[CASE_WORD_MAX])order, 1, out));
+    assert_int_equal(out->n_results, 2);
+    assert_string_equal(out->results[0].impl, "second");
+    assert_string_equal(out->results[1].impl, "first");
+    assert_int_equal(out->baseline_runs, 2);
+    free(out);
+    fixture_free(&f);
+}
+
+static void run_names_are_classified_exactly(void **state)
+{
+    (void)state;
+    assert_true(judge_is_baseline("baseline_0"));
+    assert_true(judge_is_baseline("baseline_12"));
+    assert_false(judge_is_baseline("baseline_"));
+    assert_false(judge_is_baseline("baseline_x"));
+    assert_false(judge_is_baseline("my_baseline_0"));
+    assert_true(judge_is_rerun_of("reentrant_rerun_3", "reentrant"));
+    assert_false(judge_is_rerun_of("reentrant_rerun_", "reentrant"));
+    assert_false(judge_is_rerun_of("nonreentrant_rerun_1", "reentrant"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bitwise_identical_run_passes),
+        cmocka_unit_test(tensor_whose_baselines_agree_bitwise_must_match_bitwise),
+        cmocka_unit_test(sign_flips_near_zero_are_noise_not_a_raw_ulp_floor),
+        cmocka_unit_test(weight_moved_by_1e_4_relative_fails_despite_sign_flip_noise),
+        cmocka_unit_test(rerun_within_every_envelope_makes_noise),
+        cmocka_unit_test(rerun_outside_too_keeps_fail),
+        cmocka_unit_test(tensor_on_one_side_only_fails_naming_the_side),
+        cmocka_unit_test(run_outcomes_become_error_and_fail),
+        cmocka_unit_test(expectations_default_to_pass_for_other_producers_runs),
+        cmocka_unit_test(declared_tolerance_turns_a_small_difference_into_pass),
+        cmocka_unit_test(memory_below_the_required_saving_is_memfail),
+        cmocka_unit_test(judging_needs_baseline_0),
+        cmocka_unit_test(case_judges_each_run_once_in_order_and_not_reruns),
+        cmocka_unit_test(run_names_are_classified_exactly),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
