@@ -6,8 +6,9 @@ tolerance, min_memory_saving, noise_runs, name, model_definition
 (optional; command-line options win). The script's directory is put on
 sys.path first, so it can import its neighbours.
 
-Exit status: 0 every verdict as expected, 1 an unexpected verdict or a run
-that raised, 2 bad input (nothing written), 3 the judge failed."""
+Exit status: 0 every verdict as expected, 1 an unexpected verdict (a run
+that raised is judged ERROR), 2 bad input or a baseline that raised
+(nothing written), 3 the judge failed."""
 import argparse
 import os
 import runpy
@@ -57,8 +58,8 @@ def main(argv=None):
         print(f"{args.script}: bad input ({type(e).__name__}): {e}; nothing written", file=sys.stderr)
         return 2
     except errors.RunError as e:
-        print(f"{args.script}: ERROR: {e}", file=sys.stderr)
-        return 1
+        print(f"{args.script}: the plain baseline failed: {e}; nothing written", file=sys.stderr)
+        return 2
     except errors.JudgeError as e:
         print(f"{args.script}: {e}", file=sys.stderr)
         return 3

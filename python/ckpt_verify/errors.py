@@ -1,7 +1,9 @@
 """Exceptions of ckpt_verify. BadInput and its subclasses mean "your
 inputs are wrong, nothing was written" (the CLI exits 2); JudgeError means
-the C judge could not give verdicts (exit 3); RunError means a run itself
-raised (exit 1, like the harness's ERROR verdict)."""
+the C judge could not give verdicts (exit 3). A checkpointed run that
+raises is not an exception of verify(): it is recorded with outcome=error
+and judged ERROR, as the harness does; only a baseline that raises stops
+verify() with RunError (nothing written; the CLI exits 2)."""
 
 
 class VerifyError(Exception):
@@ -25,7 +27,8 @@ class BadRunName(BadInput):
 
 
 class RunError(VerifyError):
-    """A run raised while training; the message names the run and the step."""
+    """A run raised while training; the message names the run and the step.
+    Raised out of verify() only for a baseline (the plain step must run)."""
 
 
 class JudgeError(VerifyError):

@@ -157,9 +157,20 @@ def warm_up(spec, step_fn, run_name):
 
 
 def train(spec, step_fn, run_name):
-    """One run as the harness runs it; returns a Run."""
-    meter, measured = spec.meter, spec.meter.source is not None
+    """One run as the harness runs it; returns a Run. A RunError carries
+    the partial run (what was recorded before it raised) as .run."""
     run = Run(run_name)
+    try:
+        _train(spec, step_fn, run)
+    except RunError as e:
+        e.run = run
+        raise
+    return run
+
+
+def _train(spec, step_fn, run):
+    meter, measured = spec.meter, spec.meter.source is not None
+    run_name = run.name
     one_time = warm_up(spec, step_fn, run_name)
     model = build_model(spec, run_name)
     seed_all(spec.seed)  # after construction: every run draws the same stream
@@ -221,7 +232,6 @@ def train(spec, step_fn, run_name):
     run.attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(fwd_ms, bwd_ms))
     run.attrs["timing.timed_steps"] = len(fwd_ms)
     run.attrs["timing.steps"] = spec.steps
-    return run
 
 
 def runs_identical(a, b):

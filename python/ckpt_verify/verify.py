@@ -9,7 +9,7 @@ import torch
 
 from . import judge as judge_mod
 from .adapters import Skipped
-from .errors import BadInput, BadRunName, VerificationFailed
+from .errors import BadInput, BadRunName, RunError, VerificationFailed
 from .h5report import write_report
 from .memory import NoMeter, meter_for
 from .runner import Spec, model_state, runs_identical, seed_all, tensor_leaves, to_device, train
@@ -157,12 +157,12 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
         if isinstance(step_fn, Skipped):
             skipped[run_name] = step_fn.reason
             continue
-        run = train(spec, step_fn, run_name)
+        run = _train_or_error(spec, step_fn, run_name)
         done.append(run)
         for k in range(1, noise_runs + 1):
-            if runs_identical(done[0], run):
+            if "outcome" in run.attrs or runs_identical(done[0], run):
                 break
-            run = train(spec, step_fn, f"{run_name}_rerun_{k}")
+            run = _train_or_error(spec, step_fn, f"{run_name}_rerun_{k}")
             done.append(run)
 
     case_attrs = {"name": name, "steps": steps, "seed": seed, "noise_runs": noise_runs, "lr": float(lr),
@@ -192,6 +192,17 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
     os.makedirs(judge_dir, exist_ok=True)
     verdicts, code, table = judge_mod.judge(judge_path, out, judge_dir, name)
     return Report(out, judge_dir, verdicts, code, table, skipped, meter.source or meter.why)
+
+
+def _train_or_error(spec, step_fn, run_name):
+    """A run whose step_fn or backward raised is kept with outcome=error and
+    its message: the judge's ERROR verdict, as for a harness run."""
+    try:
+        return train(spec, step_fn, run_name)
+    except RunError as e:
+        e.run.attrs["outcome"] = "error"
+        e.run.attrs["message"] = str(e)
+        return e.run
 
 
 def _describe(model_fn):
