@@ -83,15 +83,19 @@ def check_same_model(reference, model, run_name):
                 f"but the seed (no global counters, no unseeded generator)")
 
 
+def _at(step):
+    return "warm-up step" if step == 0 else f"step {step}"
+
+
 def check_loss(loss, run_name, step):
     if not isinstance(loss, torch.Tensor):
-        raise NonScalarLoss(f"run {run_name}, step {step}: step_fn returned {type(loss).__name__}, "
+        raise NonScalarLoss(f"run {run_name}, {_at(step)}: step_fn returned {type(loss).__name__}, "
                             f"not a tensor; it must return the scalar loss")
     if loss.dim() != 0 or not loss.is_floating_point():
-        raise NonScalarLoss(f"run {run_name}, step {step}: step_fn returned a {loss.dtype} tensor of shape "
+        raise NonScalarLoss(f"run {run_name}, {_at(step)}: step_fn returned a {loss.dtype} tensor of shape "
                             f"{tuple(loss.shape)}; it must return a 0-dim floating loss (reduce it, e.g. .mean())")
     if not loss.requires_grad:
-        raise NonScalarLoss(f"run {run_name}, step {step}: the loss does not require grad: nothing in step_fn "
+        raise NonScalarLoss(f"run {run_name}, {_at(step)}: the loss does not require grad: nothing in step_fn "
                             f"reached a parameter (a detached output, or a reentrant checkpoint whose inputs "
                             f"need no grad)")
 
@@ -131,14 +135,14 @@ def _call(step_fn, model, batch, run_name, step):
     try:
         return step_fn(model, batch)
     except Exception as e:  # the user's code: name the run, keep the cause
-        raise RunError(f"run {run_name}, step {step}: step_fn raised {type(e).__name__}: {e}") from e
+        raise RunError(f"run {run_name}, {_at(step)}: step_fn raised {type(e).__name__}: {e}") from e
 
 
 def _backward(loss, run_name, step):
     try:
         loss.backward()
     except Exception as e:
-        raise RunError(f"run {run_name}, step {step}: backward raised {type(e).__name__}: {e}") from e
+        raise RunError(f"run {run_name}, {_at(step)}: backward raised {type(e).__name__}: {e}") from e
 
 
 def warm_up(spec, step_fn, run_name):
