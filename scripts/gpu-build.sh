@@ -93,6 +93,13 @@ step ctest ctest --test-dir "$build" --output-on-failure -j "$jobs" ${CTEST_ARGS
 rm -rf "$reports"
 step case_bias_gelu_bs1_cuda0 "$build/ckpt-verify" --case bias_gelu_bs1 --device cuda:0 --out "$reports/bias_gelu_bs1_cuda0"
 step suite_gpu "$build/ckpt-verify" --suite gpu --out "$reports/suite_gpu"
+# The Python library's examples (python/examples) with device="cuda": the
+# TransformerEncoderLayer stack PASS, the planted RNG bug and the hook
+# checkpoint's counter reset FAIL, memory from the caching allocator.
+step python_examples_cuda env CKPT_VERIFY="$build/ckpt-verify" CKPT_ATEN_LIB="$build/libckpt_aten.so" \
+  bash -c 'for e in transformer_torch_checkpoint planted_no_rng_stash hook_checkpoint; do
+    "$0" "$1/tests/python/check_example.py" "$e" --device cuda --out-dir "$2/python_cuda" || exit 1; done' \
+  "$python" "$src" "$reports"
 if [ -d "$reports" ]; then
   tar -czf "$logs/gpu-reports.tar.gz" -C "$build" gpu-reports
 fi
