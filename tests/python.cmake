@@ -33,3 +33,7 @@ add_test(NAME python.cli_runs_a_script
   --out ${PY_OUT}/cli/hook_checkpoint.h5)
 set_tests_properties(python.assert_verified_raises_on_an_undeclared_fail python.cli_runs_a_script PROPERTIES
   LABELS "python" ENVIRONMENT "${PY_ENV};PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
+# docs/external.md's walkthrough runs as written.
+add_test(NAME python.external_md_walkthrough_passes
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_walkthrough.py ${PY_OUT}/walkthrough)
+set_tests_properties(python.external_md_walkthrough_passes PROPERTIES LABELS "python" ENVIRONMENT "${PY_ENV}")
