@@ -37,3 +37,11 @@ set_tests_properties(python.assert_verified_raises_on_an_undeclared_fail python.
 add_test(NAME python.external_md_walkthrough_passes
   COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_walkthrough.py ${PY_OUT}/walkthrough)
 set_tests_properties(python.external_md_walkthrough_passes PROPERTIES LABELS "python" ENVIRONMENT "${PY_ENV}")
+add_test(NAME python.judge_failure_is_a_judge_error_and_keeps_the_report
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_judge_errors.py ${PY_OUT}/judge_errors)
+set_tests_properties(python.judge_failure_is_a_judge_error_and_keeps_the_report PROPERTIES
+  LABELS "python" ENVIRONMENT "${PY_ENV}")
+add_test(NAME python.raising_run_is_error_raising_baseline_writes_nothing
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_run_error.py ${PY_OUT}/run_error)
+set_tests_properties(python.raising_run_is_error_raising_baseline_writes_nothing PROPERTIES
+  LABELS "python" ENVIRONMENT "${PY_ENV}")

@@ -11,6 +11,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "python", "examples")]
 
 # What each example must give; a run missing here must not be judged at all.
+# On the CPU every kernel is deterministic and PASS means bitwise; on CUDA
+# some backward kernels (attention, index_add) are not, and a run that must
+# pass may be NOISE there: within the baselines' own spread.
 EXPECTED = {
     "transformer_torch_checkpoint": {"torch_reentrant": "PASS", "torch_nonreentrant": "PASS",
                                      "torch_sequential": "PASS", "torch_selective": "PASS"},
@@ -50,7 +53,8 @@ def main():
         if run in report.skipped:
             print(f"{run}: skipped here: {report.skipped[run]}")
             continue
-        if got.get(run) != verdict:
+        allowed = {verdict, "NOISE"} if verdict == "PASS" and args.device != "cpu" else {verdict}
+        if got.get(run) not in allowed:
             problems.append(f"{run}: {got.get(run, 'not judged')}, must be {verdict}")
     problems += [f"{run}: judged {v} but not expected at all" for run, v in got.items() if run not in want]
     if not report.ok:
