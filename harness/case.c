@@ -237,13 +237,15 @@ static int name_index(const char *const *names, const char *name)
 static const char *const model_names[] = {"mlp", "gpt_block", "branchy", "rrelu_mlp", NULL};
 static const char *const fusion_names[] = {"none", "bias_gelu", "bias_gelu_atomic", NULL};
 static const char *const autocast_names[] = {"off", "bf16", "f16", NULL};
+static const char *const rng_devices_names[] = {"args+current", "args", NULL};
+/* The spellings of the key's former name, rng_policy (still read). */
 static const char *const rng_policy_names[] = {"args_and_current", "args_only", NULL};
 
 enum key_id {
     K_MODEL, K_LAYERS, K_HIDDEN, K_SEQ, K_BATCH, K_HEADS, K_DROPOUT, K_DTYPE,
-    K_AUTOCAST, K_FUSION, K_DEVICE, K_STEPS, K_SEED, K_SEGMENTS, K_LR,
+    K_AUTOCAST, K_FUSION, K_DEVICE, K_DRAW_DEVICE, K_STEPS, K_SEED, K_SEGMENTS, K_LR,
     K_TOLERANCE, K_MIN_MEMORY_SAVING, K_PRESERVE_RNG_STATE,
-    K_INPUT_REQUIRES_GRAD, K_VERIFY_VALUES, K_RNG_POLICY, K_NOISE_RUNS,
+    K_INPUT_REQUIRES_GRAD, K_VERIFY_VALUES, K_RNG_DEVICES, K_NOISE_RUNS,
     K_THREADS, K_IMPLS, K_EXPECT, K_LABELS, K_COUNT
 };
 
@@ -368,12 +370,14 @@ static int set_fusion(struct case_builder *b, const char *v, const struct where 
     return ST_OK;
 }
 
-static int set_rng_policy(struct case_builder *b, const char *v, const struct where *at)
+static int set_rng_devices(struct case_builder *b, const char *v, const struct where *at)
 {
-    int k = name_index(rng_policy_names, v);
+    int k = name_index(rng_devices_names, v);
+    if (k < 0)
+        k = name_index(rng_policy_names, v);
     if (k < 0)
         return bad_value(at, v);
-    b->c.rng_policy = (enum rng_policy)k;
+    b->c.rng_devices = (enum rng_devices)k;
     return ST_OK;
 }
 
@@ -402,16 +406,32 @@ static int set_dtype(struct case_builder *b, const char *v, const struct where *
     return ST_OK;
 }
 
+static int is_device_syntax(const char *v)
+{
+    long index;
+    return strcmp(v, "cpu") == 0 || strcmp(v, "cuda") == 0 ||
+           (strncmp(v, "cuda:", 5) == 0 && isdigit((unsigned char)v[5]) &&
+            parse_long(v + 5, 0, MAX_DEVICE_INDEX, &index) == 0);
+}
+
 /* Syntax only: whether the device exists is for the runner to say. */
 static int set_device(struct case_builder *b, const char *v, const struct where *at)
 {
-    long index;
-    int ok = strcmp(v, "cpu") == 0 || strcmp(v, "cuda") == 0 ||
-             (strncmp(v, "cuda:", 5) == 0 && isdigit((unsigned char)v[5]) &&
-              parse_long(v + 5, 0, MAX_DEVICE_INDEX, &index) == 0);
-    if (!ok || strlen(v) >= sizeof b->c.device)
+    if (!is_device_syntax(v) || strlen(v) >= sizeof b->c.device)
         return bad_value(at, v);
     snprintf(b->c.device, sizeof b->c.device, "%s", v);
+    return ST_OK;
+}
+
+static int set_draw_device(struct case_builder *b, const char *v, const struct where *at)
+{
+    if (strcmp(v, "same") == 0) {
+        b->c.draw_device[0] = '\0';
+        return ST_OK;
+    }
+    if (!is_device_syntax(v) || strlen(v) >= sizeof b->c.draw_device)
+        return bad_value(at, v);
+    snprintf(b->c.draw_device, sizeof b->c.draw_device, "%s", v);
     return ST_OK;
 }
 
@@ -590,11 +610,11 @@ static void format_autocast(const struct ckpt_case *c, const struct key_spec *sp
     snprintf(buf, n, "%s", autocast_names[c->autocast]);
 }
 
-static void format_rng_policy(const struct ckpt_case *c, const struct key_spec *spec, char *buf,
-                              size_t n)
+static void format_rng_devices(const struct ckpt_case *c, const struct key_spec *spec, char *buf,
+                               size_t n)
 {
     (void)spec;
-    snprintf(buf, n, "%s", rng_policy_names[c->rng_policy]);
+    snprintf(buf, n, "%s", rng_devices_names[c->rng_devices]);
 }
 
 static void format_dtype(const struct ckpt_case *c, const struct key_spec *spec, char *buf, size_t n)
@@ -607,6 +627,13 @@ static void format_device(const struct ckpt_case *c, const struct key_spec *spec
 {
     (void)spec;
     snprintf(buf, n, "%s", c->device);
+}
+
+static void format_draw_device(const struct ckpt_case *c, const struct key_spec *spec, char *buf,
+                               size_t n)
+{
+    (void)spec;
+    snprintf(buf, n, "%s", c->draw_device[0] ? c->draw_device : "same");
 }
 
 static void format_seed(const struct ckpt_case *c, const struct key_spec *spec, char *buf, size_t n)
@@ -714,6 +741,8 @@ static const struct key_spec key_specs[K_COUNT] = {
                   .allowed = "one of none, bias_gelu, bias_gelu_atomic"},
     [K_DEVICE] = {.name = "device", .parse = set_device, .format = format_device,
                   .allowed = "cpu, cuda or cuda:N (N 0..1023)"},
+    [K_DRAW_DEVICE] = {.name = "draw_device", .parse = set_draw_device, .format = format_draw_device,
+                       .allowed = "same, cpu, cuda or cuda:N (N 0..1023)"},
     [K_STEPS] = {.name = "steps", .parse = set_int, .format = format_int,
                  .offset = FIELD(steps), .min = 1, .max = MAX_STEPS,
                  .allowed = "an integer 1..100000"},
@@ -738,8 +767,8 @@ static const struct key_spec key_specs[K_COUNT] = {
     [K_VERIFY_VALUES] = {.name = "verify_values", .parse = set_bool, .format = format_bool,
                          .offset = FIELD(verify_values),
                          .allowed = "true, false, yes, no, 1 or 0"},
-    [K_RNG_POLICY] = {.name = "rng_policy", .parse = set_rng_policy, .format = format_rng_policy,
-                      .allowed = "one of args_and_current, args_only"},
+    [K_RNG_DEVICES] = {.name = "rng_devices", .parse = set_rng_devices, .format = format_rng_devices,
+                       .allowed = "one of args+current, args"},
     [K_NOISE_RUNS] = {.name = "noise_runs", .parse = set_int, .format = format_int,
                       .offset = FIELD(noise_runs), .min = 0, .max = MAX_NOISE_RUNS,
                       .allowed = "an integer 0..1000"},
@@ -756,6 +785,9 @@ static const struct key_spec key_specs[K_COUNT] = {
 
 static const struct key_spec *find_key(const char *name)
 {
+    /* rng_devices was called rng_policy; files written with it still load. */
+    if (strcmp(name, "rng_policy") == 0)
+        return &key_specs[K_RNG_DEVICES];
     for (int k = 0; k < K_COUNT; k++)
         if (strcmp(key_specs[k].name, name) == 0)
             return &key_specs[k];
@@ -813,7 +845,7 @@ void case_defaults(struct ckpt_case *c)
     c->min_memory_saving = -1.0;
     c->preserve_rng_state = 1;
     c->input_requires_grad = 1;
-    c->rng_policy = RNG_ARGS_AND_CURRENT;
+    c->rng_devices = RNG_ARGS_AND_CURRENT;
     c->noise_runs = 4;
     c->verify_values = 0;
     c->threads = 0;
@@ -1276,6 +1308,11 @@ static int check_consistency(const struct case_builder *b, const char *path, int
         int line = latest_line(b, section_line, (enum key_id[]){K_MODEL, K_HIDDEN, K_HEADS}, 3);
         return error_set(ST_INPUT, "%s:%d: case '%s': hidden (%d) must be a multiple of heads "
                          "(%d) for model gpt_block", path, line, c->name, c->hidden, c->heads);
+    }
+    if (c->draw_device[0] && c->model != MODEL_MLP) {
+        int line = latest_line(b, section_line, (enum key_id[]){K_MODEL, K_DRAW_DEVICE}, 2);
+        return error_set(ST_INPUT, "%s:%d: case '%s': draw_device is only supported for model mlp", path,
+                         line, c->name);
     }
     if (c->segments > c->layers) {
         int line = latest_line(b, section_line, (enum key_id[]){K_SEGMENTS, K_LAYERS}, 2);

@@ -14,8 +14,11 @@
 enum model_kind { MODEL_MLP = 0, MODEL_GPT_BLOCK, MODEL_BRANCHY, MODEL_RRELU_MLP };
 enum fusion_kind { FUSION_NONE = 0, FUSION_BIAS_GELU, FUSION_BIAS_GELU_ATOMIC };
 enum autocast_kind { AUTOCAST_OFF = 0, AUTOCAST_BF16, AUTOCAST_F16 };
-/* RNG stash device set: DESIGN.md "RNG stashing". */
-enum rng_policy { RNG_ARGS_AND_CURRENT = 0, RNG_ARGS_ONLY };
+/* Which devices' RNG a checkpoint stashes (DESIGN.md "RNG stashing"): the
+ * devices of the segment's tensor arguments and the current device
+ * (`rng_devices = args+current`), or the arguments' alone (`args`,
+ * PyTorch's policy). CPU is always stashed. */
+enum rng_devices { RNG_ARGS_AND_CURRENT = 0, RNG_ARGS_ONLY };
 
 /* Verdicts, ordered from best to worst (regression = a larger value). */
 enum verdict { V_PASS = 0, V_NOISE, V_FAIL, V_MEMFAIL, V_ERROR, V_NOT_OBSERVABLE, V_COUNT };
@@ -39,6 +42,10 @@ struct ckpt_case {
     enum autocast_kind autocast;
     enum fusion_kind fusion;
     char device[CASE_WORD_MAX]; /* "cpu", "cuda:0" */
+    /* Where each mlp layer's dropout draws: its input moves there and the
+     * result back, so a segment that receives tensors on `device` draws on
+     * another one. "" = on `device` itself (written `same`). */
+    char draw_device[CASE_WORD_MAX];
     int steps;
     uint64_t seed;
     int segments;          /* number of segments; 0 = every layer its own */
@@ -47,7 +54,7 @@ struct ckpt_case {
     double min_memory_saving; /* fraction 0..1; <0 = no requirement */
     int preserve_rng_state; /* bool, default 1 */
     int input_requires_grad; /* bool, default 1 */
-    enum rng_policy rng_policy;
+    enum rng_devices rng_devices;
     int noise_runs;         /* extra baseline runs before a FAIL is reported */
     int verify_values;      /* bool */
     int threads;            /* intra-op threads; 0 = leave libtorch's default */

@@ -21,12 +21,14 @@
 #include "case.h"
 #include "compare.h"
 #include "error.h"
+#include "external.h"
 #include "h5store.h"
 #include "impl.h"
 #include "judge.h"
 #include "mutation_matrix.h"
 #include "junit.h"
 #include "merge.h"
+#include "model.h"
 #include "plot.h"
 #include "progress.h"
 #include "regress.h"
@@ -69,6 +71,8 @@ static void usage(FILE *out)
             "  --shard K/N        run the K-th of N round-robin slices of the selected cases (1 <= K <= N)\n"
             "  --compare-to DIR   list regressions against the run in DIR (its summary.json); any -> exit 1\n"
             "  --progress         off a terminal, one line per finished case on stderr (default: quiet)\n"
+            "  --external CMD     after each case, run CMD REPORT.h5: it appends its own runs (docs/external.md)\n"
+            "                     and all runs are judged together; a failing CMD or a malformed run: exit 2\n"
             "  -h, --help         this text\n"
             "\n"
             "impls:\n",
@@ -303,8 +307,9 @@ static int make_dirs(const char *path)
     return ST_OK;
 }
 
-/* Every impl the selected cases name must exist before anything runs: a
- * typo in the last case of a suite should not cost the runs before it. */
+/* Every impl and device the selected cases name must exist before anything
+ * runs: a typo in the last case of a suite should not cost the runs before
+ * it, and a CPU build refuses a GPU case in one line. */
 static int check_impls(const struct ckpt_case *const *run, int n_run, const struct overrides *o)
 {
     for (int i = 0; i < n_run; i++) {
@@ -316,6 +321,8 @@ static int check_impls(const struct ckpt_case *const *run, int n_run, const stru
             if (!impl_find(c.impls[k]))
                 return error_set(ST_INPUT, "%s:%d: case %s: unknown impl '%s' (see --help)", c.file, c.line,
                                  c.name, c.impls[k]);
+        if ((st = model_check_devices(&c)))
+            return st;
     }
     return ST_OK;
 }
@@ -474,13 +481,13 @@ int main(int argc, char **argv)
         return cmd_judge(argc - 1, argv + 1);
 
     const char *cases_path = getenv("CKPT_CASES") ? getenv("CKPT_CASES") : CKPT_CASES_DIR;
-    const char *out_dir = NULL, *suite = NULL, *selected[MAX_SELECTED], *compare_to = NULL;
+    const char *out_dir = NULL, *suite = NULL, *selected[MAX_SELECTED], *compare_to = NULL, *external = NULL;
     int progress_lines = 0;
     struct shard shard = {1, 1};
     int n_selected = 0, list = 0;
     struct overrides o = {0};
     enum { OPT_CASES = 256, OPT_IMPL, OPT_OUT, OPT_STEPS, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_VERIFY, OPT_SUITE,
-           OPT_SHARD, OPT_COMPARE, OPT_PROGRESS };
+           OPT_SHARD, OPT_COMPARE, OPT_PROGRESS, OPT_EXTERNAL };
     static const struct option options[] = {
         {"case", required_argument, NULL, 'c'},        {"cases", required_argument, NULL, OPT_CASES},
         {"list", no_argument, NULL, 'l'},              {"impl", required_argument, NULL, OPT_IMPL},
@@ -490,6 +497,7 @@ int main(int argc, char **argv)
         {"suite", required_argument, NULL, OPT_SUITE}, {"help", no_argument, NULL, 'h'},
         {"shard", required_argument, NULL, OPT_SHARD}, {"compare-to", required_argument, NULL, OPT_COMPARE},
         {"progress", no_argument, NULL, OPT_PROGRESS},
+        {"external", required_argument, NULL, OPT_EXTERNAL},
         {NULL, 0, NULL, 0},
     };
     int opt;
@@ -512,6 +520,13 @@ int main(int argc, char **argv)
         case OPT_VERIFY: o.verify_values = 1; break;
         case OPT_COMPARE: compare_to = optarg; break;
         case OPT_PROGRESS: progress_lines = 1; break;
+        case OPT_EXTERNAL:
+            if (!optarg[0]) {
+                fprintf(stderr, "ckpt-verify: --external needs a command\n");
+                return EXIT_USAGE;
+            }
+            external = optarg;
+            break;
         case OPT_SHARD:
             if (shard_parse(optarg, &shard))
                 return fail(ST_INPUT);
@@ -657,6 +672,15 @@ int main(int argc, char **argv)
             break;
         }
         st = runner_run_case(&c, &settings, result);
+        if (!st && external && result->h5_path[0]) {
+            /* Another producer's runs, judged with the harness's. */
+            struct case_result *with_external = malloc(sizeof *with_external);
+            if (!with_external)
+                st = error_set(ST_INTERNAL, "out of memory");
+            else if (!(st = external_append_runs(external, result->h5_path, with_external)))
+                *result = *with_external;
+            free(with_external);
+        }
         progress_case_done(&bar, i, result, progress_now() - started);
         if (st == ST_INPUT) {
             worst = EXIT_USAGE;
@@ -675,13 +699,19 @@ int main(int argc, char **argv)
     }
     if (!result)
         worst = EXIT_INTERNAL;
-    if ((st = summary_write(summary, out_dir)) || (st = junit_write(summary_json(summary), out_dir, NULL)))
-        fprintf(stderr, "ckpt-verify: %s\n", error_message());
-    mutation_matrix_print(stdout, summary_json(summary));
-    printf("%d case(s); %s; report in %s\n", n_run,
-           unexpected ? "UNEXPECTED verdicts (see NO above)" : "all verdicts as expected", out_dir);
+    if (worst) {
+        /* An input error stopped the run: no summary claims the cases it
+         * did not get to, and a previous summary in out_dir stays. */
+        st = ST_OK;
+    } else {
+        if ((st = summary_write(summary, out_dir)) || (st = junit_write(summary_json(summary), out_dir, NULL)))
+            fprintf(stderr, "ckpt-verify: %s\n", error_message());
+        mutation_matrix_print(stdout, summary_json(summary));
+        printf("%d case(s); %s; report in %s\n", n_run,
+               unexpected ? "UNEXPECTED verdicts (see NO above)" : "all verdicts as expected", out_dir);
+    }
     struct regress_counts regressions = {0};
-    if (previous && !st) {
+    if (previous && !st && !worst) {
         struct regress_options ro;
         regress_default_options(&ro);
         if ((st = regress_compare(previous, summary_json(summary), compare_to, &ro, stdout, &regressions)))

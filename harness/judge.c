@@ -11,14 +11,28 @@
 #include "error.h"
 #include "h5store.h"
 
-int judge_is_baseline(const char *run)
+/* Length of the family of "<family>_<k>" when the family is "baseline" or
+ * ends in "_baseline"; 0 otherwise. */
+static size_t baseline_family_len(const char *run)
 {
-    if (strncmp(run, "baseline_", 9) != 0 || !run[9])
+    const char *us = strrchr(run, '_');
+    if (!us || !us[1])
         return 0;
-    for (const char *p = run + 9; *p; p++)
+    for (const char *p = us + 1; *p; p++)
         if (!isdigit((unsigned char)*p))
             return 0;
-    return 1;
+    size_t n = (size_t)(us - run);
+    if (n < 8 || strncmp(us - 8, "baseline", 8) != 0 || (n > 8 && us[-9] != '_'))
+        return 0;
+    return n;
+}
+
+int judge_is_baseline(const char *run) { return baseline_family_len(run) > 0; }
+
+int judge_is_baseline_of(const char *run, const char *family)
+{
+    size_t n = baseline_family_len(run);
+    return n && n == strlen(family) && strncmp(run, family, n) == 0;
 }
 
 int judge_is_rerun_of(const char *run, const char *of)
@@ -65,7 +79,8 @@ struct envelope_check {
     int baselines_bitwise;         /* its baselines agree bitwise */
     struct tensor_diff diff;       /* its element-wise comparison with baseline_0 */
     double max_scaled;             /* over every differing tensor */
-    double worst_ratio;            /* distance / spread over differing tensors (inf: spread 0) */
+    int bitwise_tensors_differ;    /* differing tensors whose baselines agree bitwise */
+    double worst_ratio;            /* distance / envelope over differing tensors whose baselines differ */
     double worst_distance;         /* that tensor's distance at its scale */
     char worst_path[RUN_PATH_MAX];
 };
@@ -111,15 +126,21 @@ static int check_envelope(const struct run_record *const *baselines, int nb, con
         int bitwise;
         tensor_spread(baselines, nb, ref, &spread, &bitwise);
         double distance = compare_scaled_distance(&ref->t, &t->t, &scale);
-        double ratio = bitwise || spread == 0 ? INFINITY : distance / spread;
+        /* A tensor whose baselines differ at all comes from non-deterministic
+         * kernels: its envelope is at least one ULP at its scale, since
+         * differences in its small elements are fractions of that and one
+         * more sample can always land a little further out. */
+        double envelope = fmax(spread, 1.0), ratio = distance / envelope;
         if (distance > out->max_scaled || isnan(distance))
             out->max_scaled = isnan(distance) ? INFINITY : distance;
-        if (ratio > out->worst_ratio || !out->worst_path[0]) {
+        if (bitwise) {
+            out->bitwise_tensors_differ++;
+        } else if (ratio > out->worst_ratio || !out->worst_path[0]) {
             out->worst_ratio = ratio;
             out->worst_distance = distance;
             snprintf(out->worst_path, sizeof out->worst_path, "%s", ref->path);
         }
-        int within = !bitwise && d.comparable && (isinf(spread) || distance <= JUDGE_NOISE_MARGIN * spread);
+        int within = !bitwise && d.comparable && (isinf(spread) || distance <= JUDGE_NOISE_MARGIN * envelope);
         if (!within && !out->outside) {
             out->outside = 1;
             snprintf(out->path, sizeof out->path, "%s", ref->path);
@@ -197,16 +218,16 @@ static double step_ms(const struct run_record *r) { return run_record_attr(r, "t
 
 /* The first run of a process may pay for warm-up; the fastest baseline is
  * the fair reference for overhead. */
-static const struct run_record *fastest_baseline(const struct run_record *runs, int n)
+static const struct run_record *fastest_baseline(const struct run_record *runs, int n, const char *family)
 {
     const struct run_record *best = NULL;
     for (int i = 0; i < n; i++)
-        if (judge_is_baseline(runs[i].name) && (!best || step_ms(&runs[i]) < step_ms(best)))
+        if (judge_is_baseline_of(runs[i].name, family) && (!best || step_ms(&runs[i]) < step_ms(best)))
             best = &runs[i];
     return best;
 }
 
-static void run_figures(const struct run_record *runs, int n, const struct run_record *base,
+static void run_figures(const struct run_record *runs, int n, const char *family, const struct run_record *base,
                         const struct run_record *run, struct impl_result *res)
 {
     res->peak_bytes = run_record_attr(run, "memory.peak_bytes");
@@ -227,7 +248,7 @@ static void run_figures(const struct run_record *runs, int n, const struct run_r
     res->memory_saved = base_peak > 0 && !isnan(res->peak_bytes) ? 1.0 - res->peak_bytes / base_peak : NAN;
     res->end_forward_saved =
         base_held > 0 && !isnan(res->end_forward_bytes) ? 1.0 - res->end_forward_bytes / base_held : NAN;
-    const struct run_record *fastest = fastest_baseline(runs, n);
+    const struct run_record *fastest = fastest_baseline(runs, n, family);
     res->overhead = fastest ? res->step_ms / step_ms(fastest) : NAN;
 }
 
@@ -276,6 +297,7 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
         return st;
     res->max_scaled_ulp = env.max_scaled;
     res->noise_ratio = env.worst_ratio;
+    res->bitwise_tensors_differ = env.bitwise_tensors_differ;
     if (c->tolerance > 0 && (double)d.max_ulp <= c->tolerance) {
         res->verdict = V_PASS;
         snprintf(res->reason, sizeof res->reason, "within the case's tolerance: max %s ULP <= %g ULP (%s)",
@@ -304,9 +326,10 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
         if (!renv.outside) {
             res->verdict = V_NOISE;
             snprintf(res->reason, sizeof res->reason,
-                     "%s lies outside its envelope (%s ULP at its scale vs spread %s over %d baselines), but re-run "
+                     "%s lies outside its envelope (%s ULP at its scale vs %s over %d baselines), but re-run "
                      "%s lies within every envelope: kernel non-determinism, not the checkpoint",
-                     env.path, scaled_format(env.distance, a, sizeof a), scaled_format(env.spread, b, sizeof b), nb,
+                     env.path, scaled_format(env.distance, a, sizeof a),
+                     env.baselines_bitwise ? "bitwise agreement" : scaled_format(env.spread, b, sizeof b), nb,
                      reruns[k]->name);
             return ST_OK;
         }
@@ -328,7 +351,7 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
     else
         snprintf(res->reason, sizeof res->reason,
                  "%s lies outside its noise envelope: %s ULP at the tensor's scale (max |x| %.3g) vs its baselines' "
-                 "spread %s over %d runs, NOISE allows %gx; raw max %s ULP%s",
+                 "spread %s over %d runs, NOISE allows %gx max(spread, 1); raw max %s ULP%s",
                  env.path, scaled_format(env.distance, a, sizeof a), env.scale, scaled_format(env.spread, b, sizeof b),
                  nb, JUDGE_NOISE_MARGIN, ulp_format(env.diff.max_ulp, e, sizeof e), reruns_note);
     return ST_OK;
@@ -353,22 +376,25 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
     snprintf(res->impl, sizeof res->impl, "%s", name);
     const struct run_record *baselines[64], *reruns[64], *run = find_run(runs, n, name);
     int nb = 0, n_reruns = 0;
-    const struct run_record *base = find_run(runs, n, "baseline_0");
-    if (!base)
-        return error_set(ST_INPUT, "/runs/baseline_0: run missing (judging needs baselines named baseline_0, "
-                                   "baseline_1, ...)");
     if (!run)
         return error_set(ST_INPUT, "/runs/%s: run missing", name);
+    const char *family = run->baselines[0] ? run->baselines : "baseline";
+    char base_name[80];
+    snprintf(base_name, sizeof base_name, "%s_0", family);
+    const struct run_record *base = find_run(runs, n, base_name);
+    if (!base)
+        return error_set(ST_INPUT, "/runs/%s: run missing (judging %s needs baselines named %s_0, %s_1, ...)",
+                         base_name, name, family, family);
     baselines[nb++] = base;
     for (int i = 0; i < n; i++) {
-        if (judge_is_baseline(runs[i].name) && &runs[i] != base && !runs[i].outcome[0] && nb < 64)
+        if (judge_is_baseline_of(runs[i].name, family) && &runs[i] != base && !runs[i].outcome[0] && nb < 64)
             baselines[nb++] = &runs[i];
         if (judge_is_rerun_of(runs[i].name, name) && n_reruns < 64)
             reruns[n_reruns++] = &runs[i];
     }
     if (base->outcome[0])
-        return error_set(ST_INPUT, "/runs/baseline_0: the baseline itself did not complete (%s: %s)", base->outcome,
-                         base->message);
+        return error_set(ST_INPUT, "/runs/%s: the baseline itself did not complete (%s: %s)", base_name,
+                         base->outcome, base->message);
     int st = ST_OK;
     if (strcmp(run->outcome, RUN_OUTCOME_ERROR) == 0) {
         res->verdict = V_ERROR;
@@ -384,7 +410,7 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
         size_t len = strlen(res->reason);
         snprintf(res->reason + len, sizeof res->reason - len, " [warning: %s]", run->warning);
     }
-    run_figures(runs, n, base, run, res);
+    run_figures(runs, n, family, base, run, res);
     /* FAIL and ERROR runs did not do the same work: their figures would
      * mislead, so they are left out of savings and overheads. */
     if (res->verdict == V_FAIL || res->verdict == V_ERROR)
@@ -399,12 +425,12 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
 
 static void case_figures(const struct run_record *runs, int n, struct case_result *out)
 {
-    const struct run_record *base = find_run(runs, n, "baseline_0"), *fastest = fastest_baseline(runs, n);
+    const struct run_record *base = find_run(runs, n, "baseline_0"), *fastest = fastest_baseline(runs, n, "baseline");
     out->baseline_runs = 0;
     out->noise_floor_ulp = 0;
     out->noise_floor_scaled = 0;
-    for (int i = 0; i < n; i++) {
-        if (!judge_is_baseline(runs[i].name) || runs[i].outcome[0])
+    for (int i = 0; i < n && base; i++) {
+        if (!judge_is_baseline_of(runs[i].name, "baseline") || runs[i].outcome[0])
             continue;
         out->baseline_runs++;
         if (&runs[i] == base)
@@ -444,7 +470,7 @@ static void case_figures(const struct run_record *runs, int n, struct case_resul
      * machine disturbed this case's timings. */
     out->slowest_baseline_step_ms = 0;
     for (int i = 0; i < n; i++)
-        if (judge_is_baseline(runs[i].name) && step_ms(&runs[i]) > out->slowest_baseline_step_ms)
+        if (judge_is_baseline_of(runs[i].name, "baseline") && step_ms(&runs[i]) > out->slowest_baseline_step_ms)
             out->slowest_baseline_step_ms = step_ms(&runs[i]);
 }
 

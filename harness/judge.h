@@ -12,10 +12,10 @@
 #include "case.h"
 #include "run_record.h"
 
-/* NOISE allows each tensor this many times its own baselines' spread,
- * both measured at the tensor's scale (compare_scaled_distance). Chosen
- * from data (docs/noise.md): reference impls on non-deterministic kernels
- * land within 3x, planted bugs beyond 10^4x. */
+/* NOISE allows each tensor whose baselines differ this many times its own
+ * envelope: the baselines' spread, at least one ULP, both measured at the
+ * tensor's scale (compare_scaled_distance). Chosen from data (docs/noise.md,
+ * scripts/noise_margin.py). */
 #define JUDGE_NOISE_MARGIN 16.0
 
 #define RESULT_TEXT_MAX 512
@@ -28,7 +28,8 @@ struct impl_result {
     char first_divergence[RESULT_TEXT_MAX]; /* "steps/1/grads/l0.weight [3, 5] (...)" or "" */
     uint64_t max_ulp;             /* raw element-wise max over every tensor */
     double max_scaled_ulp;        /* max over tensors of the distance at the tensor's scale */
-    double noise_ratio;           /* max over differing tensors of distance / own baseline spread (inf: spread 0) */
+    double noise_ratio;           /* max over differing tensors whose baselines differ of distance / envelope */
+    int bitwise_tensors_differ;   /* differing tensors whose baselines agree bitwise (each one is outside) */
     int outside_envelope;         /* FAIL because a tensor lies outside its envelope (more samples may help) */
     double memory_saved;          /* 1 - peak(impl)/peak(baseline_0) */
     double end_forward_saved;     /* 1 - held at end of forward (impl / baseline_0) */
@@ -68,8 +69,13 @@ struct case_result {
     char error[RESULT_TEXT_MAX];
 };
 
-/* 1 for "baseline_<k>", the runs that set the envelope. */
+/* 1 for "baseline_<k>" or "<prefix>_baseline_<k>": the runs that set an
+ * envelope. A run is judged against the family its `baselines` attribute
+ * names (default "baseline": baseline_0 is its reference); another
+ * producer whose plain runs compute differently (torch's unfused kernels)
+ * brings its own family, e.g. torch_baseline_0, torch_baseline_1. */
 int judge_is_baseline(const char *run);
+int judge_is_baseline_of(const char *run, const char *family);
 /* 1 if `run` is "<of>_rerun_<k>". */
 int judge_is_rerun_of(const char *run, const char *of);
 

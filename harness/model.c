@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aten/aten.h"
 #include "error.h"
 #include "ops.h"
 
@@ -54,6 +55,22 @@ static int params_per_layer(enum model_kind kind)
     }
 }
 
+int model_check_devices(const struct ckpt_case *c)
+{
+    const char *const keys[2] = {"device", "draw_device"};
+    const char *const names[2] = {c->device, c->draw_device};
+    for (int i = 0; i < 2; i++) {
+        int device;
+        if (!names[i][0] || aten_parse_device(names[i], &device) == ST_OK)
+            continue;
+        char why[256];
+        snprintf(why, sizeof why, "%s", error_message());
+        return error_set(ST_INPUT, "%s:%d: case %s: %s (%s = %s)", c->file, c->line, c->name, why, keys[i],
+                         names[i]);
+    }
+    return ST_OK;
+}
+
 int model_create(struct model *m, const struct ckpt_case *c, int device)
 {
     memset(m, 0, sizeof *m);
@@ -68,6 +85,12 @@ int model_create(struct model *m, const struct ckpt_case *c, int device)
     m->dtype = (enum dtype)c->dtype;
     m->autocast = c->autocast;
     m->device = device;
+    m->draw_device = device;
+    if (c->draw_device[0]) {
+        int st = aten_parse_device(c->draw_device, &m->draw_device);
+        if (st)
+            return error_wrap(st, "draw_device");
+    }
     m->params = calloc((size_t)(c->layers * params_per_layer(c->model)), sizeof *m->params);
     if (!m->params)
         return error_set(ST_RUN, "out of memory laying out the model");
@@ -143,6 +166,24 @@ static int step_done(struct var *drop, int st)
     return st;
 }
 
+/* Dropout on the model's draw device: the activation moves there, the mask
+ * is drawn from that device's generator, the result moves back. With
+ * draw_device = cuda:0 in a CPU case, a segment that receives only CPU
+ * tensors draws on a GPU: the case that an RNG stash of the arguments'
+ * devices alone misses. */
+static int dropout_on_draw_device(const struct model *m, struct var *h, struct var **out)
+{
+    if (m->draw_device == m->device)
+        return op_dropout(out, h, m->dropout);
+    struct var *there, *dropped;
+    int st;
+    if ((st = op_to_device(&there, h, m->draw_device)))
+        return st;
+    if ((st = step_done(there, op_dropout(&dropped, there, m->dropout))))
+        return st;
+    return step_done(dropped, op_to_device(out, dropped, m->device));
+}
+
 /* linear → bias-GELU (per fusion) → dropout; the contract of DESIGN.md. */
 static int mlp_layer(const struct model *m, int i, struct var *x, struct var **out)
 {
@@ -159,7 +200,7 @@ static int mlp_layer(const struct model *m, int i, struct var *x, struct var **o
         if ((st = step_done(y, bias_gelu(m, y, b, &h))))
             return st;
     }
-    return step_done(h, op_dropout(out, h, m->dropout));
+    return step_done(h, dropout_on_draw_device(m, h, out));
 }
 
 /* linear → RReLU (training, random slopes) → dropout. */
@@ -275,8 +316,9 @@ int model_describe(const struct model *m, char *buf, size_t len)
         switch (m->kind) {
         case MODEL_MLP:
             n = snprintf(buf + off, len - off,
-                         "layer %d: x = dropout(%s(x·l%d.weightᵀ, l%d.bias), p=%g)\n", i,
-                         fusion_text[m->fusion], i, i, m->dropout);
+                         "layer %d: x = dropout(%s(x·l%d.weightᵀ, l%d.bias), p=%g)%s\n", i,
+                         fusion_text[m->fusion], i, i, m->dropout,
+                         m->draw_device != m->device ? " (dropout drawn on the draw_device, result moved back)" : "");
             break;
         case MODEL_RRELU_MLP:
             n = snprintf(buf + off, len - off,
@@ -390,7 +432,8 @@ static int64_t weight_cast(const struct model *m, const struct dtype_rules *r, i
  * saves nothing and returns h. */
 static int64_t dropout_mask(const struct model *m, int64_t width, enum dtype d)
 {
-    return m->dropout > 0 ? act_bytes(m, width, d) : 0;
+    /* A mask drawn on another device (draw_device) is not this device's memory. */
+    return m->dropout > 0 && m->draw_device == m->device ? act_bytes(m, width, d) : 0;
 }
 
 /* mlp: linear (saves its input and the weight) -> bias-GELU -> dropout.

@@ -30,10 +30,15 @@ struct model {
     enum dtype dtype;
     enum autocast_kind autocast; /* the case's autocast around forward */
     int device;
+    int draw_device; /* where mlp dropout draws (case key draw_device); = device when same */
     int n_params;
     struct model_param *params;
 };
 
+/* Whether this build and machine have every device the case names (device,
+ * draw_device): ST_INPUT in one line naming the case's file and line
+ * otherwise (a CPU build refuses any cuda device). Run before anything. */
+int model_check_devices(const struct ckpt_case *c);
 /* Lays out the model's parameters for a case (no values yet). */
 int model_create(struct model *m, const struct ckpt_case *c, int device);
 void model_free(struct model *m);

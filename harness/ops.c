@@ -108,6 +108,22 @@ int op_to_dtype(struct var **out, struct var *x, enum dtype dtype)
     return op_finish(out, y, "to_dtype", to_dtype_backward, &x, 1, NULL, 0, NULL, 0);
 }
 
+/* ---- device move ----------------------------------------------------------- */
+
+static int to_device_backward(struct node *n, tensor *const *g, tensor **gi)
+{
+    return tensor_to_device(&gi[0], g[0], n->in_meta[0].device);
+}
+
+int op_to_device(struct var **out, struct var *x, int device)
+{
+    tensor *y;
+    int st = tensor_to_device(&y, x->data, device);
+    if (st)
+        return st;
+    return op_finish(out, y, "to_device", to_device_backward, &x, 1, NULL, 0, NULL, 0);
+}
+
 /* ---- linear ---------------------------------------------------------------- */
 
 /* Flattens all leading dims: [..., k] -> [N, k]. */

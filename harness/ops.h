@@ -52,6 +52,9 @@ int op_cross_entropy(struct var **out, struct var *logits, struct var *target);
 int op_rrelu(struct var **out, struct var *x, double lower, double upper);
 /* A differentiable dtype cast (autocast inserts these). Saves: nothing. */
 int op_to_dtype(struct var **out, struct var *x, enum dtype dtype);
+/* A differentiable move to another device (the gradient moves back).
+ * Saves: nothing. */
+int op_to_device(struct var **out, struct var *x, int device);
 
 /* The op's backward function, for tests and for impls that inspect nodes. */
 const char *op_name_of(const struct node *n);

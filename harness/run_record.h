@@ -24,7 +24,9 @@ struct run_attr {
 /* How a run ended, beside what it recorded: "" (it completed), "error"
  * (it could not run: ERROR verdict) or "check_failed" (the checkpoint's own
  * check found recompute != forward: FAIL). Stored as string attributes
- * outcome, message and warning on the run group. */
+ * outcome, message and warning on the run group; so is `baselines`, the
+ * family of baseline runs (<family>_0, <family>_1, ...) the run is judged
+ * against, for producers whose plain runs differ from the harness's. */
 #define RUN_OUTCOME_ERROR "error"
 #define RUN_OUTCOME_CHECK_FAILED "check_failed"
 #define RUN_TEXT_MAX 512
@@ -34,6 +36,7 @@ struct run_record {
     char outcome[16];           /* "", RUN_OUTCOME_ERROR, RUN_OUTCOME_CHECK_FAILED */
     char message[RUN_TEXT_MAX]; /* why, for an outcome */
     char warning[RUN_TEXT_MAX]; /* a warning the run raised ("" if none) */
+    char baselines[64];         /* the baseline family it is judged against ("": "baseline") */
     int n, cap;
     struct run_tensor *items;
     int n_attrs, cap_attrs;

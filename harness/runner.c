@@ -411,10 +411,12 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         st = leaf_from_host(&target, &s->target, s->device, 0, "input.target");
     if (!st)
         st = seed_generators(s->device, c->seed);
+    if (!st && m->draw_device != s->device)
+        st = seed_generators(m->draw_device, c->seed);
     struct impl_options opts = {
         .preserve_rng_state = c->preserve_rng_state,
-        .rng_policy = c->rng_policy,
-        .current_device = s->device,
+        .rng_devices = c->rng_devices,
+        .current_device = m->draw_device, /* the segment's draws run there: the current device */
         .verify_values = c->verify_values,
         .stats = stats,
     };

@@ -1,8 +1,10 @@
 #include "checkpoint_env.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "../harness/aten/aten.h"
 #include "../harness/error.h"
 
 double monotonic_ms(void)
@@ -27,9 +29,50 @@ int checkpoint_env_capture(struct checkpoint_env *env, const struct checkpoint_i
         return ST_OK;
     struct rng_device_set set;
     int arg_device = tensor_device(in->data);
-    enum rng_policy policy = impl->mutation.force_args_only_rng ? RNG_ARGS_ONLY : opts->rng_policy;
+    enum rng_devices policy = impl->mutation.force_args_only_rng ? RNG_ARGS_ONLY : opts->rng_devices;
     rng_device_set_build(&set, &arg_device, 1, opts->current_device, policy);
-    return rng_stash_capture(&env->forward_rng, &set);
+    int st = rng_stash_capture(&env->forward_rng, &set);
+    struct rng_device_set unstashed;
+    rng_device_set_unstashed(&unstashed, &set, &opts->current_device, 1);
+    if (!st && unstashed.n)
+        st = rng_stash_capture(&env->unstashed_rng, &unstashed);
+    return st;
+}
+
+/* "cpu, cuda:0" */
+static void device_list(const struct rng_device_set *set, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < set->n && used < len; i++) {
+        char dev[32];
+        int n = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", aten_device_str(set->devices[i], dev, sizeof dev));
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
+
+int checkpoint_env_check_forward(struct checkpoint_env *env)
+{
+    if (!env->unstashed_rng.set.n)
+        return ST_OK;
+    struct rng_stash now;
+    int st = rng_stash_capture(&now, &env->unstashed_rng.set);
+    int changed = st ? -1 : rng_stash_first_changed(&env->unstashed_rng, &now);
+    rng_stash_free(&now);
+    if (!st && changed >= 0) {
+        char dev[32], stashed[256];
+        aten_device_str(env->unstashed_rng.set.devices[changed], dev, sizeof dev);
+        device_list(&env->forward_rng.set, stashed, sizeof stashed);
+        st = error_set(ST_MISMATCH,
+                       "checkpoint: the segment drew random numbers on %s, whose RNG state was not stashed "
+                       "(stashed: %s); its recompute cannot replay them (stash the current device too: "
+                       "rng_devices = args+current)",
+                       dev, stashed);
+    }
+    rng_stash_free(&env->unstashed_rng);
+    return st;
 }
 
 int checkpoint_env_enter(struct checkpoint_env *env, struct recompute_frame *frame)
@@ -74,4 +117,8 @@ int checkpoint_env_exit(struct checkpoint_env *env, struct recompute_frame *fram
     return st;
 }
 
-void checkpoint_env_free(struct checkpoint_env *env) { rng_stash_free(&env->forward_rng); }
+void checkpoint_env_free(struct checkpoint_env *env)
+{
+    rng_stash_free(&env->forward_rng);
+    rng_stash_free(&env->unstashed_rng);
+}

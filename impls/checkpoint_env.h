@@ -14,6 +14,9 @@
 struct checkpoint_env {
     int preserve_rng;
     struct rng_stash forward_rng;     /* states when the forward began */
+    /* Devices the stash leaves out (the current one, under rng_devices =
+     * args), watched during the forward: a draw there cannot be replayed. */
+    struct rng_stash unstashed_rng;
     struct autocast_state autocast;   /* autocast when the forward began */
     const struct impl_mutation *mutation;
     const struct context_hooks *context;
@@ -33,6 +36,12 @@ struct recompute_frame {
  * CPU + the devices of `in` (+ the current device, per policy). */
 int checkpoint_env_capture(struct checkpoint_env *env, const struct checkpoint_impl *impl,
                            const struct impl_options *opts, const struct var *in);
+/* After the forward of the segment (before its output is handed out): a
+ * device the stash left out whose generator drew during the forward is
+ * ST_MISMATCH, naming it — the recompute cannot replay those draws. The
+ * harness's counterpart of PyTorch's error for a device state initialised
+ * in a checkpoint's forward. */
+int checkpoint_env_check_forward(struct checkpoint_env *env);
 /* Before a recompute: fork RNG, replay the stash, restore autocast, grad on. */
 int checkpoint_env_enter(struct checkpoint_env *env, struct recompute_frame *frame);
 /* After it (always call, also on failure): restores what enter changed. */

@@ -47,7 +47,7 @@ struct impl_mutation {
 /* Everything a run tells the impl, and what it reports back. */
 struct impl_options {
     int preserve_rng_state;
-    enum rng_policy rng_policy;
+    enum rng_devices rng_devices;
     int current_device;          /* the device the case runs on */
     int verify_values;           /* non-reentrant: fingerprint saved tensors */
     const struct context_hooks *context;

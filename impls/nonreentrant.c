@@ -324,6 +324,10 @@ int impl_run_nonreentrant(const struct checkpoint_impl *impl, const struct impl_
     if (opts->context && opts->context->forward_exit)
         opts->context->forward_exit(opts->context->ctx);
     saved_hooks_pop();
+    if (!st && (st = checkpoint_env_check_forward(&f->env))) {
+        var_release(*out);
+        *out = NULL;
+    }
     frame_release(f); /* the handles keep it alive as long as nodes hold them */
     return st;
 }

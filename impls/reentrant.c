@@ -92,6 +92,8 @@ int impl_run_reentrant(const struct checkpoint_impl *impl, const struct impl_opt
     grad_mode_set(grad_mode);
     if (opts->context && opts->context->forward_exit)
         opts->context->forward_exit(opts->context->ctx);
+    if (!st && (st = checkpoint_env_check_forward(&c->env)))
+        var_release(plain);
     if (st) {
         reentrant_ctx_free(c);
         return st;

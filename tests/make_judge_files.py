@@ -27,6 +27,7 @@ N = 64
 def base_grads(rng):
     w = rng.uniform(-0.08, 0.08, N).astype(np.float32)
     b = rng.uniform(-0.05, 0.05, N).astype(np.float32)
+    w[17] = 0.07  # the element `moved` moves, of ordinary size
     b[3], b[7], b[11] = 1e-9, -2e-9, 3e-10
     return {"loss": np.float32(0.75), "l0.weight": w, "l0.bias": b}
 

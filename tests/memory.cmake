@@ -25,3 +25,9 @@ set_tests_properties(plot.small_run PROPERTIES FIXTURES_REQUIRED plot_run)
 # No gnuplot: one line on stderr, exit 2, before the run directory is read.
 add_test(NAME plot.gnuplot_missing_is_usage_error
   COMMAND bash -c "out=$(env PATH=/nonexistent ${MEM_CV} plot ${MEM_OUT}/no_such_run 2>&1); code=$?; printf '%s\\n' \"$out\"; [ $code -eq 2 ] && [ $(printf '%s\\n' \"$out\" | wc -l) -eq 1 ] && grep -q 'gnuplot not found on PATH' <<<\"$out\"")
+
+# Bytes held at the end of forward match the model's prediction in every run
+# that did the case's work, the first baseline included: one-time
+# allocations (library workspaces) are taken by the warm-up, not the runs.
+add_test(NAME memory.end_forward_matches_prediction
+  COMMAND bash -c "rm -rf ${MEM_OUT}/predictions && ${MEM_CV} --suite smoke --out ${MEM_OUT}/predictions >/dev/null && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_predictions.py ${MEM_OUT}/predictions 0.05")

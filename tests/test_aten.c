@@ -258,6 +258,92 @@ static void test_to_host_of_transposed_view_is_contiguous_copy(void **state)
     tensor_free(tt);
 }
 
+/* ---- one-ULP flip (the planted bug first_call_kernel's mutation) ---------- */
+
+/* A host tensor of `n` raw bit patterns of dtype dt, on the CPU. */
+static tensor *from_bits(enum dtype dt, const void *bits, int64_t n)
+{
+    struct host_tensor h;
+    assert_ok(host_tensor_alloc(&h, dt, 1, &n));
+    memcpy(h.data, bits, (size_t)n * dtype_size(dt));
+    tensor *t = NULL;
+    assert_ok(tensor_from_host(&t, &h, DEVICE_CPU));
+    host_tensor_free(&h);
+    return t;
+}
+
+static void assert_bits(const tensor *t, const void *want, size_t bytes)
+{
+    struct host_tensor h;
+    assert_ok(tensor_to_host(t, &h));
+    assert_memory_equal(h.data, want, bytes);
+    host_tensor_free(&h);
+}
+
+static void test_flip_last_bit_flips_finite_nonzero_float32_only(void **state)
+{
+    (void)state;
+    /* 1.0, -2.5, +0, -0, +inf, NaN, a subnormal, 1.0 + 1 ULP */
+    const uint32_t in[8] = {0x3f800000u, 0xc0200000u, 0x00000000u, 0x80000000u,
+                            0x7f800000u, 0x7fc00001u, 0x00000003u, 0x3f800001u};
+    const uint32_t want[8] = {0x3f800001u, 0xc0200001u, 0x00000000u, 0x80000000u,
+                              0x7f800000u, 0x7fc00001u, 0x00000002u, 0x3f800000u};
+    tensor *t = from_bits(DT_F32, in, 8);
+    assert_ok(tensor_flip_last_bit_(t));
+    assert_bits(t, want, sizeof want);
+    tensor_free(t);
+}
+
+static void test_flip_last_bit_flips_finite_nonzero_half_types_only(void **state)
+{
+    (void)state;
+    /* bf16: 1.0, -0, +inf, NaN, 2.0;  f16: 1.0, -0, +inf, NaN, 2.0 */
+    const uint16_t bf_in[5] = {0x3f80u, 0x8000u, 0x7f80u, 0x7fc0u, 0x4000u};
+    const uint16_t bf_want[5] = {0x3f81u, 0x8000u, 0x7f80u, 0x7fc0u, 0x4001u};
+    const uint16_t h_in[5] = {0x3c00u, 0x8000u, 0x7c00u, 0x7e00u, 0x4000u};
+    const uint16_t h_want[5] = {0x3c01u, 0x8000u, 0x7c00u, 0x7e00u, 0x4001u};
+    tensor *bf = from_bits(DT_BF16, bf_in, 5), *h = from_bits(DT_F16, h_in, 5);
+    assert_ok(tensor_flip_last_bit_(bf));
+    assert_ok(tensor_flip_last_bit_(h));
+    assert_bits(bf, bf_want, sizeof bf_want);
+    assert_bits(h, h_want, sizeof h_want);
+    tensor_free(bf);
+    tensor_free(h);
+}
+
+/* The flip is an ATen op on the tensor itself, not a write through a host
+ * pointer: it lands on a view that has no host-addressable data (what a
+ * CUDA tensor is to the host), which tensor_data() cannot reach. */
+static void test_flip_last_bit_reaches_a_tensor_without_host_data(void **state)
+{
+    (void)state;
+    const uint32_t in[6] = {0x3f800000u, 0x40000000u, 0x40400000u, 0x40800000u, 0x40a00000u, 0x40c00000u};
+    tensor *flat = from_bits(DT_F32, in, 6), *m = NULL, *view = NULL;
+    const int64_t shape[2] = {2, 3};
+    assert_ok(tensor_reshape(&m, flat, 2, shape));
+    assert_ok(tensor_transpose(&view, m, 0, 1));
+    assert_null(tensor_data(view));
+    assert_ok(tensor_flip_last_bit_(view));
+    uint32_t want[6];
+    for (int i = 0; i < 6; i++)
+        want[i] = in[i] ^ 1u;
+    assert_bits(flat, want, sizeof want);
+    tensor_free(view);
+    tensor_free(m);
+    tensor_free(flat);
+}
+
+static void test_flip_last_bit_refuses_non_float_dtypes(void **state)
+{
+    (void)state;
+    const int64_t shape[1] = {4};
+    tensor *t = NULL;
+    assert_ok(tensor_randint(&t, 5, 1, shape, DEVICE_CPU));
+    assert_int_equal(tensor_flip_last_bit_(t), ST_INTERNAL);
+    assert_one_line_error("tensor_flip_last_bit_");
+    tensor_free(t);
+}
+
 /* ---- errors ------------------------------------------------------------- */
 
 static void test_linear_shape_mismatch_is_one_line_error(void **state)
@@ -653,6 +739,10 @@ int main(void)
         cmocka_unit_test(test_host_roundtrip_is_bitwise_uint8),
         cmocka_unit_test(test_host_roundtrip_is_bitwise_bool),
         cmocka_unit_test(test_to_host_of_transposed_view_is_contiguous_copy),
+        cmocka_unit_test(test_flip_last_bit_flips_finite_nonzero_float32_only),
+        cmocka_unit_test(test_flip_last_bit_flips_finite_nonzero_half_types_only),
+        cmocka_unit_test(test_flip_last_bit_reaches_a_tensor_without_host_data),
+        cmocka_unit_test(test_flip_last_bit_refuses_non_float_dtypes),
         cmocka_unit_test(test_linear_shape_mismatch_is_one_line_error),
         cmocka_unit_test(test_null_handle_is_error_not_crash),
         cmocka_unit_test(test_parse_device_cpu),

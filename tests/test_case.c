@@ -103,6 +103,7 @@ static void test_defaults_are_the_documented_ones(void **state)
     assert_int_equal(c.autocast, AUTOCAST_OFF);
     assert_int_equal(c.fusion, FUSION_NONE);
     assert_string_equal(c.device, "cpu");
+    assert_string_equal(c.draw_device, "");
     assert_int_equal(c.steps, 2);
     assert_true(c.seed == 1234);
     assert_int_equal(c.segments, 0);
@@ -111,7 +112,7 @@ static void test_defaults_are_the_documented_ones(void **state)
     assert_true(c.min_memory_saving < 0);
     assert_int_equal(c.preserve_rng_state, 1);
     assert_int_equal(c.input_requires_grad, 1);
-    assert_int_equal(c.rng_policy, RNG_ARGS_AND_CURRENT);
+    assert_int_equal(c.rng_devices, RNG_ARGS_AND_CURRENT);
     assert_int_equal(c.noise_runs, 4);
     assert_int_equal(c.verify_values, 0);
     assert_int_equal(c.threads, 0);
@@ -159,7 +160,7 @@ static void test_every_key_is_parsed(void **state)
                                   "preserve_rng_state = no\n"
                                   "input_requires_grad = 0\n"
                                   "verify_values = yes\n"
-                                  "rng_policy = args_only\n"
+                                  "rng_devices = args\n"
                                   "noise_runs = 0\n"
                                   "threads = 2\n"
                                   "impls = none, reentrant, no_rng_stash\n"
@@ -185,7 +186,7 @@ static void test_every_key_is_parsed(void **state)
     assert_int_equal(c.preserve_rng_state, 0);
     assert_int_equal(c.input_requires_grad, 0);
     assert_int_equal(c.verify_values, 1);
-    assert_int_equal(c.rng_policy, RNG_ARGS_ONLY);
+    assert_int_equal(c.rng_devices, RNG_ARGS_ONLY);
     assert_int_equal(c.noise_runs, 0);
     assert_int_equal(c.threads, 2);
     assert_int_equal(c.n_impls, 3);
@@ -222,6 +223,52 @@ static void test_dtype_aliases(void **state)
     assert_int_equal(load_one("[case:a]\ndtype = bfloat16\n").dtype, DT_BF16);
     assert_int_equal(load_one("[case:a]\ndtype = half\n").dtype, DT_F16);
     assert_int_equal(load_one("[case:a]\nautocast = bfloat16\n").autocast, AUTOCAST_BF16);
+}
+
+struct attr_text {
+    char ini[4096];
+    int count;
+};
+
+/* Collects attributes as case-file lines, leaving out where it came from. */
+static void collect_attr(void *ctx, const char *key, const char *value)
+{
+    struct attr_text *t = ctx;
+    t->count++;
+    if (strcmp(key, "name") == 0 || strcmp(key, "file") == 0 || strcmp(key, "line") == 0)
+        return;
+    size_t used = strlen(t->ini);
+    snprintf(t->ini + used, sizeof t->ini - used, "%s = %s\n", key, value);
+}
+
+static void test_rng_devices_also_reads_its_former_name_and_spellings(void **state)
+{
+    (void)state;
+    assert_int_equal(load_one("[case:a]\nrng_devices = args\n").rng_devices, RNG_ARGS_ONLY);
+    assert_int_equal(load_one("[case:a]\nrng_devices = args+current\n").rng_devices, RNG_ARGS_AND_CURRENT);
+    assert_int_equal(load_one("[case:a]\nrng_policy = args_only\n").rng_devices, RNG_ARGS_ONLY);
+    assert_int_equal(load_one("[case:a]\nrng_policy = args_and_current\n").rng_devices, RNG_ARGS_AND_CURRENT);
+    expect_error("[case:a]\nrng_devices = current\n", 2, "'current' for 'rng_devices'");
+}
+
+static void test_draw_device_is_same_or_a_device_and_prints_back(void **state)
+{
+    (void)state;
+    struct ckpt_case c = load_one("[case:a]\ndraw_device = cuda:0\n");
+    assert_string_equal(c.draw_device, "cuda:0");
+    assert_string_equal(c.device, "cpu");
+    assert_string_equal(load_one("[case:a]\ndraw_device = same\n").draw_device, "");
+    struct attr_text attrs = {.ini = ""};
+    case_foreach_attr(&c, collect_attr, &attrs);
+    assert_non_null(strstr(attrs.ini, "draw_device = cuda:0\n"));
+    expect_error("[case:a]\ndraw_device = gpu\n", 2, "'gpu' for 'draw_device'");
+}
+
+static void test_error_draw_device_only_for_mlp(void **state)
+{
+    (void)state;
+    expect_error("[case:d]\ndraw_device = cuda:0\nmodel = gpt_block\n", 3,
+                 "case 'd': draw_device is only supported for model mlp");
 }
 
 static void test_segments_every_sqrt_and_number(void **state)
@@ -693,22 +740,6 @@ static void test_has_label(void **state)
     assert_false(case_has_label(&c, "gpu"));
 }
 
-struct attr_text {
-    char ini[4096];
-    int count;
-};
-
-/* Collects attributes as case-file lines, leaving out where it came from. */
-static void collect_attr(void *ctx, const char *key, const char *value)
-{
-    struct attr_text *t = ctx;
-    t->count++;
-    if (strcmp(key, "name") == 0 || strcmp(key, "file") == 0 || strcmp(key, "line") == 0)
-        return;
-    size_t used = strlen(t->ini);
-    snprintf(t->ini + used, sizeof t->ini - used, "%s = %s\n", key, value);
-}
-
 static void test_attrs_cover_every_key_and_load_back(void **state)
 {
     (void)state;
@@ -718,7 +749,7 @@ static void test_attrs_cover_every_key_and_load_back(void **state)
                                   "expect = no_rng_stash:FAIL|MEMFAIL\nlabels = smoke\n");
     struct attr_text first = {.ini = "[case:a]\n"};
     case_foreach_attr(&c, collect_attr, &first);
-    assert_int_equal(first.count, 3 + 26); /* name, file, line + every key */
+    assert_int_equal(first.count, 3 + 27); /* name, file, line + every key */
     assert_non_null(strstr(first.ini, "lr = 0.003\n"));
     assert_non_null(strstr(first.ini, "expect = no_rng_stash:FAIL|MEMFAIL\n"));
     assert_non_null(strstr(first.ini, "impls = reentrant,no_rng_stash\n"));
@@ -761,7 +792,7 @@ static void test_shipped_cases_are_nightly_or_gpu_and_small(void **state)
     int smoke = 0;
     for (int i = 0; i < list.count; i++) {
         const struct ckpt_case *c = &list.items[i];
-        if (strcmp(c->device, "cpu") != 0) {
+        if (strcmp(c->device, "cpu") != 0 || c->draw_device[0]) {
             /* GPU cases (cases/gpu.ini) must stay out of the CPU suites. */
             if (!case_has_label(c, "gpu") || case_has_label(c, "nightly") || case_has_label(c, "smoke"))
                 fail_msg("%s runs on %s: label it gpu, not nightly or smoke", c->name, c->device);
@@ -783,6 +814,9 @@ int main(void)
         cmocka_unit_test(test_every_key_is_parsed),
         cmocka_unit_test(test_bool_spellings),
         cmocka_unit_test(test_dtype_aliases),
+        cmocka_unit_test(test_rng_devices_also_reads_its_former_name_and_spellings),
+        cmocka_unit_test(test_draw_device_is_same_or_a_device_and_prints_back),
+        cmocka_unit_test(test_error_draw_device_only_for_mlp),
         cmocka_unit_test(test_segments_every_sqrt_and_number),
         cmocka_unit_test(test_min_memory_saving_fraction_or_none),
         cmocka_unit_test(test_comments_indentation_and_empty_lists),

@@ -1,19 +1,24 @@
 /* The planted bugs' bookkeeping: every one is registered after the
  * references under its documented name, is not a reference, and its
  * observability rule says "cannot show" exactly where cases/mutation.ini
- * relies on it (and why). Whether each is caught is the mutation suite's job
- * (tests/mutation.cmake). */
+ * relies on it (and why), and first_call_kernel's mutation is exactly the
+ * documented one, made through tensor ops. Whether each is caught is the
+ * mutation suite's job (tests/mutation.cmake). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "aten/aten.h"
 #include "case.h"
+#include "error.h"
 #include "faulty/faulty.h"
 #include "impl.h"
+#include "ops.h"
 
 static const char *const planted[] = {
     "no_rng_stash",          "no_rng_stash_nr",          "rng_not_forked",
@@ -71,14 +76,23 @@ static void test_rng_bugs_need_something_random_to_replay(void **state)
     assert_non_null(strstr(why, "segments = 1"));
 }
 
-static void test_args_only_rng_cannot_show_on_cpu(void **state)
+static void test_args_only_rng_shows_only_where_segments_draw_off_their_arguments_device(void **state)
 {
     (void)state;
     struct ckpt_case c;
     char why[200];
     case_defaults(&c);
     assert_false(observable("args_only_rng", &c, why));
-    assert_non_null(strstr(why, "CPU"));
+    assert_non_null(strstr(why, "CPU case"));
+    snprintf(c.draw_device, sizeof c.draw_device, "cuda:0");
+    assert_true(observable("args_only_rng", &c, why));
+    snprintf(c.device, sizeof c.device, "cuda");
+    assert_false(observable("args_only_rng", &c, why)); /* cuda is cuda:0 */
+    assert_non_null(strstr(why, "draw_device"));
+    snprintf(c.device, sizeof c.device, "cpu");
+    c.dropout = 0;
+    assert_false(observable("args_only_rng", &c, why));
+    assert_non_null(strstr(why, "dropout = 0"));
 }
 
 static void test_rules_of_the_other_bugs(void **state)
@@ -103,13 +117,75 @@ static void test_rules_of_the_other_bugs(void **state)
     assert_true(observable("stale_input", &c, why));
 }
 
+/* ---- first_call_kernel's mutation, through the impl -------------------------- */
+
+static int fused_segment(void *ctx, struct var *in, struct var **out)
+{
+    return op_bias_gelu_fused(out, in, ctx, FUSED_DETERMINISTIC);
+}
+
+static struct var *leaf(const int64_t *shape, int ndim, uint64_t seed)
+{
+    tensor *t = NULL;
+    assert_int_equal(aten_rng_manual_seed(DEVICE_CPU, seed), ST_OK);
+    assert_int_equal(tensor_randn(&t, DT_F32, ndim, shape, DEVICE_CPU, 1.0), ST_OK);
+    struct var *v = NULL;
+    assert_int_equal(var_leaf(&v, t, 1, "leaf"), ST_OK);
+    return v;
+}
+
+static void host_bits(const struct var *v, uint32_t *bits, size_t n)
+{
+    struct host_tensor h;
+    assert_int_equal(tensor_to_host(v->data, &h), ST_OK);
+    assert_int_equal(h.numel, n);
+    memcpy(bits, h.data, n * sizeof *bits);
+    host_tensor_free(&h);
+}
+
+/* The run's first checkpointed forward hands out the fused output with the
+ * lowest mantissa bit of every finite, nonzero element flipped, and nothing
+ * else changed; its later checkpoints are untouched. The expectation is
+ * computed on the host from the plain impl's output, independently of the
+ * tensor op the bug uses. */
+static void test_first_call_kernel_flips_the_last_bit_of_the_first_fused_output_only(void **state)
+{
+    (void)state;
+    assert_int_equal(aten_init(), ST_OK);
+    const int64_t xs[2] = {3, 5}, bs[1] = {5};
+    struct var *x = leaf(xs, 2, 1), *b = leaf(bs, 1, 2), *plain = NULL, *cold = NULL, *warm = NULL;
+    struct segment_fn seg = {fused_segment, b};
+    struct impl_stats stats = {0};
+    struct impl_options opts = {.preserve_rng_state = 1, .current_device = DEVICE_CPU, .stats = &stats};
+    const struct checkpoint_impl *bug = impl_find("first_call_kernel");
+    assert_int_equal(impl_find("none")->run(impl_find("none"), &opts, &seg, x, &plain), ST_OK);
+    stats.checkpoints = 0;
+    assert_int_equal(bug->run(bug, &opts, &seg, x, &cold), ST_OK);
+    assert_int_equal(bug->run(bug, &opts, &seg, x, &warm), ST_OK);
+    uint32_t want[15], got_cold[15], got_warm[15];
+    host_bits(plain, want, 15);
+    host_bits(cold, got_cold, 15);
+    host_bits(warm, got_warm, 15);
+    assert_memory_equal(got_warm, want, sizeof want);
+    for (int i = 0; i < 15; i++) {
+        int finite_nonzero = (want[i] & 0x7f800000u) != 0x7f800000u && (want[i] & 0x7fffffffu) != 0;
+        assert_int_equal(got_cold[i], finite_nonzero ? want[i] ^ 1u : want[i]);
+    }
+    var_release(plain);
+    var_release(cold);
+    var_release(warm);
+    var_release(x);
+    var_release(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_planted_bugs_follow_the_references),
         cmocka_unit_test(test_rng_bugs_need_something_random_to_replay),
-        cmocka_unit_test(test_args_only_rng_cannot_show_on_cpu),
+        cmocka_unit_test(test_args_only_rng_shows_only_where_segments_draw_off_their_arguments_device),
         cmocka_unit_test(test_rules_of_the_other_bugs),
+        cmocka_unit_test(test_first_call_kernel_flips_the_last_bit_of_the_first_fused_output_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

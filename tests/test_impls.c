@@ -61,6 +61,56 @@ static void test_device_set_deduplicates_and_always_has_cpu(void **state)
     assert_int_equal(set.devices[0], DEVICE_CPU);
 }
 
+/* Under rng_devices = args a segment with only CPU arguments does not stash
+ * the current GPU: that device is what the forward check watches. */
+static void test_unstashed_devices_are_those_the_policy_leaves_out(void **state)
+{
+    (void)state;
+    struct rng_device_set stashed, unstashed;
+    int cpu_arg = DEVICE_CPU, current = 0;
+    rng_device_set_build(&stashed, &cpu_arg, 1, current, RNG_ARGS_ONLY);
+    rng_device_set_unstashed(&unstashed, &stashed, &current, 1);
+    assert_int_equal(unstashed.n, 1);
+    assert_int_equal(unstashed.devices[0], 0);
+    rng_device_set_build(&stashed, &cpu_arg, 1, current, RNG_ARGS_AND_CURRENT);
+    rng_device_set_unstashed(&unstashed, &stashed, &current, 1);
+    assert_int_equal(unstashed.n, 0);
+    int watched[3] = {DEVICE_CPU, 5, 2};
+    rng_device_set_unstashed(&unstashed, &stashed, watched, 3); /* CPU is always stashed */
+    assert_int_equal(unstashed.n, 2);
+    assert_int_equal(unstashed.devices[0], 2);
+    assert_int_equal(unstashed.devices[1], 5);
+}
+
+/* Fake states for fake devices: which generator drew between two stashes. */
+static void fake_stash(struct rng_stash *s, const int *devices, const uint8_t *first_bytes, int n)
+{
+    memset(s, 0, sizeof *s);
+    s->set.n = n;
+    for (int i = 0; i < n; i++) {
+        s->set.devices[i] = devices[i];
+        s->len[i] = 16;
+        s->state[i] = calloc(16, 1);
+        s->state[i][0] = first_bytes[i];
+    }
+}
+
+static void test_first_changed_names_the_generator_that_drew(void **state)
+{
+    (void)state;
+    int devices[3] = {0, 1, 3};
+    struct rng_stash before, same, drew;
+    fake_stash(&before, devices, (const uint8_t[]){1, 2, 3}, 3);
+    fake_stash(&same, devices, (const uint8_t[]){1, 2, 3}, 3);
+    fake_stash(&drew, devices, (const uint8_t[]){1, 2, 4}, 3);
+    assert_int_equal(rng_stash_first_changed(&before, &same), -1);
+    assert_int_equal(rng_stash_first_changed(&before, &drew), 2);
+    assert_int_equal(drew.set.devices[2], 3);
+    rng_stash_free(&before);
+    rng_stash_free(&same);
+    rng_stash_free(&drew);
+}
+
 /* ---- a small segment: y = dropout(gelu(x·Wᵀ + b)) + extra ----------------------- */
 
 struct seg_state {
@@ -159,7 +209,7 @@ static int setup(void **state)
     f->seg.b = random_leaf(1, bs, 1, "b");
     f->seg.p = 0.5;
     f->x = random_leaf(2, xs, 1, "x");
-    f->opts = (struct impl_options){.preserve_rng_state = 1, .rng_policy = RNG_ARGS_AND_CURRENT,
+    f->opts = (struct impl_options){.preserve_rng_state = 1, .rng_devices = RNG_ARGS_AND_CURRENT,
                                     .current_device = DEVICE_CPU, .stats = &f->stats};
     *state = f;
     return 0;
@@ -510,6 +560,8 @@ int main(void)
         cmocka_unit_test(test_device_set_puts_cpu_first_then_args_then_current),
         cmocka_unit_test(test_device_set_args_only_leaves_out_the_current_device),
         cmocka_unit_test(test_device_set_deduplicates_and_always_has_cpu),
+        cmocka_unit_test(test_unstashed_devices_are_those_the_policy_leaves_out),
+        cmocka_unit_test(test_first_changed_names_the_generator_that_drew),
         cmocka_unit_test(test_default_expectation_follows_the_registry),
         FIXTURE_TEST(test_reentrant_replays_dropout_and_matches_plain_bitwise),
         FIXTURE_TEST(test_nonreentrant_replays_dropout_and_matches_plain_bitwise),

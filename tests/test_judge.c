@@ -35,6 +35,7 @@ static void base_grads(struct grads *g)
         g->weight[i] = (float)rng_uniform(&r, -0.08, 0.08);
         g->bias[i] = (float)rng_uniform(&r, -0.05, 0.05);
     }
+    g->weight[40] = 0.07f; /* the element a bug moves, of ordinary size */
     g->bias[3] = 1e-9f; /* near zero: noise flips its sign */
     g->bias[7] = -2e-9f;
 }
@@ -362,6 +363,35 @@ static void case_judges_each_run_once_in_order_and_not_reruns(void **state)
     fixture_free(&f);
 }
 
+static void run_is_judged_against_the_baseline_family_it_names(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads ours, theirs;
+    init(&f);
+    base_grads(&ours);
+    theirs = ours;
+    theirs.weight[0] = nextafterf(theirs.weight[0], 1.0f); /* another framework's kernels */
+    add(&f, "baseline_0", &ours);
+    add(&f, "baseline_1", &ours);
+    add(&f, "torch_baseline_0", &theirs);
+    add(&f, "torch_baseline_1", &theirs);
+    add(&f, "torch_reentrant", &theirs);
+    snprintf(f.runs[4].baselines, sizeof f.runs[4].baselines, "torch_baseline");
+    struct impl_result r = judge(&f, "torch_reentrant");
+    assert_int_equal(r.verdict, V_PASS);
+    assert_non_null(strstr(r.reason, "bitwise identical to torch_baseline_0"));
+    f.runs[4].baselines[0] = '\0'; /* against ours it differs */
+    assert_int_equal(judge(&f, "torch_reentrant").verdict, V_FAIL);
+    struct case_result *out = calloc(1, sizeof *out);
+    snprintf(f.runs[4].baselines, sizeof f.runs[4].baselines, "torch_baseline");
+    assert_ok(judge_case(&f.c, f.runs, f.n, NULL, 0, out));
+    assert_int_equal(out->n_results, 1); /* the torch baselines are baselines, not judged */
+    assert_int_equal(out->baseline_runs, 2);
+    free(out);
+    fixture_free(&f);
+}
+
 static void run_names_are_classified_exactly(void **state)
 {
     (void)state;
@@ -369,7 +399,11 @@ static void run_names_are_classified_exactly(void **state)
     assert_true(judge_is_baseline("baseline_12"));
     assert_false(judge_is_baseline("baseline_"));
     assert_false(judge_is_baseline("baseline_x"));
-    assert_false(judge_is_baseline("my_baseline_0"));
+    assert_true(judge_is_baseline("torch_baseline_0"));
+    assert_false(judge_is_baseline("mybaseline_0"));
+    assert_true(judge_is_baseline_of("torch_baseline_1", "torch_baseline"));
+    assert_false(judge_is_baseline_of("baseline_1", "torch_baseline"));
+    assert_false(judge_is_baseline_of("torch_baseline_1", "baseline"));
     assert_true(judge_is_rerun_of("reentrant_rerun_3", "reentrant"));
     assert_false(judge_is_rerun_of("reentrant_rerun_", "reentrant"));
     assert_false(judge_is_rerun_of("nonreentrant_rerun_1", "reentrant"));
@@ -391,6 +425,7 @@ int main(void)
         cmocka_unit_test(memory_below_the_required_saving_is_memfail),
         cmocka_unit_test(judging_needs_baseline_0),
         cmocka_unit_test(case_judges_each_run_once_in_order_and_not_reruns),
+        cmocka_unit_test(run_is_judged_against_the_baseline_family_it_names),
         cmocka_unit_test(run_names_are_classified_exactly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -984,6 +984,26 @@ int tensor_fill_(tensor *t, double value)
     });
 }
 
+int tensor_flip_last_bit_(tensor *t)
+{
+    return guarded(__func__, [&] {
+        if (!t)
+            throw shim_error(ST_INTERNAL, "NULL tensor handle");
+        at::Tensor &x = t->t;
+        at::ScalarType bits;
+        switch (x.scalar_type()) {
+        case at::kFloat: bits = at::kInt; break;
+        case at::kBFloat16:
+        case at::kHalf: bits = at::kShort; break;
+        default: throw shim_error(ST_INTERNAL, "not a float32, bfloat16 or float16 tensor");
+        }
+        /* ne(0) is false for both zeros; isfinite for infinities and NaNs. */
+        at::Tensor flip = at::isfinite(x).logical_and_(x.ne(0)).to(bits);
+        x.view(bits).bitwise_xor_(flip);
+        return (int)ST_OK;
+    });
+}
+
 int tensor_sum_dims(tensor **out, const tensor *t, const int64_t *dims_, int ndims, int keepdim)
 {
     return produce(__func__, out, [&] {

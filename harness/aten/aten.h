@@ -196,6 +196,13 @@ int tensor_div_scalar(tensor **out, const tensor *a, double s);
 int tensor_add_(tensor *a, const tensor *b, double alpha);
 int tensor_copy_(tensor *dst, const tensor *src);
 int tensor_fill_(tensor *t, double value);
+/* In place, flips the lowest mantissa bit of every finite, nonzero element
+ * of a float32, bfloat16 or float16 tensor (zeros, infinities and NaNs keep
+ * their bits): a one-ULP perturbation made with ATen ops on the tensor's own
+ * device (xor on an integer view of its bits), so it works on a CUDA tensor
+ * and on a non-contiguous view alike. ST_INTERNAL for other dtypes. The
+ * planted bug first_call_kernel uses it. */
+int tensor_flip_last_bit_(tensor *t);
 /* Sum over dims (keepdim 0/1). */
 int tensor_sum_dims(tensor **out, const tensor *t, const int64_t *dims, int ndims, int keepdim);
 int tensor_sum_all(tensor **out, const tensor *t);

@@ -1,29 +1,37 @@
 /* args_only_rng: stashes the RNG state of CPU and of the devices its tensor
- * arguments are on, not of the current device (PyTorch's own policy).
+ * arguments are on, not of the current device (PyTorch's own policy,
+ * rng_devices = args).
  * Real failure: a segment that creates tensors on a device none of its
- * arguments lives on (e.g. moves work to another GPU, or gets only CPU
- * arguments and draws on the current GPU): that device's generator is not
- * replayed and the recompute draws different numbers there.
- * Caught by: gradient comparison, but only in such a case: CPU is always
- * stashed, and every harness model keeps a segment's arguments and its draws
- * on the case's device, so args-only and args+current stash the same set.
- * Its rule therefore reports NOT_OBSERVABLE everywhere, with the reason; a
- * model that draws off its arguments' device on a multi-GPU host is what it
- * would take to see it. */
+ * arguments lives on (gets only CPU arguments and draws on the current GPU,
+ * or moves work to another GPU): that device's generator is not replayed
+ * and the recompute draws different numbers there.
+ * Caught by: the checkpoint's forward check (a device left out of the stash
+ * drew random numbers: checkpoint_env_check_forward), a FAIL naming the
+ * device; without it the gradient comparison. Observable only in a case
+ * whose segments draw off their arguments' device: draw_device set to
+ * another device than the case's (cases/gpu.ini, gpu_cpu_draws_on_cuda*).
+ * Everywhere else args-only and args+current stash the same set and its
+ * rule reports NOT_OBSERVABLE with that reason. */
 #include <stdio.h>
 #include <string.h>
 
-#include "../../harness/aten/aten.h"
 #include "faulty.h"
+
+/* "cuda" is the current CUDA device, cuda:0 for the harness. */
+static const char *canonical_device(const char *d) { return strcmp(d, "cuda") == 0 ? "cuda:0" : d; }
 
 static int args_only_rng_observable(const struct ckpt_case *c, char *why, size_t len)
 {
-    if (strcmp(c->device, "cpu") == 0)
+    if (!faulty_replays_rng(c, why, len))
+        return 0;
+    const char *draws_on = canonical_device(c->draw_device[0] ? c->draw_device : c->device);
+    if (strcmp(draws_on, canonical_device(c->device)) != 0)
+        return 1;
+    if (strcmp(draws_on, "cpu") == 0)
         snprintf(why, len, "CPU case: CPU's generator is always stashed and is the only one drawn from");
-    else if (aten_device_count() < 2)
-        snprintf(why, len, "one CUDA device: the segment's arguments are on the current device already");
     else
-        snprintf(why, len, "no harness model draws on a device none of a segment's arguments is on");
+        snprintf(why, len, "segments draw on their arguments' device (no other draw_device), which args and "
+                           "args+current both stash");
     return 0;
 }
 

@@ -2,9 +2,11 @@
  * than on later ones, so the forward (first call) and the recompute (a later
  * call) disagree in the last bits. Emulated per run — each run stands for a
  * fresh process: during the first checkpointed forward of a run, the first
- * fused bias+GELU output gets its lowest mantissa bit flipped (a different
- * rounding path), later calls, the recompute included, are untouched. The
- * baseline runs are warm throughout.
+ * fused bias+GELU output gets the lowest mantissa bit of every finite,
+ * nonzero element flipped (a different rounding path), later calls, the
+ * recompute included, are untouched. The baseline runs are warm throughout.
+ * The flip is an ATen op on the output's device (tensor_flip_last_bit_), so
+ * the bug shows on a GPU exactly as on the CPU.
  * Real failure: a fused kernel (TransformerEngine) that picks or tunes its
  * algorithm on first use; without a warm-up step the checkpoint's recompute
  * uses another reduction than the forward did.
@@ -12,7 +14,6 @@
  * non-reentrant value check names the first recomputed saved tensor that
  * depends on the fused output (the next linear's input), when that op is in
  * the same segment. Not observable with fusion none (no fused kernel). */
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,27 +23,8 @@
 struct first_call {
     struct op_observer previous;
     int done;
+    int status; /* of the flip */
 };
-
-static void flip_last_bits(tensor *t)
-{
-    void *data = tensor_data(t);
-    size_t n = tensor_numel(t);
-    if (!data)
-        return;
-    if (tensor_dtype(t) == DT_F32) {
-        uint32_t *bits = data;
-        for (size_t i = 0; i < n; i++)
-            if ((bits[i] & 0x7f800000u) != 0x7f800000u && (bits[i] & 0x7fffffffu) != 0)
-                bits[i] ^= 1u;
-    } else if (tensor_dtype(t) == DT_BF16 || tensor_dtype(t) == DT_F16) {
-        uint16_t exp_mask = tensor_dtype(t) == DT_BF16 ? 0x7f80u : 0x7c00u;
-        uint16_t *bits = data;
-        for (size_t i = 0; i < n; i++)
-            if ((bits[i] & exp_mask) != exp_mask && (bits[i] & 0x7fffu) != 0)
-                bits[i] ^= 1u;
-    }
-}
 
 static void on_op(void *ctx, const char *op, struct var *const *inputs, int n_inputs, const struct var *output)
 {
@@ -52,7 +34,10 @@ static void on_op(void *ctx, const char *op, struct var *const *inputs, int n_in
     if (fc->done || strncmp(op, "bias_gelu_fused", strlen("bias_gelu_fused")) != 0)
         return;
     fc->done = 1;
-    flip_last_bits(output->data);
+    /* Through an ATen op on the output's own device, never its host bytes:
+     * the bug must show on a GPU as on the CPU. An observer cannot return a
+     * status; a failure is kept for the run to report. */
+    fc->status = tensor_flip_last_bit_(output->data);
 }
 
 static int run_first_call_kernel(const struct checkpoint_impl *impl, const struct impl_options *opts,
@@ -65,6 +50,11 @@ static int run_first_call_kernel(const struct checkpoint_impl *impl, const struc
     fc.previous = tape_set_op_observer((struct op_observer){on_op, &fc});
     int st = impl_run_nonreentrant(impl, opts, seg, in, out);
     tape_set_op_observer(fc.previous);
+    if (!st && fc.status) {
+        var_release(*out);
+        *out = NULL;
+        st = fc.status;
+    }
     return st;
 }
 

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""An `--external` adapter: runs a harness case again in PyTorch, with
+torch.utils.checkpoint, and appends the runs to the harness's report so that
+`ckpt-verify` judges them with its own:
+
+    ckpt-verify --case gpt_none --external "python3 scripts/external_torch.py"
+
+The harness calls it with the report's path as the last argument. It rebuilds
+the case from the report alone (scripts/torch_crosscheck.py: /case, /inputs,
+/params_init) and appends
+
+    torch_baseline_0, torch_baseline_1   the model trained plainly, twice
+    torch_reentrant                      checkpoint(use_reentrant=True)
+    torch_nonreentrant                   checkpoint(use_reentrant=False)
+
+The checkpointed runs carry the attribute baselines = "torch_baseline": they
+are judged against torch's own plain runs, so a case whose kernels differ
+between the two frameworks (our fused bias+GELU against torch's unfused one,
+2 ULP) still verifies torch's checkpoint exactly. Whether torch's plain run
+matches ours is the cross-check's question (scripts/crosscheck.sh).
+
+Another framework's adapter (TransformerEngine, torch_xla) has the same
+shape: read the case and the initial state from the report, train plainly
+twice and with its checkpoint, append the runs (docs/schema.md, docs/external.md).
+
+usage: external_torch.py [--plant no_rng_preserve] REPORT.h5
+Exit 0 when the runs were appended, 2 when the case cannot be rebuilt.
+"""
+import argparse
+import os
+import sys
+
+import h5py
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_crosscheck as tc  # noqa: E402  (the sibling script is the model's torch twin)
+
+FAMILY = "torch_baseline"
+RUNS = (("torch_none", f"{FAMILY}_0"), ("torch_none", f"{FAMILY}_1"),
+        ("torch_reentrant", "torch_reentrant"), ("torch_nonreentrant", "torch_nonreentrant"))
+
+
+def append(report, plant=None):
+    with h5py.File(report, "r") as f:
+        case = tc.Case(f)
+    if case.device != "cpu":
+        raise tc.CrosscheckError(f"case {case.name} runs on {case.device}; this adapter rebuilds cpu cases")
+    if case.threads > 0:
+        tc.torch.set_num_threads(case.threads)
+    runs = []
+    for style, name in RUNS:
+        run = tc.train(case, style, plant if style != "torch_none" else None)
+        run.name = name
+        runs.append(run)
+    with h5py.File(report, "a") as f:
+        for run in runs:
+            if f"runs/{run.name}" in f:
+                raise tc.CrosscheckError(f"{report}: /runs/{run.name} exists already")
+            g = f.create_group(f"runs/{run.name}", track_order=True)
+            for key, t in run.tensors.items():
+                tc.write_tensor(g, key, t)
+            for key, value in run.attrs.items():
+                head, _, attr = key.partition(".")
+                tc.set_attr(g.require_group(head) if attr else g, attr or head, value)
+            tc.set_attr(g, "producer", f"torch {tc.torch.__version__} torch.utils.checkpoint")
+            if not run.name.startswith(FAMILY):
+                tc.set_attr(g, "baselines", FAMILY)
+    print(f"external_torch: {case.name}: appended {', '.join(name for _, name in RUNS)} (torch {tc.torch.__version__})")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("report")
+    ap.add_argument("--plant", choices=("no_rng_preserve",),
+                    help="checkpoint without RNG replay (shows that a wrong torch run FAILs)")
+    args = ap.parse_args(argv)
+    try:
+        append(args.report, args.plant)
+    except (tc.CrosscheckError, OSError, KeyError) as e:
+        print(f"external_torch: {args.report}: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

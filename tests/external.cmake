@@ -1,0 +1,35 @@
+# --external: another producer's runs appended to a harness report and
+# judged with its runs. The torch adapter (scripts/external_torch.py) must
+# PASS on a fused and a gpt case, a planted torch bug must FAIL, and a
+# command that fails or writes a malformed report is an input error that
+# leaves the harness's report as it wrote it.
+set(CV $<TARGET_FILE:ckpt-verify>)
+set(EXPECT ${CMAKE_SOURCE_DIR}/tests/expect.sh)
+set(EXPECT_ERROR ${CMAKE_SOURCE_DIR}/tests/expect_error.sh)
+set(EXT_OUT ${CMAKE_BINARY_DIR}/it/external)
+set(TORCH_ADAPTER "${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/external_torch.py")
+set(BAD_EXTERNAL "${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/external_bad.py")
+
+foreach(case bias_gelu_bs1 gpt_none)
+  add_test(NAME external.torch_adapter_${case}
+    COMMAND ${EXPECT} 0 "torch_reentrant +PASS +yes +0 " "torch_nonreentrant +PASS +yes +0 "
+            "bitwise identical to torch_baseline_0" "reentrant +PASS +yes" "all verdicts as expected"
+    -- ${CV} --case ${case} --out ${EXT_OUT}/${case} --external "${TORCH_ADAPTER}")
+  set_tests_properties(external.torch_adapter_${case} PROPERTIES LABELS "external")
+endforeach()
+
+add_test(NAME external.planted_torch_rng_bug_fails
+  COMMAND ${EXPECT} 1 "torch_reentrant +FAIL +NO" "torch_nonreentrant +FAIL +NO" "UNEXPECTED"
+  -- ${CV} --case mlp_seg2 --out ${EXT_OUT}/planted --external "${TORCH_ADAPTER} --plant no_rng_preserve")
+
+add_test(NAME external.failing_command_is_input_error
+  COMMAND bash -c "rm -rf ${EXT_OUT}/fails && ${EXPECT_ERROR} 2 \"^ckpt-verify: external command 'false' failed \\\\(exit 1\\\\)$\" -- ${CV} --case bias_gelu_bs1 --out ${EXT_OUT}/fails --external false && test -s ${EXT_OUT}/fails/bias_gelu_bs1.h5 && test ! -e ${EXT_OUT}/fails/summary.json && ! ls ${EXT_OUT}/fails | grep -q tmp")
+foreach(mode_regex "no_loss|wrote a malformed run.*/runs/mine/steps/1.*loss"
+                   "remove_run|removed run nonreentrant from the report"
+                   "bad_outcome|wrote a malformed run.*outcome is 'exploded'")
+  string(REPLACE "|" ";" parts "${mode_regex}")
+  list(GET parts 0 mode)
+  list(GET parts 1 regex)
+  add_test(NAME external.${mode}_is_input_error
+    COMMAND bash -c "rm -rf ${EXT_OUT}/${mode} && ${EXPECT_ERROR} 2 \"${regex}\" -- ${CV} --case bias_gelu_bs1 --out ${EXT_OUT}/${mode} --external '${BAD_EXTERNAL} ${mode}' && ${CV} diff ${EXT_OUT}/${mode}/bias_gelu_bs1.h5:nonreentrant ${EXT_OUT}/${mode}/bias_gelu_bs1.h5:baseline_0 >/dev/null")
+endforeach()
