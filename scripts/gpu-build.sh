@@ -101,6 +101,16 @@ if command -v gnuplot >/dev/null 2>&1; then
 else
   echo "gpu-build: no plots: gnuplot is absent on this machine (not on PATH)" | tee "$logs/plot_suite_gpu.log"
 fi
+# The Python library's examples (python/examples) with device="cuda": the
+# TransformerEncoderLayer stack PASS, the planted RNG bug and the hook
+# checkpoint's counter reset FAIL, memory from the caching allocator.
+step python_examples_cuda env CKPT_VERIFY="$build/ckpt-verify" CKPT_ATEN_LIB="$build/libckpt_aten.so" \
+  bash -c 'for e in transformer_torch_checkpoint planted_no_rng_stash hook_checkpoint; do
+    "$0" "$1/tests/python/check_example.py" "$e" --device cuda --out-dir "$2/python_cuda" || exit 1; done' \
+  "$python" "$src" "$reports"
+# Bytes held at the end of forward against the prediction, every gpu case:
+# one-time workspaces (cuBLAS's) must be the warm-up's, not baseline_0's.
+step predictions_suite_gpu "$python" "$src/tests/check_predictions.py" "$reports/suite_gpu" 0.05
 if [ -d "$reports" ]; then
   tar -czf "$logs/gpu-reports.tar.gz" -C "$build" gpu-reports
 fi

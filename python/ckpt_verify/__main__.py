@@ -1,0 +1,75 @@
+"""python -m ckpt_verify SCRIPT.py [--device D] [--out FILE.h5] ...
+
+Runs verify() on what SCRIPT.py defines at module level: model_fn,
+batch_fn and runs (required); baseline, expect, steps, seed, lr,
+tolerance, min_memory_saving, noise_runs, name, model_definition
+(optional; command-line options win). The script's directory is put on
+sys.path first, so it can import its neighbours.
+
+Exit status: 0 every verdict as expected, 1 an unexpected verdict (a run
+that raised is judged ERROR), 2 bad input or a baseline that raised
+(nothing written), 3 the judge failed."""
+import argparse
+import os
+import runpy
+import sys
+
+REQUIRED = ("model_fn", "batch_fn", "runs")
+OPTIONAL = ("baseline", "expect", "steps", "seed", "lr", "tolerance", "min_memory_saving", "noise_runs", "name",
+            "model_definition")
+
+
+def _load(script):
+    if not os.path.isfile(script):
+        raise FileNotFoundError(f"{script}: no such file")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    return runpy.run_path(script, run_name="__ckpt_verify__")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m ckpt_verify", description=__doc__.split("\n\n")[0])
+    ap.add_argument("script", help="a Python file defining model_fn, batch_fn and runs")
+    ap.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
+    ap.add_argument("--out", help="report file (default: a new temporary directory)")
+    ap.add_argument("--steps", type=int, help="training steps per run")
+    ap.add_argument("--seed", type=int, help="the seed of every run")
+    ap.add_argument("--judge", help="the ckpt-verify binary (default: $CKPT_VERIFY, PATH, the tree's build/)")
+    args = ap.parse_args(argv)
+
+    from . import errors, verify  # after argparse: --help needs no torch
+
+    try:
+        defs = _load(args.script)
+    except Exception as e:  # the user's script failed to load: bad input
+        print(f"{args.script}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    missing = [n for n in REQUIRED if n not in defs]
+    if missing:
+        print(f"{args.script}: defines no {', '.join(missing)} (needs model_fn, batch_fn and runs)", file=sys.stderr)
+        return 2
+    kwargs = {n: defs[n] for n in OPTIONAL if n in defs}
+    kwargs.setdefault("name", os.path.splitext(os.path.basename(args.script))[0])
+    for key in ("steps", "seed", "judge"):
+        if getattr(args, key) is not None:
+            kwargs[key] = getattr(args, key)
+    try:
+        report = verify(defs["model_fn"], defs["batch_fn"], defs["runs"], device=args.device, out=args.out, **kwargs)
+    except errors.BadInput as e:
+        print(f"{args.script}: bad input ({type(e).__name__}): {e}; nothing written", file=sys.stderr)
+        return 2
+    except errors.RunError as e:
+        print(f"{args.script}: the plain baseline failed: {e}; nothing written", file=sys.stderr)
+        return 2
+    except errors.JudgeError as e:
+        print(f"{args.script}: {e}", file=sys.stderr)
+        return 3
+    print(report.table.rstrip())
+    for run, why in report.skipped.items():
+        print(f"{run}: skipped: {why}")
+    print(f"memory: {report.memory_source}")
+    print(f"report: {report.path} (judge: {report.judge_dir})")
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

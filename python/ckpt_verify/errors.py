@@ -1,0 +1,39 @@
+"""Exceptions of ckpt_verify. BadInput and its subclasses mean "your
+inputs are wrong, nothing was written" (the CLI exits 2); JudgeError means
+the C judge could not give verdicts (exit 3). A checkpointed run that
+raises is not an exception of verify(): it is recorded with outcome=error
+and judged ERROR, as the harness does; only a baseline that raises stops
+verify() with RunError (nothing written; the CLI exits 2)."""
+
+
+class VerifyError(Exception):
+    """Base of every error ckpt_verify raises on purpose."""
+
+
+class BadInput(VerifyError):
+    """Inputs that cannot be verified; raised before anything is written."""
+
+
+class NonScalarLoss(BadInput):
+    """A step_fn returned something other than a 0-dim floating tensor that requires grad."""
+
+
+class ModelNotReproducible(BadInput):
+    """model_fn built a model that differs (names, shapes, dtypes or values) from its first one."""
+
+
+class BadRunName(BadInput):
+    """A run name the report cannot hold: reserved (baseline_*, *_rerun_*), empty or not a word."""
+
+
+class RunError(VerifyError):
+    """A run raised while training; the message names the run and the step.
+    Raised out of verify() only for a baseline (the plain step must run)."""
+
+
+class JudgeError(VerifyError):
+    """`ckpt-verify judge` is missing, failed, or its summary could not be read."""
+
+
+class VerificationFailed(AssertionError):
+    """assert_verified: a verdict was not the expected one (an AssertionError, for pytest)."""

@@ -1,0 +1,80 @@
+"""Runs `ckpt-verify judge` on a report and reads its verdicts back from
+summary.json. The verdict logic lives in C; this module only finds the
+binary, runs it and parses what it wrote."""
+import json
+import os
+import shutil
+import subprocess
+
+from .errors import JudgeError
+
+_TREE_BINARY = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "build", "ckpt-verify"))
+
+
+def find_judge(explicit=None):
+    """The ckpt-verify binary: the argument, $CKPT_VERIFY, PATH, then the
+    tree's build/ckpt-verify. None when there is none."""
+    for candidate in (explicit, os.environ.get("CKPT_VERIFY")):
+        if candidate:
+            return candidate
+    on_path = shutil.which("ckpt-verify")
+    if on_path:
+        return on_path
+    return _TREE_BINARY if os.access(_TREE_BINARY, os.X_OK) else None
+
+
+class Verdict:
+    """One judged run, as summary.json records it."""
+
+    def __init__(self, record):
+        self.run = record.get("impl", "")
+        self.verdict = record.get("verdict", "")
+        self.expected = bool(record.get("expected", False))
+        self.reason = record.get("reason", "")
+        self.first_divergence = record.get("first_divergence", "")
+        self.max_ulp = record.get("max_ulp")
+        self.record = record
+
+    def __repr__(self):
+        return f"Verdict({self.run}: {self.verdict}{'' if self.expected else ' (unexpected)'})"
+
+
+def parse_summary(path, case):
+    """{run: Verdict} of `case` in a summary.json written by the judge."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            root = json.load(f)
+    except (OSError, ValueError) as e:
+        raise JudgeError(f"{path}: cannot read the judge's summary ({e})") from e
+    records = root.get("records") if isinstance(root, dict) else None
+    if not isinstance(records, list):
+        raise JudgeError(f"{path}: no \"records\" array")
+    verdicts = {}
+    for rec in records:
+        if not isinstance(rec, dict) or rec.get("case") != case:
+            continue
+        v = Verdict(rec)
+        if v.run == "*":  # the whole case failed to be judged
+            raise JudgeError(f"{path}: case {case}: {v.verdict}: {v.reason}")
+        verdicts[v.run] = v
+    if not verdicts:
+        raise JudgeError(f"{path}: no verdicts for case {case}")
+    return verdicts
+
+
+def judge(binary, report, out_dir, case):
+    """Runs `binary judge --out out_dir report`. Returns (verdicts, exit
+    code, the judge's table). Exit 0 and 1 carry verdicts; 2 (the file was
+    refused) and 3 (internal) raise JudgeError with the judge's words."""
+    if not binary:
+        raise JudgeError("ckpt-verify not found: build the tree (cmake --build build), put ckpt-verify on PATH "
+                         "or set CKPT_VERIFY; the report was written to " + report)
+    cmd = [binary, "judge", "--out", out_dir, report]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except OSError as e:
+        raise JudgeError(f"cannot run {binary}: {e}") from e
+    if p.returncode not in (0, 1):
+        raise JudgeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stdout.strip()}")
+    verdicts = parse_summary(os.path.join(out_dir, "summary.json"), case)
+    return verdicts, p.returncode, p.stdout

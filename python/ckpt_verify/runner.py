@@ -1,0 +1,246 @@
+"""Trains one run: a fresh seeded model, an unrecorded warm-up step, then
+`steps` recorded steps (forward through step_fn, backward, SGD update),
+keeping every loss, gradient, buffer and final parameter on the CPU, with
+memory and time per phase. The same procedure as the harness's runner."""
+import statistics
+import time
+
+import torch
+
+from .errors import BadInput, ModelNotReproducible, NonScalarLoss, RunError
+from .h5report import storable
+
+
+def seed_all(seed):
+    """Seeds the default generator of every device (torch.manual_seed seeds
+    the CPU and all CUDA devices), as the harness does before every run."""
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+
+
+def to_device(obj, device):
+    """Tensors inside tuples, lists and dicts moved to the device."""
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, tuple):
+        return tuple(to_device(o, device) for o in obj)
+    if isinstance(obj, list):
+        return [to_device(o, device) for o in obj]
+    if isinstance(obj, dict):
+        return {k: to_device(v, device) for k, v in obj.items()}
+    return obj
+
+
+def tensor_leaves(obj, prefix):
+    """{name: tensor} of a batch, names from tuple positions and dict keys."""
+    if isinstance(obj, torch.Tensor):
+        return {prefix: obj}
+    out = {}
+    if isinstance(obj, (tuple, list)):
+        for i, o in enumerate(obj):
+            out.update(tensor_leaves(o, f"{prefix}/{i}"))
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            out.update(tensor_leaves(v, f"{prefix}/{k}"))
+    return out
+
+
+def _bits(t):
+    return t.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
+
+
+def same_bits(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(_bits(a), _bits(b))
+
+
+def model_state(model):
+    """{name: cpu copy} of parameters and buffers, in module order."""
+    state = {f"param {n}": p.detach().cpu().clone() for n, p in model.named_parameters()}
+    state.update({f"buffer {n}": b.detach().cpu().clone() for n, b in model.named_buffers() if b is not None})
+    return state
+
+
+def check_same_model(reference, model, run_name):
+    """The model model_fn just built must be the reference, bit for bit."""
+    state = model_state(model)
+    if list(state) != list(reference):
+        missing = [n for n in reference if n not in state] + [n for n in state if n not in reference]
+        raise ModelNotReproducible(
+            f"run {run_name}: model_fn built a model with other parameters or buffers than its first call "
+            f"({', '.join(missing[:3]) or 'same names in another order'}); model_fn must build the same model "
+            f"every time")
+    for name, t in reference.items():
+        other = state[name]
+        if t.dtype != other.dtype or t.shape != other.shape:
+            raise ModelNotReproducible(
+                f"run {run_name}: model_fn built {name} as {other.dtype} {tuple(other.shape)}, its first call as "
+                f"{t.dtype} {tuple(t.shape)}")
+        if not same_bits(t, other):
+            raise ModelNotReproducible(
+                f"run {run_name}: model_fn built {name} with other values than its first call, although the "
+                f"generators were seeded with the same seed before both: construction must depend on nothing "
+                f"but the seed (no global counters, no unseeded generator)")
+
+
+def _at(step):
+    return "warm-up step" if step == 0 else f"step {step}"
+
+
+def check_loss(loss, run_name, step):
+    if not isinstance(loss, torch.Tensor):
+        raise NonScalarLoss(f"run {run_name}, {_at(step)}: step_fn returned {type(loss).__name__}, "
+                            f"not a tensor; it must return the scalar loss")
+    if loss.dim() != 0 or not loss.is_floating_point():
+        raise NonScalarLoss(f"run {run_name}, {_at(step)}: step_fn returned a {loss.dtype} tensor of shape "
+                            f"{tuple(loss.shape)}; it must return a 0-dim floating loss (reduce it, e.g. .mean())")
+    if not loss.requires_grad:
+        raise NonScalarLoss(f"run {run_name}, {_at(step)}: the loss does not require grad: nothing in step_fn "
+                            f"reached a parameter (a detached output, or a reentrant checkpoint whose inputs "
+                            f"need no grad)")
+
+
+class Run:
+    def __init__(self, name):
+        self.name = name
+        self.tensors = {}  # path -> cpu tensor
+        self.attrs = {}    # flat key -> number
+
+
+class Spec:
+    """What every run shares: the model, the batches, the device and meter."""
+
+    def __init__(self, model_fn, batches, steps, seed, lr, device, meter, reference):
+        self.model_fn, self.batches, self.steps, self.seed = model_fn, batches, steps, seed
+        self.lr, self.device, self.meter, self.reference = lr, torch.device(device), meter, reference
+
+
+def build_model(spec, run_name):
+    seed_all(spec.seed)
+    model = spec.model_fn()
+    if not isinstance(model, torch.nn.Module):
+        raise ModelNotReproducible(f"run {run_name}: model_fn returned {type(model).__name__}, not a torch.nn.Module")
+    model = model.to(spec.device)
+    model.train()
+    check_same_model(spec.reference, model, run_name)
+    return model
+
+
+def _clock(meter):
+    meter.sync()
+    return time.perf_counter()
+
+
+def _call(step_fn, model, batch, run_name, step):
+    try:
+        return step_fn(model, batch)
+    except Exception as e:  # the user's code: name the run, keep the cause
+        raise RunError(f"run {run_name}, {_at(step)}: step_fn raised {type(e).__name__}: {e}") from e
+
+
+def _backward(loss, run_name, step):
+    try:
+        loss.backward()
+    except Exception as e:
+        raise RunError(f"run {run_name}, {_at(step)}: backward raised {type(e).__name__}: {e}") from e
+
+
+def warm_up(spec, step_fn, run_name):
+    """One unrecorded forward + backward on a throw-away model: library
+    workspaces and lazy state come up here, not in the measured steps.
+    Returns the bytes it left allocated (one-time bytes), or None."""
+    meter = spec.meter
+    before = meter.live() if meter.source else 0
+    model = build_model(spec, run_name)
+    loss = _call(step_fn, model, spec.batches[0], run_name, 0)
+    check_loss(loss, run_name, 0)
+    _backward(loss, run_name, 0)
+    del loss, model
+    meter.sync()
+    return meter.live() - before if meter.source else None
+
+
+def train(spec, step_fn, run_name):
+    """One run as the harness runs it; returns a Run. A RunError carries
+    the partial run (what was recorded before it raised) as .run."""
+    run = Run(run_name)
+    try:
+        _train(spec, step_fn, run)
+    except RunError as e:
+        e.run = run
+        raise
+    return run
+
+
+def _train(spec, step_fn, run):
+    meter, measured = spec.meter, spec.meter.source is not None
+    run_name = run.name
+    one_time = warm_up(spec, step_fn, run_name)
+    model = build_model(spec, run_name)
+    seed_all(spec.seed)  # after construction: every run draws the same stream
+    params = list(model.named_parameters())
+    fwd_ms, bwd_ms = [], []
+    mem = {"peak_bytes": 0, "forward_peak_bytes": 0, "backward_peak_bytes": 0}
+    for step in range(1, spec.steps + 1):
+        batch = spec.batches[step - 1]
+        for _, p in params:
+            p.grad = None
+        t0 = _clock(meter)
+        if measured:
+            before = meter.live()
+            meter.reset_peak()
+        loss = _call(step_fn, model, batch, run_name, step)
+        check_loss(loss, run_name, step)
+        t1 = _clock(meter)
+        if measured:
+            fwd_peak = meter.peak() - before
+            if step == 1:
+                mem["end_forward_bytes"] = meter.live() - before
+                mem["step_start_bytes"] = before
+            meter.reset_peak()
+        _backward(loss, run_name, step)
+        t2 = _clock(meter)
+        if measured:
+            bwd_peak = meter.peak() - before
+            mem["forward_peak_bytes"] = max(mem["forward_peak_bytes"], fwd_peak)
+            mem["backward_peak_bytes"] = max(mem["backward_peak_bytes"], bwd_peak)
+            mem["peak_bytes"] = max(mem["peak_bytes"], fwd_peak, bwd_peak)
+        fwd_ms.append((t1 - t0) * 1e3)
+        bwd_ms.append((t2 - t1) * 1e3)
+        if step == 1 and measured:
+            mem["grad_bytes"] = sum(p.grad.numel() * p.grad.element_size() for _, p in params if p.grad is not None)
+        run.tensors[f"steps/{step}/loss"] = loss.detach().cpu().clone()
+        # A parameter without a gradient is left out, as the harness does.
+        for name, p in params:
+            if p.grad is not None:
+                run.tensors[f"steps/{step}/grads/{name}"] = p.grad.detach().cpu().clone()
+        for name, b in model.named_buffers():
+            if b is not None:
+                if not storable(b):
+                    raise BadInput(f"run {run_name}: buffer {name} is {b.dtype}, which the report schema "
+                                   f"cannot hold (docs/schema.md lists the types)")
+                run.tensors[f"steps/{step}/buffers/{name}"] = b.detach().cpu().clone()
+        del loss
+        with torch.no_grad():
+            for _, p in params:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-spec.lr)  # the harness's SGD update
+    for name, p in params:
+        run.tensors[f"final_params/{name}"] = p.detach().cpu().clone()
+    if measured:
+        for key, value in mem.items():
+            run.attrs[f"memory.{key}"] = value
+        run.attrs["memory.one_time_bytes"] = one_time
+    run.attrs["timing.forward_ms"] = statistics.median(fwd_ms)
+    run.attrs["timing.backward_ms"] = statistics.median(bwd_ms)
+    run.attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(fwd_ms, bwd_ms))
+    run.attrs["timing.timed_steps"] = len(fwd_ms)
+    run.attrs["timing.steps"] = spec.steps
+
+
+def runs_identical(a, b):
+    """Bitwise equality of everything two runs recorded (no verdict: the
+    C judge decides; this only says whether another run is worth taking)."""
+    if list(a.tensors) != list(b.tensors):
+        return False
+    return all(same_bits(t, b.tensors[k]) for k, t in a.tensors.items())

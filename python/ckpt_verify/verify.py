@@ -1,0 +1,222 @@
+"""verify(): the user's model and checkpoint against a plain baseline,
+written as a schema-1 report and judged by `ckpt-verify judge`.
+assert_verified(): the same, raising when a verdict is not the expected one."""
+import os
+import re
+import tempfile
+
+import torch
+
+from . import judge as judge_mod
+from .adapters import Skipped
+from .errors import BadInput, BadRunName, RunError, VerificationFailed
+from .h5report import write_report
+from .memory import NoMeter, meter_for
+from .runner import Spec, model_state, runs_identical, seed_all, tensor_leaves, to_device, train
+
+VERDICTS = ("PASS", "NOISE", "FAIL", "MEMFAIL", "ERROR")
+_WORD = re.compile(r"^[A-Za-z0-9_]{1,63}$")
+
+
+def default_baseline(model, batch):
+    """The plain step when no `baseline=` is given: the model computes its
+    own loss from the batch (model(*batch) for a tuple or list,
+    model(**batch) for a dict, model(batch) otherwise)."""
+    if isinstance(batch, (tuple, list)):
+        return model(*batch)
+    if isinstance(batch, dict):
+        return model(**batch)
+    return model(batch)
+
+
+class Report:
+    """What verify() returns: the verdicts by run name, where the report
+    and the judge's outputs are, and what was not measured."""
+
+    def __init__(self, path, judge_dir, verdicts, exit_code, table, skipped, memory_source):
+        self.path, self.judge_dir, self.verdicts = path, judge_dir, verdicts
+        self.exit_code, self.table, self.skipped, self.memory_source = exit_code, table, skipped, memory_source
+
+    def __getitem__(self, run):
+        return self.verdicts[run].verdict
+
+    @property
+    def ok(self):
+        """Every verdict was the expected one."""
+        return all(v.expected for v in self.verdicts.values())
+
+    def unexpected(self):
+        return [v for v in self.verdicts.values() if not v.expected]
+
+    def __str__(self):
+        lines = [f"{v.run}: {v.verdict}{'' if v.expected else ' (UNEXPECTED)'}: {v.reason}"
+                 for v in self.verdicts.values()]
+        lines += [f"{name}: skipped: {why}" for name, why in self.skipped.items()]
+        lines.append(f"memory: {self.memory_source}")
+        lines.append(f"report: {self.path}")
+        return "\n".join(lines)
+
+
+def _check_name(name, what):
+    if not isinstance(name, str) or not _WORD.match(name):
+        raise BadRunName(f"{what} {name!r}: a run name is 1-63 letters, digits or underscores (it names an HDF5 "
+                         f"group and an entry of /case expect)")
+    if name.startswith("baseline_") or name == "baseline":
+        raise BadRunName(f"{what} {name!r} clashes with the built-in baselines (baseline_0, baseline_1, ...): "
+                         f"rename it")
+    if "_rerun_" in name:
+        raise BadRunName(f"{what} {name!r}: names with _rerun_ are reserved for re-runs of a run")
+
+
+def _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, tolerance, min_memory_saving):
+    if not isinstance(runs, dict) or not runs:
+        raise BadInput("runs must be a non-empty dict {name: step_fn(model, batch) -> loss}")
+    for run, fn in runs.items():
+        _check_name(run, "run")
+        if not (callable(fn) or isinstance(fn, Skipped)):
+            raise BadInput(f"run {run!r}: {type(fn).__name__} is not a step_fn(model, batch) -> loss")
+    if baseline is not None and not callable(baseline):
+        raise BadInput("baseline must be a step_fn(model, batch) -> loss")
+    if not _WORD.match(name or ""):
+        raise BadInput(f"name {name!r}: a case name is 1-63 letters, digits or underscores")
+    for run, verdicts in (expect or {}).items():
+        if run not in runs:
+            raise BadInput(f"expect names run {run!r}, which is not in runs ({', '.join(runs)})")
+        for v in str(verdicts).split("|"):
+            if v not in VERDICTS:
+                raise BadInput(f"expect[{run!r}]: unknown verdict {v!r} (expected {', '.join(VERDICTS)}, joined by |)")
+    if not isinstance(steps, int) or steps < 1:
+        raise BadInput(f"steps must be an integer >= 1, not {steps!r}")
+    if not isinstance(noise_runs, int) or noise_runs < 0:
+        raise BadInput(f"noise_runs must be an integer >= 0, not {noise_runs!r}")
+    for key, value in (("tolerance", tolerance), ("min_memory_saving", min_memory_saving)):
+        if value is not None and (not isinstance(value, (int, float)) or value < 0):
+            raise BadInput(f"{key} must be a number >= 0, not {value!r}")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise BadInput(f"device {device!r}: {e}") from e
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise BadInput(f"device {device!r}: torch here has no CUDA device")
+    if out is not None:
+        parent = os.path.dirname(os.path.abspath(out))
+        if not os.path.isdir(parent):
+            raise BadInput(f"out {out!r}: directory {parent} does not exist")
+    return dev
+
+
+def _baseline_name(k):
+    return f"baseline_{k}"
+
+
+def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="cpu", out=None, expect=None,
+           lr=0.01, tolerance=None, min_memory_saving=None, noise_runs=4, name=None, judge=None,
+           model_definition=None):
+    """Trains a plain baseline and every run in `runs` from the same seeded
+    model and batches, writes a schema-1 report to `out` and returns the C
+    judge's verdicts (a Report).
+
+    model_fn()            builds a fresh model (CPU or `device`; moved to `device`)
+    batch_fn(step)        the batch of step 1..steps (made once, seeded, before any run)
+    runs                  {name: step_fn(model, batch) -> scalar loss}, your checkpoint inside;
+                          a value may be adapters.Skipped(reason)
+    baseline              the plain step_fn; default model(batch) (see default_baseline)
+    expect                {name: "FAIL" or "FAIL|MEMFAIL"} for runs expected not to pass
+    """
+    name = name or (os.path.splitext(os.path.basename(out))[0].replace("-", "_").replace(".", "_") if out
+                    else "external")
+    dev = _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, tolerance,
+                        min_memory_saving)
+    baseline = baseline or default_baseline
+    judge_path = judge_mod.find_judge(judge)
+    meter = meter_for(dev, judge_path)
+    if min_memory_saving is not None and isinstance(meter, NoMeter):
+        raise BadInput(f"min_memory_saving is set but memory cannot be measured: {meter.why}")
+
+    # The batches, made once and shared: no run's RNG stream depends on them.
+    seed_all(seed)
+    batches = [to_device(batch_fn(k), dev) for k in range(1, steps + 1)]
+    seed_all(seed)
+    first = model_fn()
+    if not isinstance(first, torch.nn.Module):
+        raise BadInput(f"model_fn returned {type(first).__name__}, not a torch.nn.Module")
+    reference = model_state(first)
+    params_init = {n: p.detach().cpu().clone() for n, p in first.named_parameters()}
+    del first
+    spec = Spec(model_fn, batches, steps, seed, lr, dev, meter, reference)
+
+    # Baselines: two, and up to 2 + noise_runs when they differ (the judge's
+    # noise envelope). Runs: each once; one that differs from baseline_0 is
+    # re-run up to noise_runs times, until a re-run reproduces baseline_0.
+    done = [train(spec, baseline, _baseline_name(0)), train(spec, baseline, _baseline_name(1))]
+    if not runs_identical(done[0], done[1]):
+        for k in range(2, 2 + noise_runs):
+            done.append(train(spec, baseline, _baseline_name(k)))
+    skipped = {}
+    for run_name, step_fn in runs.items():
+        if isinstance(step_fn, Skipped):
+            skipped[run_name] = step_fn.reason
+            continue
+        run = _train_or_error(spec, step_fn, run_name)
+        done.append(run)
+        for k in range(1, noise_runs + 1):
+            if "outcome" in run.attrs or runs_identical(done[0], run):
+                break
+            run = _train_or_error(spec, step_fn, f"{run_name}_rerun_{k}")
+            done.append(run)
+
+    case_attrs = {"name": name, "steps": steps, "seed": seed, "noise_runs": noise_runs, "lr": float(lr),
+                  "framework": f"pytorch {torch.__version__}", "device": str(dev),
+                  "model_definition": model_definition or _describe(model_fn)}
+    if tolerance is not None:
+        case_attrs["tolerance"] = float(tolerance)
+    if min_memory_saving is not None:
+        case_attrs["min_memory_saving"] = float(min_memory_saving)
+    judged_expect = {run: v for run, v in (expect or {}).items() if run not in skipped}
+    if judged_expect:  # a skipped run is not in the file: nothing to expect of it
+        case_attrs["expect"] = ",".join(f"{run}:{v}" for run, v in judged_expect.items())
+    if skipped:
+        case_attrs["skipped"] = "; ".join(f"{run}: {why}" for run, why in skipped.items())
+    first_param = next(iter(params_init.values()), None)
+    root = {"case": name, "producer": "ckpt_verify (python)", "libtorch_version": torch.__version__,
+            "device": str(dev), "dtype": str(first_param.dtype).replace("torch.", "") if first_param is not None
+            else "float32", "seed": seed, "steps": steps, "threads": torch.get_num_threads(),
+            "memory_source": meter.source or meter.why}
+    inputs = {}
+    for k, batch in enumerate(batches, start=1):
+        inputs.update(tensor_leaves(batch, str(k)))
+
+    if out is None:
+        out = os.path.join(tempfile.mkdtemp(prefix="ckpt_verify."), f"{name}.h5")
+    write_report(out, root, case_attrs, inputs, params_init, done)
+    judge_dir = os.path.splitext(out)[0] + ".judge"
+    os.makedirs(judge_dir, exist_ok=True)
+    verdicts, code, table = judge_mod.judge(judge_path, out, judge_dir, name)
+    return Report(out, judge_dir, verdicts, code, table, skipped, meter.source or meter.why)
+
+
+def _train_or_error(spec, step_fn, run_name):
+    """A run whose step_fn or backward raised is kept with outcome=error and
+    its message: the judge's ERROR verdict, as for a harness run."""
+    try:
+        return train(spec, step_fn, run_name)
+    except RunError as e:
+        e.run.attrs["outcome"] = "error"
+        e.run.attrs["message"] = str(e)
+        return e.run
+
+
+def _describe(model_fn):
+    module = getattr(model_fn, "__module__", None) or "?"
+    return f"{module}.{getattr(model_fn, '__qualname__', repr(model_fn))} (user model)"
+
+
+def assert_verified(*args, **kwargs):
+    """verify(), then raise VerificationFailed (an AssertionError) naming
+    every run whose verdict is not the expected one. Returns the Report."""
+    report = verify(*args, **kwargs)
+    bad = report.unexpected()
+    if bad:
+        raise VerificationFailed("unexpected verdicts:\n" + "\n".join(
+            f"  {v.run}: {v.verdict}: {v.reason}" for v in bad) + f"\nreport: {report.path}")
+    return report

@@ -1,0 +1,63 @@
+"""A reentrant-style checkpoint written in Python, twice: as it should be
+(the RNG state stashed in forward and restored, under a forked RNG, for the
+recompute) and with the planted bug of not stashing it, so the recompute's
+dropout draws other masks. The first PASSes, the second must FAIL.
+
+    python -m ckpt_verify python/examples/planted_no_rng_stash.py"""
+import torch
+
+from ckpt_verify import adapters
+from transformer_stack import batch_fn, model_fn, step  # noqa: F401 (read by the CLI)
+
+
+def _cuda_devices(tensors):
+    return sorted({t.device.index or 0 for t in tensors if t.is_cuda})
+
+
+class PythonCheckpoint(torch.autograd.Function):
+    """Forward without saving activations; backward recomputes the region
+    with grad enabled and backpropagates through the recompute."""
+
+    @staticmethod
+    def forward(ctx, fn, stash_rng, x):
+        ctx.fn, ctx.stash_rng = fn, stash_rng
+        if stash_rng:
+            ctx.devices = _cuda_devices([x])
+            ctx.cpu_state = torch.get_rng_state()
+            ctx.cuda_states = [torch.cuda.get_rng_state(d) for d in ctx.devices]
+        ctx.save_for_backward(x)
+        with torch.no_grad():
+            return fn(x)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        (x,) = ctx.saved_tensors
+        x = x.detach().requires_grad_(True)
+        if ctx.stash_rng:
+            # Replay forward's random stream without moving the live one.
+            with torch.random.fork_rng(devices=ctx.devices):
+                torch.set_rng_state(ctx.cpu_state)
+                for d, state in zip(ctx.devices, ctx.cuda_states):
+                    torch.cuda.set_rng_state(state, d)
+                with torch.enable_grad():
+                    out = ctx.fn(x)
+        else:
+            # PLANTED BUG: no stash, no restore: dropout draws new masks.
+            with torch.enable_grad():
+                out = ctx.fn(x)
+        torch.autograd.backward(out, grad_out)
+        return None, None, x.grad
+
+
+def python_checkpoint(stash_rng):
+    def wrap(fn, x):
+        return PythonCheckpoint.apply(fn, stash_rng, x)
+    return wrap
+
+
+baseline = adapters.with_stack(step, adapters.stack_of(adapters.plain))
+runs = {
+    "py_reentrant": adapters.with_stack(step, adapters.stack_of(python_checkpoint(stash_rng=True))),
+    "py_reentrant_no_rng_stash": adapters.with_stack(step, adapters.stack_of(python_checkpoint(stash_rng=False))),
+}
+expect = {"py_reentrant_no_rng_stash": "FAIL"}

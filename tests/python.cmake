@@ -1,0 +1,47 @@
+# The Python library (python/ckpt_verify, label `python`): the examples in
+# python/examples through verify() and the real judge on the CPU, with the
+# verdict each must get; bad inputs raise their own exception and make the
+# CLI exit 2 with nothing written. The same examples on CUDA run from
+# scripts/gpu-build.sh (tests/python/check_example.py --device cuda).
+set(PY_OUT ${CMAKE_BINARY_DIR}/python)
+file(MAKE_DIRECTORY ${PY_OUT}/cli)
+set(PY_ENV "CKPT_VERIFY=$<TARGET_FILE:ckpt-verify>" "CKPT_ATEN_LIB=$<TARGET_FILE:ckpt_aten>")
+
+foreach(example transformer_torch_checkpoint planted_no_rng_stash hook_checkpoint)
+  add_test(NAME python.example.${example}
+    COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_example.py ${example} --out-dir ${PY_OUT}/examples)
+  set_tests_properties(python.example.${example} PROPERTIES LABELS "python" ENVIRONMENT "${PY_ENV}")
+endforeach()
+
+foreach(pair "nonscalar_loss NonScalarLoss" "model_not_reproducible ModelNotReproducible"
+             "run_name_clash BadRunName")
+  separate_arguments(pair)
+  list(GET pair 0 bad)
+  list(GET pair 1 error)
+  add_test(NAME python.bad_input.${bad}
+    COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_bad_input.py ${bad} ${error} ${PY_OUT}/bad/${bad})
+  set_tests_properties(python.bad_input.${bad} PROPERTIES LABELS "python" ENVIRONMENT "${PY_ENV}")
+endforeach()
+
+add_test(NAME python.assert_verified_raises_on_an_undeclared_fail
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_assert_verified.py ${PY_OUT}/assert_verified)
+# The CLI on a script: the table, the planted bug FAIL as declared, exit 0.
+add_test(NAME python.cli_runs_a_script
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/expect.sh 0 "hook_checkpoint_counter_reset +FAIL +yes"
+  "hook_checkpoint +PASS +yes" "all verdicts as expected" "memory: counting CPU allocator"
+  -- ${CKPT_PYTHON} -m ckpt_verify ${CMAKE_SOURCE_DIR}/python/examples/hook_checkpoint.py
+  --out ${PY_OUT}/cli/hook_checkpoint.h5)
+set_tests_properties(python.assert_verified_raises_on_an_undeclared_fail python.cli_runs_a_script PROPERTIES
+  LABELS "python" ENVIRONMENT "${PY_ENV};PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
+# docs/external.md's walkthrough runs as written.
+add_test(NAME python.external_md_walkthrough_passes
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_walkthrough.py ${PY_OUT}/walkthrough)
+set_tests_properties(python.external_md_walkthrough_passes PROPERTIES LABELS "python" ENVIRONMENT "${PY_ENV}")
+add_test(NAME python.judge_failure_is_a_judge_error_and_keeps_the_report
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_judge_errors.py ${PY_OUT}/judge_errors)
+set_tests_properties(python.judge_failure_is_a_judge_error_and_keeps_the_report PROPERTIES
+  LABELS "python" ENVIRONMENT "${PY_ENV}")
+add_test(NAME python.raising_run_is_error_raising_baseline_writes_nothing
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_run_error.py ${PY_OUT}/run_error)
+set_tests_properties(python.raising_run_is_error_raising_baseline_writes_nothing PROPERTIES
+  LABELS "python" ENVIRONMENT "${PY_ENV}")
