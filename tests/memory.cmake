@@ -32,3 +32,8 @@ add_test(NAME plot.gnuplot_missing_is_usage_error
 # allocations (library workspaces) are taken by the warm-up, not the runs.
 add_test(NAME memory.end_forward_matches_prediction
   COMMAND bash -c "rm -rf ${MEM_OUT}/predictions && ${MEM_CV} --suite smoke --out ${MEM_OUT}/predictions >/dev/null && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_predictions.py ${MEM_OUT}/predictions 0.05")
+
+# The heatmap's colour says "as expected or not" (red exactly for the
+# unexpected verdicts) and its cells show distances at the tensor's scale.
+ckpt_add_test_needing(plot.heatmap_colour_is_expectation TOOLS gnuplot
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_heatmap.py ${MEM_CV} ${MEM_OUT}/heatmap)
