@@ -14,9 +14,12 @@
 # `ckpt-verify --suite gpu`, and `ckpt-verify plot` on the suite's run where
 # gnuplot exists (plot_suite_gpu.log says so where it does not). Every step
 # runs even when one before it failed (a failing CPU test must not hide the
-# GPU results). Logs (8 files), and the reports with their plots packed into
-# one tarball, go to $OUT when it is set (the folder that comes back from a
-# lent GPU machine: at most 8 files) or else to BUILD_DIR/gpu-logs. Environment: PYTHON (default python3, the one with
+# GPU results). Logs go to BUILD_DIR/gpu-logs, reports and plots to
+# BUILD_DIR/gpu-reports. When $OUT is set (the folder that comes back from a
+# lent GPU machine: at most 8 files) it gets machine.log, ctest.log,
+# suite_gpu.log, predictions_suite_gpu.log and noise_margin_suite_gpu.log to
+# read at once, and every
+# log and report in one tarball, gpu-build.tar.gz. Environment: PYTHON (default python3, the one with
 # torch), CTEST_ARGS (extra ctest arguments, for example "-L gpu").
 # Exit status: 0 when every step passed, 1 otherwise, 2 when it cannot start.
 set -uo pipefail
@@ -25,7 +28,8 @@ src=$PWD
 build=${1:-build-gpu}
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
-logs=${OUT:-$build/gpu-logs}
+logs=$build/gpu-logs
+rm -rf "$logs"
 mkdir -p "$logs"
 reports=$build/gpu-reports
 python=${PYTHON:-python3}
@@ -111,8 +115,15 @@ step python_examples_cuda env CKPT_VERIFY="$build/ckpt-verify" CKPT_ATEN_LIB="$b
 # Bytes held at the end of forward against the prediction, every gpu case:
 # one-time workspaces (cuBLAS's) must be the warm-up's, not baseline_0's.
 step predictions_suite_gpu "$python" "$src/tests/check_predictions.py" "$reports/suite_gpu" 0.05
-if [ -d "$reports" ]; then
-  tar -czf "$logs/gpu-reports.tar.gz" -C "$build" gpu-reports
+# The GPU side of docs/noise.md: kernel-noise and planted-bug distances at
+# the tensor's scale over the gpu suite, behind the NOISE margin.
+step noise_margin_suite_gpu "$python" "$src/scripts/noise_margin.py" --plot - "$reports/suite_gpu"
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT"
+  for f in machine ctest suite_gpu predictions_suite_gpu noise_margin_suite_gpu; do
+    [ -f "$logs/$f.log" ] && cp "$logs/$f.log" "$OUT/"
+  done
+  tar -czf "$OUT/gpu-build.tar.gz" -C "$build" gpu-logs $( [ -d "$reports" ] && echo gpu-reports)
 fi
 
 if [ ${#failed[@]} -eq 0 ]; then

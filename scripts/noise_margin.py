@@ -20,6 +20,7 @@ usage: noise_margin.py [--plot OUT] SUMMARY.json... (or run directories)
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 
@@ -122,7 +123,10 @@ def main(argv):
     print("largest noise ratio %.3g, smallest bug ratio %.3g: a margin between them separates these runs"
           % (worst_noise, least_bug))
     if out:
-        plot(noise, bugs, out)
+        if shutil.which("gnuplot"):
+            plot(noise, bugs, out)
+        else:
+            print("noise_margin: no plot: gnuplot is absent (not on PATH)")
 
 
 if __name__ == "__main__":
