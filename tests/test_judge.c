@@ -97,6 +97,17 @@ static void init(struct fixture *f)
     case_defaults(&f->c);
 }
 
+/* baseline_0 and baseline_1 of g: bitwise equal (noisy = 0) or apart by
+ * one sample of reduction-order noise (noisy = 1). */
+static void add_baselines(struct fixture *f, const struct grads *g, int noisy)
+{
+    struct grads b1 = *g;
+    if (noisy)
+        add_noise(&b1, 1);
+    add(f, "baseline_0", g);
+    add(f, "baseline_1", &b1);
+}
+
 static void bitwise_identical_run_passes(void **state)
 {
     (void)state;
@@ -104,8 +115,7 @@ static void bitwise_identical_run_passes(void **state)
     struct grads g;
     init(&f);
     base_grads(&g);
-    add(&f, "baseline_0", &g);
-    add(&f, "baseline_1", &g);
+    add_baselines(&f, &g, 0);
     add(&f, "mine", &g);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_PASS);
@@ -123,8 +133,7 @@ static void tensor_whose_baselines_agree_bitwise_must_match_bitwise(void **state
     base_grads(&g);
     one_ulp = g;
     one_ulp.weight[5] = nextafterf(one_ulp.weight[5], 1.0f);
-    add(&f, "baseline_0", &g);
-    add(&f, "baseline_1", &g);
+    add_baselines(&f, &g, 0);
     add(&f, "mine", &one_ulp);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
@@ -138,15 +147,12 @@ static void sign_flips_near_zero_are_noise_not_a_raw_ulp_floor(void **state)
 {
     (void)state;
     struct fixture f;
-    struct grads g, b1, mine;
+    struct grads g, mine;
     init(&f);
     base_grads(&g);
-    b1 = g;
-    add_noise(&b1, 1);
     mine = g;
     add_noise(&mine, 2);
-    add(&f, "baseline_0", &g);
-    add(&f, "baseline_1", &b1);
+    add_baselines(&f, &g, 1);
     add(&f, "mine", &mine);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_NOISE);
@@ -161,16 +167,13 @@ static void weight_moved_by_1e_4_relative_fails_despite_sign_flip_noise(void **s
 {
     (void)state;
     struct fixture f;
-    struct grads g, b1, mine;
+    struct grads g, mine;
     init(&f);
     base_grads(&g);
-    b1 = g;
-    add_noise(&b1, 1);
     mine = g;
     add_noise(&mine, 2);
     mine.weight[40] *= 1.0f + 1e-4f;
-    add(&f, "baseline_0", &g);
-    add(&f, "baseline_1", &b1);
+    add_baselines(&f, &g, 1);
     add(&f, "mine", &mine);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
@@ -184,17 +187,14 @@ static void rerun_within_every_envelope_makes_noise(void **state)
 {
     (void)state;
     struct fixture f;
-    struct grads g, b1, mine, rerun;
+    struct grads g, mine, rerun;
     init(&f);
     base_grads(&g);
-    b1 = g;
-    add_noise(&b1, 1);
     mine = g;
     mine.weight[40] *= 1.0f + 1e-4f; /* an unlucky sample of the kernels */
     rerun = g;
     add_noise(&rerun, 3);
-    add(&f, "baseline_0", &g);
-    add(&f, "baseline_1", &b1);
+    add_baselines(&f, &g, 1);
     add(&f, "mine", &mine);
     add(&f, "mine_rerun_1", &rerun);
     struct impl_result r = judge(&f, "mine");
@@ -207,15 +207,12 @@ static void rerun_outside_too_keeps_fail(void **state)
 {
     (void)state;
     struct fixture f;
-    struct grads g, b1, mine;
+    struct grads g, mine;
     init(&f);
     base_grads(&g);
-    b1 = g;
-    add_noise(&b1, 1);
     mine = g;
     mine.weight[40] *= 1.0f + 1e-4f;
-    add(&f, "baseline_0", &g);
-    add(&f, "baseline_1", &b1);
+    add_baselines(&f, &g, 1);
     add(&f, "mine", &mine);
     add(&f, "mine_rerun_1", &mine);
     struct impl_result r = judge(&f, "mine");
@@ -349,8 +346,7 @@ static void case_judges_each_run_once_in_order_and_not_reruns(void **state)
     char order[1][CASE_WORD_MAX] = {"second"};
     init(&f);
     base_grads(&g);
-    add(&f, "baseline_0", &g);
-    add(&f, "baseline_1", &g);
+    add_baselines(&f, &g, 0);
     add(&f, "first", &g);
     add(&f, "first_rerun_1", &g);
     add(&f, "second", &g);
