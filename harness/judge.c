@@ -87,26 +87,35 @@ struct envelope_check {
 
 /* The spread of one tensor over the baselines: max distance at its scale
  * from baseline_0 to any other baseline; *bitwise = 1 when they all agree
- * bit for bit. */
-static void tensor_spread(const struct run_record *const *baselines, int nb, const struct run_tensor *ref,
-                          double *spread, int *bitwise)
+ * bit for bit. Baselines that do not all hold the tensor, with the same
+ * dtype and shape, are not the same training: ST_INPUT naming it. */
+static int tensor_spread(const struct run_record *const *baselines, int nb, const struct run_tensor *ref,
+                         double *spread, int *bitwise)
 {
     *spread = 0;
     *bitwise = 1;
     for (int k = 1; k < nb; k++) {
         const struct run_tensor *t = run_record_find(baselines[k], ref->path);
-        double d = compare_scaled_distance(&ref->t, t ? &t->t : NULL, NULL);
-        if (!t || host_tensor_bytes(&t->t) != host_tensor_bytes(&ref->t) ||
-            memcmp(t->t.data, ref->t.data, host_tensor_bytes(&ref->t)) != 0)
-            *bitwise = 0;
-        if (d > *spread || isnan(d))
-            *spread = isnan(d) ? INFINITY : d;
+        struct tensor_diff d;
+        int st = t ? compare_tensors(&ref->t, &t->t, &d) : ST_OK;
+        if (st)
+            return error_wrap(st, "%s", ref->path);
+        if (!t || !d.comparable)
+            return error_set(ST_INPUT, "/runs/%s/%s: %s (baselines of one case must record the same tensors)",
+                             baselines[k]->name, ref->path, t ? d.why : "missing, but baseline_0 has it");
+        if (d.bitwise_equal)
+            continue;
+        *bitwise = 0;
+        double distance = compare_scaled_distance(&ref->t, &t->t, NULL);
+        if (distance > *spread || isnan(distance))
+            *spread = isnan(distance) ? INFINITY : distance;
     }
+    return ST_OK;
 }
 
 /* Every in-scope tensor of run against baseline_0 and its envelope. A
  * tensor whose baselines agree bitwise must match bitwise; any other must
- * lie within JUDGE_NOISE_MARGIN times its own spread. */
+ * lie within JUDGE_NOISE_MARGIN times its envelope, max(spread, 1 ULP). */
 static int check_envelope(const struct run_record *const *baselines, int nb, const struct run_record *run,
                           struct envelope_check *out)
 {
@@ -124,7 +133,8 @@ static int check_envelope(const struct run_record *const *baselines, int nb, con
             continue;
         double spread, scale;
         int bitwise;
-        tensor_spread(baselines, nb, ref, &spread, &bitwise);
+        if ((st = tensor_spread(baselines, nb, ref, &spread, &bitwise)))
+            return st;
         double distance = compare_scaled_distance(&ref->t, &t->t, &scale);
         /* A tensor whose baselines differ at all comes from non-deterministic
          * kernels: its envelope is at least one ULP at its scale, since

@@ -337,6 +337,25 @@ static void judging_needs_baseline_0(void **state)
     fixture_free(&f);
 }
 
+static void baselines_that_record_different_tensors_are_input_errors(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, mine;
+    struct impl_result r;
+    init(&f);
+    base_grads(&g);
+    mine = g;
+    mine.loss = 0.5f;
+    add(&f, "baseline_0", &g);
+    run_record_init(&f.runs[f.n], "baseline_1");
+    add_f32(&f.runs[f.n++], "steps/1/grads/l0.weight", g.weight, N); /* no loss */
+    add(&f, "mine", &mine);
+    assert_int_equal(judge_run(&f.c, f.runs, f.n, "mine", &r), ST_INPUT);
+    assert_non_null(strstr(error_message(), "/runs/baseline_1/steps/1/loss: missing"));
+    fixture_free(&f);
+}
+
 static void case_judges_each_run_once_in_order_and_not_reruns(void **state)
 {
     (void)state;
@@ -420,6 +439,7 @@ int main(void)
         cmocka_unit_test(declared_tolerance_turns_a_small_difference_into_pass),
         cmocka_unit_test(memory_below_the_required_saving_is_memfail),
         cmocka_unit_test(judging_needs_baseline_0),
+        cmocka_unit_test(baselines_that_record_different_tensors_are_input_errors),
         cmocka_unit_test(case_judges_each_run_once_in_order_and_not_reruns),
         cmocka_unit_test(run_is_judged_against_the_baseline_family_it_names),
         cmocka_unit_test(run_names_are_classified_exactly),
