@@ -1004,6 +1004,7 @@ static int plot_overhead(struct plot_env *env, const struct summary_in *s)
     int st = data_open(&d, env, "overhead.dat");
     if (st)
         return st;
+    int unstable = 0;
     /* header row: the column titles */
     fprintf(d.f, "index case \"(baseline + one forward) / baseline\"");
     for (int k = 0; k < n_impls; k++) {
@@ -1022,9 +1023,13 @@ static int plot_overhead(struct plot_env *env, const struct summary_in *s)
                 continue;
             if (!isnan(r->ideal_overhead))
                 ideal = r->ideal_overhead;
+            /* A ratio the baselines' own spread does not support stays off
+             * the plot, where it would be read against the ceiling. */
             for (int k = 0; k < n_impls; k++)
-                if (strcmp(r->impl, impls[k]) == 0)
+                if (strcmp(r->impl, impls[k]) == 0 && r->overhead_stable)
                     ov[k] = r->overhead;
+                else if (strcmp(r->impl, impls[k]) == 0)
+                    unstable++;
         }
         fprintf(d.f, "%d ", c);
         put_quoted(d.f, cases[c]);
@@ -1036,7 +1041,7 @@ static int plot_overhead(struct plot_env *env, const struct summary_in *s)
     if ((st = data_close(&d)))
         return st;
     char vars[2048];
-    snprintf(vars, sizeof vars, "data='%s'; nimpl=%d; ncase=%d", d.path, n_impls, n_cases);
+    snprintf(vars, sizeof vars, "data='%s'; nimpl=%d; ncase=%d; unstable=%d", d.path, n_impls, n_cases, unstable);
     return gnuplot_run(env, "plot_overhead.gp", "overhead", vars);
 }
 

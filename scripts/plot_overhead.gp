@@ -10,6 +10,7 @@
 #   nimpl, ncase   impl columns and cases
 #   out    output file;  term  'png' or 'svg'
 if (!exists("term")) term = 'png'
+if (!exists("unstable")) unstable = 0
 W = 300 + ncase * (24 * nimpl + 20)
 W = W < 1000 ? 1000 : W
 if (term eq 'svg') {
@@ -19,7 +20,8 @@ if (term eq 'svg') {
 }
 set output out
 
-set title "Time overhead of checkpointing per case\nstep time (forward + backward, median over the timed steps) / the fastest baseline run's"
+set title sprintf("Time overhead of checkpointing per case\nstep time (forward + backward, median over the timed steps) / the fastest baseline run's%s", \
+    unstable > 0 ? sprintf("\n%d ratio(s) left out: their baselines' own step times spread more than 1.25x", unstable) : "")
 set ylabel "step time / baseline step time"
 set style data histograms
 set style histogram clustered gap 1
