@@ -6,7 +6,9 @@
  * Exit codes: 0 every verdict expected, 1 an unexpected verdict, a
  * regression or a difference (diff), 2 usage or input error, 3 internal
  * error. */
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -42,6 +44,9 @@
 #define EXIT_USAGE 2
 #define EXIT_INTERNAL 3
 #define MAX_SELECTED 256
+/* The case files' limits for steps and threads (case.c, cases/README.md). */
+#define CLI_MAX_STEPS 100000
+#define CLI_MAX_THREADS 1024
 
 static void usage(FILE *out)
 {
@@ -263,6 +268,41 @@ struct overrides {
     unsigned long long seed;
 };
 
+/* --impl LIST: comma-separated, each impl known and named once. An empty
+ * list or entry would run a case with fewer impls than asked for, and a
+ * repeated one would write one run over the other. */
+static int parse_impl_list(const char *list, char (*out)[CASE_WORD_MAX], int *count)
+{
+    *count = 0;
+    const char *p = list;
+    for (;;) {
+        size_t n = strcspn(p, ",");
+        char word[CASE_WORD_MAX];
+        size_t start = 0;
+        while (start < n && p[start] == ' ')
+            start++;
+        while (n > start && p[n - 1] == ' ')
+            n--;
+        if (n == start)
+            return error_set(ST_INPUT, "--impl: empty impl name in '%s' (see --help)", list);
+        if (n - start >= sizeof word)
+            return error_set(ST_INPUT, "--impl: impl name '%.*s' is too long", (int)(n - start), p + start);
+        snprintf(word, sizeof word, "%.*s", (int)(n - start), p + start);
+        if (!impl_find(word))
+            return error_set(ST_INPUT, "--impl: unknown impl '%s' (see --help)", word);
+        for (int k = 0; k < *count; k++)
+            if (strcmp(out[k], word) == 0)
+                return error_set(ST_INPUT, "--impl: impl '%s' named twice", word);
+        if (*count == CASE_MAX_IMPLS)
+            return error_set(ST_INPUT, "--impl: more than %d impls", CASE_MAX_IMPLS);
+        snprintf(out[(*count)++], CASE_WORD_MAX, "%s", word);
+        p += strcspn(p, ",");
+        if (!*p)
+            return ST_OK;
+        p++;
+    }
+}
+
 static int apply_overrides(struct ckpt_case *c, const struct overrides *o)
 {
     if (o->steps > 0)
@@ -275,24 +315,36 @@ static int apply_overrides(struct ckpt_case *c, const struct overrides *o)
         snprintf(c->device, sizeof c->device, "%s", o->device);
     if (o->verify_values)
         c->verify_values = 1;
-    if (o->impls) {
-        char list[512];
-        snprintf(list, sizeof list, "%s", o->impls);
-        c->n_impls = 0;
-        for (char *save = NULL, *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
-            if (!impl_find(tok))
-                return error_set(ST_INPUT, "--impl: unknown impl '%s' (see --help)", tok);
-            if (c->n_impls == CASE_MAX_IMPLS)
-                return error_set(ST_INPUT, "--impl: more than %d impls", CASE_MAX_IMPLS);
-            snprintf(c->impls[c->n_impls++], CASE_WORD_MAX, "%s", tok);
-        }
-    }
+    if (o->impls)
+        return parse_impl_list(o->impls, c->impls, &c->n_impls);
+    return ST_OK;
+}
+
+/* The longest --out accepted: a report's path, "<out>/<case>.h5", must fit
+ * the 1024 bytes a case result keeps (judge.h), with the longest case name. */
+#define OUT_DIR_MAX (1024 - CASE_NAME_MAX - 8)
+
+/* An output directory is refused before any work when it cannot be one:
+ * too long to keep whole, or an existing non-directory. */
+static int check_out_dir(const char *path)
+{
+    struct stat sb;
+    if (!path[0])
+        return error_set(ST_INPUT, "--out: empty path");
+    if (strlen(path) > OUT_DIR_MAX)
+        return error_set(ST_INPUT, "--out: path is %zu bytes long, more than the %d accepted", strlen(path),
+                         OUT_DIR_MAX);
+    if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return error_set(ST_INPUT, "%s: exists and is not a directory", path);
     return ST_OK;
 }
 
 static int make_dirs(const char *path)
 {
     char buf[1024];
+    int st = check_out_dir(path);
+    if (st)
+        return st;
     snprintf(buf, sizeof buf, "%s", path);
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
@@ -402,6 +454,8 @@ static int cmd_judge(int argc, char **argv)
         fprintf(stderr, "usage: ckpt-verify judge [--out DIR] FILE.h5...\n");
         return EXIT_USAGE;
     }
+    if (out_dir && check_out_dir(out_dir))
+        return fail(ST_INPUT);
     struct case_result *results = calloc((size_t)n, sizeof *results);
     if (!results)
         return fail(error_set(ST_INTERNAL, "out of memory"));
@@ -511,7 +565,8 @@ int main(int argc, char **argv)
     };
     int opt;
     char *end;
-    while ((opt = getopt_long(argc, argv, "c:lh", options, NULL)) != -1) {
+    opterr = 0; /* one line of our own instead of getopt's and the usage text */
+    while ((opt = getopt_long(argc, argv, ":c:lh", options, NULL)) != -1) {
         switch (opt) {
         case 'c':
             if (n_selected == MAX_SELECTED) {
@@ -547,11 +602,15 @@ int main(int argc, char **argv)
         case OPT_STEPS:
         case OPT_THREADS:
         case OPT_SEED: {
+            /* The same ranges as the case file keys (cases/README.md); a
+             * seed is never negative: strtoull would wrap "-1" to 2^64-1. */
+            const char *name = opt == OPT_STEPS ? "steps" : opt == OPT_THREADS ? "threads" : "seed";
+            unsigned long long max = opt == OPT_STEPS ? CLI_MAX_STEPS : opt == OPT_THREADS ? CLI_MAX_THREADS : ULLONG_MAX;
+            unsigned long long min = opt == OPT_SEED ? 0 : 1;
             errno = 0;
             unsigned long long v = strtoull(optarg, &end, 10);
-            if (errno || *end || !*optarg || (opt != OPT_SEED && (v < 1 || v > 100000))) {
-                fprintf(stderr, "ckpt-verify: --%s: '%s' is not a valid number\n",
-                        opt == OPT_STEPS ? "steps" : opt == OPT_THREADS ? "threads" : "seed", optarg);
+            if (errno || *end || !isdigit((unsigned char)optarg[0]) || v < min || v > max) {
+                fprintf(stderr, "ckpt-verify: --%s: '%s' is not an integer %llu..%llu\n", name, optarg, min, max);
                 return EXIT_USAGE;
             }
             if (opt == OPT_STEPS)
@@ -565,12 +624,30 @@ int main(int argc, char **argv)
             break;
         }
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return EXIT_USAGE;
+        case ':':
+            fprintf(stderr, "ckpt-verify: option '%s' needs a value (see --help)\n", argv[optind - 1]);
+            return EXIT_USAGE;
+        default:
+            fprintf(stderr, "ckpt-verify: unknown option '%s' (see --help)\n", argv[optind - 1]);
+            return EXIT_USAGE;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "ckpt-verify: unexpected argument '%s' (see --help)\n", argv[optind]);
         return EXIT_USAGE;
+    }
+    if (out_dir && check_out_dir(out_dir))
+        return fail(ST_INPUT);
+    int device;
+    if (o.device && aten_parse_device(o.device, &device)) {
+        fprintf(stderr, "ckpt-verify: --device: %s\n", error_message());
+        return EXIT_USAGE;
+    }
+    if (o.impls) {
+        char impls[CASE_MAX_IMPLS][CASE_WORD_MAX];
+        int n_impls;
+        if (parse_impl_list(o.impls, impls, &n_impls))
+            return fail(ST_INPUT);
     }
 
     struct case_list cases = {0};

@@ -1,0 +1,44 @@
+# Faults (issue 16, "Reports people can trust"): usage errors found before
+# any work, so nothing is written and a previous report in --out is kept;
+# write failures, FIFOs, shared output directories, memory bombs and
+# crafted HDF5 files. Every test here fails on the harness before the fix.
+set(CV $<TARGET_FILE:ckpt-verify>)
+set(EXPECT ${CMAKE_SOURCE_DIR}/tests/expect.sh)
+set(EXPECT_ERROR ${CMAKE_SOURCE_DIR}/tests/expect_error.sh)
+set(WRITES_NOTHING ${CMAKE_SOURCE_DIR}/tests/writes_nothing.sh)
+set(BAD_CASES ${CMAKE_SOURCE_DIR}/tests/data/cases)
+set(FAULTS_OUT ${CMAKE_BINARY_DIR}/it/faults)
+set(PREVIOUS ${FAULTS_OUT}/previous)
+
+# ---- usage errors: one line, exit 2, the previous report untouched --------
+add_test(NAME faults.usage.make_previous_report
+  COMMAND bash -c "rm -rf ${PREVIOUS} && ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out ${PREVIOUS} >/dev/null && test -s ${PREVIOUS}/summary.json && test -s ${PREVIOUS}/junit.xml")
+set_tests_properties(faults.usage.make_previous_report PROPERTIES FIXTURES_SETUP previous_report LABELS "robust")
+
+# usage_error(NAME REGEX ARGS...): run ARGS into the previous report's --out.
+function(usage_error name regex)
+  add_test(NAME faults.usage.${name}
+    COMMAND ${WRITES_NOTHING} ${PREVIOUS} 2 "^ckpt-verify: ${regex}" -- ${CV} --cases ${BAD_CASES}/good.ini ${ARGN})
+  set_tests_properties(faults.usage.${name} PROPERTIES FIXTURES_REQUIRED previous_report LABELS "robust" TIMEOUT 60)
+endfunction()
+usage_error(device_garbage "--device: unknown device 'garbage!'" --case tiny_bs1 --device garbage! --out ${PREVIOUS})
+usage_error(device_cuda99 "--device: device cuda:99 requested but" --case tiny_bs1 --device cuda:99 --out ${PREVIOUS})
+usage_error(impl_empty "--impl: empty impl name in ''" --case tiny_bs1 --impl= --out ${PREVIOUS})
+usage_error(impl_empty_entry "--impl: empty impl name in 'none,,reentrant'" --case tiny_bs1 --impl none,,reentrant --out ${PREVIOUS})
+usage_error(impl_repeated "--impl: impl 'reentrant' named twice$" --case tiny_bs1 --impl reentrant,reentrant --out ${PREVIOUS})
+usage_error(threads_over_case_file_limit "--threads: '100000' is not an integer 1\\.\\.1024$" --case tiny_bs1 --threads 100000 --out ${PREVIOUS})
+usage_error(seed_negative "--seed: '-1' is not an integer 0\\.\\.18446744073709551615$" --case tiny_bs1 --seed -1 --out ${PREVIOUS})
+usage_error(unknown_flag_one_line "unknown option '--bogus' \\(see --help\\)$" --bogus --out ${PREVIOUS})
+usage_error(flag_without_value "option '--out' needs a value \\(see --help\\)$" --case tiny_bs1 --out)
+
+# A device no machine has, in a case file: refused before --out exists.
+add_test(NAME faults.usage.case_file_device_cuda99
+  COMMAND ${WRITES_NOTHING} ${FAULTS_OUT}/cuda99 2 "^ckpt-verify: .*cuda99\\.ini:2: case on_cuda99: device cuda:99 requested but"
+  -- ${CV} --cases ${BAD_CASES}/cuda99.ini --case on_cuda99 --out ${FAULTS_OUT}/cuda99)
+# --out a regular file, or longer than a report path can hold whole.
+add_test(NAME faults.usage.out_is_a_regular_file
+  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && echo keep > ${FAULTS_OUT}/plain_file && ${WRITES_NOTHING} ${FAULTS_OUT}/plain_file 2 'plain_file: exists and is not a directory$' -- ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out ${FAULTS_OUT}/plain_file")
+add_test(NAME faults.usage.out_path_too_long
+  COMMAND bash -c "long=${FAULTS_OUT}/$(printf 'd%.0s' {1..200})/$(printf 'e%.0s' {1..200})/$(printf 'f%.0s' {1..200})/$(printf 'g%.0s' {1..200})/$(printf 'h%.0s' {1..200}); ${WRITES_NOTHING} ${FAULTS_OUT}/$(printf 'd%.0s' {1..200}) 2 '^ckpt-verify: --out: path is [0-9]+ bytes long, more than the 920 accepted$' -- ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out $long")
+set_tests_properties(faults.usage.case_file_device_cuda99 faults.usage.out_is_a_regular_file faults.usage.out_path_too_long
+  PROPERTIES LABELS "robust" TIMEOUT 60)
