@@ -610,7 +610,7 @@ int main(int argc, char **argv)
             errno = 0;
             unsigned long long v = strtoull(optarg, &end, 10);
             if (errno || *end || !isdigit((unsigned char)optarg[0]) || v < min || v > max) {
-                fprintf(stderr, "ckpt-verify: --%s: '%s' is not an integer %llu..%llu\n", name, optarg, min, max);
+                fprintf(stderr, "ckpt-verify: --%s: '%s' is not a valid number: expected an integer %llu..%llu\n", name, optarg, min, max);
                 return EXIT_USAGE;
             }
             if (opt == OPT_STEPS)

@@ -26,8 +26,8 @@ usage_error(device_cuda99 "--device: device cuda:99 requested but" --case tiny_b
 usage_error(impl_empty "--impl: empty impl name in ''" --case tiny_bs1 --impl= --out ${PREVIOUS})
 usage_error(impl_empty_entry "--impl: empty impl name in 'none,,reentrant'" --case tiny_bs1 --impl none,,reentrant --out ${PREVIOUS})
 usage_error(impl_repeated "--impl: impl 'reentrant' named twice$" --case tiny_bs1 --impl reentrant,reentrant --out ${PREVIOUS})
-usage_error(threads_over_case_file_limit "--threads: '100000' is not an integer 1\\.\\.1024$" --case tiny_bs1 --threads 100000 --out ${PREVIOUS})
-usage_error(seed_negative "--seed: '-1' is not an integer 0\\.\\.18446744073709551615$" --case tiny_bs1 --seed -1 --out ${PREVIOUS})
+usage_error(threads_over_case_file_limit "--threads: '100000' is not a valid number: expected an integer 1\\.\\.1024$" --case tiny_bs1 --threads 100000 --out ${PREVIOUS})
+usage_error(seed_negative "--seed: '-1' is not a valid number: expected an integer 0\\.\\.18446744073709551615$" --case tiny_bs1 --seed -1 --out ${PREVIOUS})
 usage_error(unknown_flag_one_line "unknown option '--bogus' \\(see --help\\)$" --bogus --out ${PREVIOUS})
 usage_error(flag_without_value "option '--out' needs a value \\(see --help\\)$" --case tiny_bs1 --out)
 
