@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -531,6 +532,9 @@ static int cmd_bench(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* Past a file size limit (ulimit -f) a write fails with EFBIG and is
+     * reported like a full disk, instead of the signal killing the run. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc > 1 && strcmp(argv[1], "diff") == 0)
         return cmd_diff(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "plot") == 0)
@@ -789,19 +793,26 @@ int main(int argc, char **argv)
     }
     if (!result)
         worst = EXIT_INTERNAL;
+    int wrote_summary = 1;
     if (worst) {
         /* An input error stopped the run: no summary claims the cases it
          * did not get to, and a previous summary in out_dir stays. */
         st = ST_OK;
     } else {
-        if ((st = summary_write(summary, out_dir)) || (st = junit_write(summary_json(summary), out_dir, NULL)))
+        /* A summary that cannot be written (a full disk) leaves the
+         * previous one whole and, like a report that cannot be, exit 1. */
+        if ((st = summary_write(summary, out_dir)) || (st = junit_write(summary_json(summary), out_dir, NULL))) {
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
+            unexpected++;
+            st = ST_OK;
+            wrote_summary = 0;
+        }
         mutation_matrix_print(stdout, summary_json(summary));
         printf("%d case(s); %s; report in %s\n", n_run,
                unexpected ? "UNEXPECTED verdicts (see NO above)" : "all verdicts as expected", out_dir);
     }
     struct regress_counts regressions = {0};
-    if (previous && !st && !worst) {
+    if (previous && !st && !worst && wrote_summary) {
         struct regress_options ro;
         regress_default_options(&ro);
         if ((st = regress_compare(previous, summary_json(summary), compare_to, &ro, stdout, &regressions)))

@@ -27,11 +27,13 @@
 #include <hdf5.h>
 
 #include "error.h"
+#include "temp_file.h"
 
 struct h5store {
     char *path;     /* the final name, as the caller gave it: used in messages */
-    char *tmp;      /* "<path>.tmp": the file actually written until commit */
-    hid_t file;
+    char *tmp;      /* "<path>.XXXXXX.tmp" (temp_file.h): where the image goes before the rename */
+    int tmp_fd;     /* open on tmp until commit writes the image */
+    hid_t file;     /* an in-memory file (core driver, no backing store) */
     hid_t gcpl;     /* groups: link creation order tracked + indexed, no timestamps */
     hid_t dcpl;     /* datasets: no timestamps */
     hid_t f16_file; /* IEEE half, little-endian: what float16 datasets are stored as */
@@ -95,21 +97,6 @@ static int fail_h5(int code, const char *file, const char *where, const char *fm
     h5_reason(reason, sizeof reason);
     return error_set(code, "%s: %s%s%s%s%s%s", file, where ? where : "", where ? ": " : "", what,
                      reason[0] ? " (HDF5: " : "", reason, reason[0] ? ")" : "");
-}
-
-/* Failures to create or rename the output that come from where it is
- * (missing or read-only directory, a path through a file) are the user's to
- * fix: ST_INPUT. Anything else (disk full, too many open files) is
- * ST_INTERNAL. */
-static int output_errno_status(int e)
-{
-    switch (e) {
-    case EACCES: case EPERM: case ENOENT: case ENOTDIR: case EROFS:
-    case EISDIR: case ENAMETOOLONG: case ELOOP: case EEXIST:
-        return ST_INPUT;
-    default:
-        return ST_INTERNAL;
-    }
 }
 
 /* IEEE binary16 exactly as h5py defines its float16 (IEEE_F16LE in h5t.pyx),
@@ -176,11 +163,18 @@ static herr_t store_close(struct h5store *s)
 
 static void store_free(struct h5store *s)
 {
+    if (s->tmp_fd >= 0)
+        close(s->tmp_fd);
     free(s->path);
     free(s->tmp);
     free(s);
 }
 
+/* The file is built in memory (HDF5's core driver without a backing store)
+ * and written to its temporary in one piece at commit. HDF5 never touches
+ * the disk itself, because it cannot recover from a write that fails there:
+ * after a failed flush in H5Fclose (a full disk, a file size limit) the file
+ * stays half-closed, and HDF5's own cleanup at exit crashes on it. */
 int h5store_create(struct h5store **out, const char *path)
 {
     silence_hdf5();
@@ -192,30 +186,20 @@ int h5store_create(struct h5store **out, const char *path)
     if (!s)
         return error_set(ST_INTERNAL, "%s: out of memory", path);
     s->file = s->gcpl = s->dcpl = s->f16_file = s->f16_mem = H5I_INVALID_HID;
-    size_t n = strlen(path);
-    s->path = malloc(n + 1);
-    s->tmp = malloc(n + 5);
-    if (!s->path || !s->tmp) {
+    s->tmp_fd = -1;
+    s->path = strdup(path);
+    if (!s->path) {
         store_free(s);
         return error_set(ST_INTERNAL, "%s: out of memory", path);
     }
-    memcpy(s->path, path, n + 1);
-    snprintf(s->tmp, n + 5, "%s.tmp", path);
-
-    /* Probe with open(2) first: its errno says precisely why the directory
-     * is unusable (HDF5 only says "unable to open file"), and lets us tell
-     * the user's problem (ST_INPUT) from ours. */
-    int fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0) {
-        int e = errno;
-        int rc = error_set(output_errno_status(e), "%s: cannot create %s: %s", path, s->tmp,
-                           strerror(e));
+    /* The temporary is created now, not at commit: an unusable directory
+     * is found before the case's work is written, and its errno says why. */
+    int rc = temp_file_create(path, &s->tmp, &s->tmp_fd);
+    if (rc != ST_OK) {
         store_free(s);
         return rc;
     }
-    close(fd);
 
-    int rc = ST_OK;
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     s->gcpl = H5Pcreate(H5P_GROUP_CREATE);
@@ -224,14 +208,12 @@ int h5store_create(struct h5store **out, const char *path)
     /* Creation order is tracked so the file lists things in the order they
      * were written (h5dump --sort_by=creation_order, h5py track_order);
      * object timestamps are off so the same run writes the same bytes. The
-     * root group takes its settings from the file creation list. Closing
-     * with H5F_CLOSE_STRONG makes H5Fclose close (and flush) anything still
-     * open instead of silently keeping the file open past the rename. */
+     * root group takes its settings from the file creation list. */
     if (fcpl < 0 || fapl < 0 || s->gcpl < 0 || s->dcpl < 0 ||
         H5Pset_link_creation_order(fcpl, order) < 0 || H5Pset_attr_creation_order(fcpl, order) < 0 ||
         H5Pset_obj_track_times(fcpl, 0) < 0 || H5Pset_link_creation_order(s->gcpl, order) < 0 ||
         H5Pset_attr_creation_order(s->gcpl, order) < 0 || H5Pset_obj_track_times(s->gcpl, 0) < 0 ||
-        H5Pset_obj_track_times(s->dcpl, 0) < 0 ||
+        H5Pset_obj_track_times(s->dcpl, 0) < 0 || H5Pset_fapl_core(fapl, 1 << 20, 0) < 0 ||
         H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
         rc = fail_h5(ST_INTERNAL, path, NULL, "cannot set up HDF5 property lists");
     } else if ((s->f16_file = make_half(H5T_IEEE_F32LE)) < 0 ||
@@ -512,24 +494,53 @@ int h5store_write_run(struct h5store *s, const struct run_record *r)
     return rc;
 }
 
+/* The whole file image, taken from the in-memory file before it closes. */
+static int take_image(struct h5store *s, void **image, size_t *len)
+{
+    *image = NULL;
+    if (H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0)
+        return fail_h5(ST_INTERNAL, s->path, NULL, "cannot finish the file");
+    ssize_t n = H5Fget_file_image(s->file, NULL, 0);
+    if (n <= 0)
+        return fail_h5(ST_INTERNAL, s->path, NULL, "cannot take the file image");
+    *image = malloc((size_t)n);
+    if (!*image)
+        return error_set(ST_INTERNAL, "%s: out of memory for a %zd-byte file image", s->path, n);
+    if (H5Fget_file_image(s->file, *image, (size_t)n) != n) {
+        free(*image);
+        *image = NULL;
+        return fail_h5(ST_INTERNAL, s->path, NULL, "cannot take the file image");
+    }
+    *len = (size_t)n;
+    return ST_OK;
+}
+
 int h5store_commit(struct h5store *s)
 {
     silence_hdf5();
     if (!s)
         return error_set(ST_INTERNAL, "h5store: commit of a closed store");
     int rc = ST_OK;
+    void *image = NULL;
+    size_t len = 0;
     if (s->failed)
         rc = error_set(ST_INTERNAL, "%s: not written: an earlier write to it failed", s->path);
+    else
+        rc = take_image(s, &image, &len);
     herr_t closed = store_close(s);
     if (rc == ST_OK && closed < 0)
-        rc = fail_h5(ST_INTERNAL, s->path, NULL, "closing %s failed", s->tmp);
-    if (rc == ST_OK && rename(s->tmp, s->path) != 0) {
-        int e = errno;
-        rc = error_set(output_errno_status(e), "%s: cannot rename %s to it: %s", s->path, s->tmp,
-                       strerror(e));
-    }
-    if (rc != ST_OK)
+        rc = fail_h5(ST_INTERNAL, s->path, NULL, "closing the in-memory file failed");
+    if (rc == ST_OK) {
+        rc = temp_file_finish(s->tmp_fd, s->tmp, image, len);
+        s->tmp_fd = -1;
+        if (rc == ST_OK)
+            rc = temp_file_publish(s->tmp, s->path);
+        else
+            error_wrap(rc, "%s", s->path);
+    } else {
         unlink(s->tmp);
+    }
+    free(image);
     store_free(s);
     return rc;
 }

@@ -9,6 +9,7 @@
 
 #include "case.h"
 #include "error.h"
+#include "temp_file.h"
 
 /* Why root is not a summary, or NULL; *bad is the offending record. */
 static const char *check_summary(const json_t *root, size_t *bad)
@@ -61,24 +62,14 @@ int summary_file_load(const char *path, json_t **out)
 
 int file_write_atomic(const char *dir, const char *name, const char *data, size_t len)
 {
-    char path[1100], tmp[1200];
+    char path[1100], *tmp;
+    int fd;
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return error_set(ST_INPUT, "%s: cannot write: %s", tmp, strerror(errno));
-    size_t wrote = fwrite(data, 1, len, f);
-    /* fclose reports a write error that buffering kept back. */
-    if (fclose(f) != 0 || wrote != len) {
-        remove(tmp);
-        return error_set(ST_INPUT, "%s: cannot write (disk full?)", tmp);
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return error_set(ST_INPUT, "%s: cannot rename into place: %s", path, strerror(e));
-    }
-    return ST_OK;
+    int st = temp_file_create(path, &tmp, &fd);
+    if (!st && !(st = temp_file_finish(fd, tmp, data, len)))
+        st = temp_file_publish(tmp, path);
+    free(tmp);
+    return st;
 }
 
 int summary_file_write(const json_t *root, const char *dir, const char *name)

@@ -42,3 +42,9 @@ add_test(NAME faults.usage.out_path_too_long
   COMMAND bash -c "long=${FAULTS_OUT}/$(printf 'd%.0s' {1..200})/$(printf 'e%.0s' {1..200})/$(printf 'f%.0s' {1..200})/$(printf 'g%.0s' {1..200})/$(printf 'h%.0s' {1..200}); ${WRITES_NOTHING} ${FAULTS_OUT}/$(printf 'd%.0s' {1..200}) 2 '^ckpt-verify: --out: path is [0-9]+ bytes long, more than the 920 accepted$' -- ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out $long")
 set_tests_properties(faults.usage.case_file_device_cuda99 faults.usage.out_is_a_regular_file faults.usage.out_path_too_long
   PROPERTIES LABELS "robust" TIMEOUT 60)
+
+# ---- write failures and shared output directories ---------------------------
+# Two runs into one --out at once: unique temporaries, whole files, exit 0.
+add_test(NAME faults.out.two_runs_into_one_out
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/concurrent_out.sh ${CV} ${BAD_CASES}/good.ini tiny_bs1 ${FAULTS_OUT}/shared_out 6)
+set_tests_properties(faults.out.two_runs_into_one_out PROPERTIES LABELS "robust" TIMEOUT 120)
