@@ -1119,6 +1119,10 @@ static int syntax_error(const char *path, const char *text, size_t size, int lin
 
 static int read_text(const char *path, char **text, size_t *size)
 {
+    /* A FIFO or device would block the open or the read for ever. */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return error_set(ST_INPUT, "%s: not a regular file (a case file is read as one)", path);
     FILE *f = fopen(path, "rb");
     if (!f)
         return error_set(ST_INPUT, "%s: cannot open case file: %s", path, strerror(errno));

@@ -412,7 +412,13 @@ static int cmd_plot(int argc, char **argv)
     }
     const char *scripts = getenv("CKPT_SCRIPTS_DIR") ? getenv("CKPT_SCRIPTS_DIR") : CKPT_SOURCE_DIR "/scripts";
     const char *gnuplot = getenv("CKPT_GNUPLOT") ? getenv("CKPT_GNUPLOT") : "gnuplot";
-    int st = plot_run_dir(argv[1], scripts, gnuplot, stdout);
+    /* A FIFO in the summary's place would block the plot for ever. */
+    char summary[1100];
+    struct stat sb;
+    snprintf(summary, sizeof summary, "%s/summary.json", argv[1]);
+    int st = stat(summary, &sb) == 0 && !S_ISREG(sb.st_mode)
+                 ? error_set(ST_INPUT, "%s: not a regular file, not a summary", summary)
+                 : plot_run_dir(argv[1], scripts, gnuplot, stdout);
     return st ? fail(st) : 0;
 }
 

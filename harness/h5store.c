@@ -644,6 +644,8 @@ static int open_report(const char *path, hid_t *out)
         return error_set(ST_INPUT, "%s: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode))
         return error_set(ST_INPUT, "%s: is a directory, not an HDF5 file", path);
+    if (!S_ISREG(st.st_mode)) /* a FIFO would block HDF5's open for ever */
+        return error_set(ST_INPUT, "%s: not a regular file, not an HDF5 file", path);
     if (st.st_size == 0)
         return error_set(ST_INPUT, "%s: empty file, not an HDF5 file", path);
 #if H5_VERSION_GE(1, 12, 0)

@@ -43,6 +43,8 @@ int summary_file_load(const char *path, json_t **out)
         snprintf(file, sizeof file, "%s", path);
     if (stat(file, &sb) != 0)
         return error_set(ST_INPUT, "%s: cannot read the summary: %s", file, strerror(errno));
+    if (!S_ISREG(sb.st_mode)) /* a FIFO would block the read for ever */
+        return error_set(ST_INPUT, "%s: not a regular file, not a summary", file);
     json_error_t jerr;
     json_t *root = json_load_file(file, 0, &jerr);
     if (!root)

@@ -48,3 +48,20 @@ set_tests_properties(faults.usage.case_file_device_cuda99 faults.usage.out_is_a_
 add_test(NAME faults.out.two_runs_into_one_out
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/concurrent_out.sh ${CV} ${BAD_CASES}/good.ini tiny_bs1 ${FAULTS_OUT}/shared_out 6)
 set_tests_properties(faults.out.two_runs_into_one_out PROPERTIES LABELS "robust" TIMEOUT 120)
+
+# ---- FIFOs: refused in one line instead of blocking for ever ---------------
+# (TIMEOUT 20: a hang fails the test.)
+set(FIFOS ${FAULTS_OUT}/fifos)
+add_test(NAME faults.fifo.make
+  COMMAND bash -c "rm -rf ${FIFOS} && mkdir -p ${FIFOS}/cases ${FIFOS}/run && cp ${BAD_CASES}/good.ini ${FIFOS}/cases/ && mkfifo ${FIFOS}/cases/blocked.ini ${FIFOS}/run/summary.json ${FIFOS}/report.h5")
+set_tests_properties(faults.fifo.make PROPERTIES FIXTURES_SETUP fifos LABELS "robust")
+function(fifo_refused name regex)
+  add_test(NAME faults.fifo.${name} COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: ${regex}" -- ${CV} ${ARGN})
+  set_tests_properties(faults.fifo.${name} PROPERTIES FIXTURES_REQUIRED fifos LABELS "robust" TIMEOUT 20)
+endfunction()
+fifo_refused(in_cases_dir ".*/blocked\\.ini: not a regular file" --cases ${FIFOS}/cases --list)
+fifo_refused(compare_to_summary ".*/run/summary\\.json: not a regular file, not a summary$"
+  --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out ${FIFOS}/out --compare-to ${FIFOS}/run)
+fifo_refused(plot_summary ".*/run/summary\\.json: not a regular file, not a summary$" plot ${FIFOS}/run)
+fifo_refused(judge_file ".*/report\\.h5: not a regular file, not an HDF5 file$" judge ${FIFOS}/report.h5)
+fifo_refused(diff_file ".*/report\\.h5: not a regular file, not an HDF5 file$" diff ${FIFOS}/report.h5 ${FIFOS}/report.h5)
