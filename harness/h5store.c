@@ -1085,6 +1085,11 @@ struct run_list {
 static herr_t list_link(hid_t group, const char *name, const H5L_info_t *info, void *data)
 {
     struct run_list *l = data;
+    if (info->type == H5L_TYPE_EXTERNAL) {
+        l->status = error_set(ST_INPUT, "%s: /runs/%s: external link to another file is not supported", l->file,
+                              name);
+        return -1;
+    }
     if (info->type != H5L_TYPE_HARD)
         return 0;
     hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
@@ -1259,10 +1264,16 @@ static int group_attrs(hid_t group, struct run_visit *v, const char *prefix)
 static herr_t visit_link(hid_t group, const char *name, const H5L_info_t *info, void *data)
 {
     struct run_visit *v = data;
-    if (info->type != H5L_TYPE_HARD)
-        return 0; /* soft and external links are not part of the run */
     char where[RUN_PATH_MAX * 2 + 80];
     snprintf(where, sizeof where, "%s/%s", v->run_path, name);
+    /* A report is one file: an external link would make another file's
+     * data pass for this run's (or drop a step unseen). */
+    if (info->type == H5L_TYPE_EXTERNAL) {
+        v->status = error_set(ST_INPUT, "%s: %s: external link to another file is not supported", v->file, where);
+        return -1;
+    }
+    if (info->type != H5L_TYPE_HARD)
+        return 0; /* soft links name what the run holds under another path */
     hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
     if (obj < 0) {
         v->status = fail_h5(ST_INPUT, v->file, where, "unreadable object");
@@ -1284,6 +1295,15 @@ static herr_t visit_link(hid_t group, const char *name, const H5L_info_t *info, 
     return v->status == ST_OK ? 0 : -1;
 }
 
+/* ST_INPUT when the link at an absolute path leads into another file. */
+static int check_not_external(hid_t f, const char *file, const char *link)
+{
+    H5L_info_t info;
+    if (H5Lget_info(f, link, &info, H5P_DEFAULT) >= 0 && info.type == H5L_TYPE_EXTERNAL)
+        return error_set(ST_INPUT, "%s: %s: external link to another file is not supported", file, link);
+    return ST_OK;
+}
+
 int h5store_read_run(const char *path, const char *run, struct run_record *out)
 {
     silence_hdf5();
@@ -1297,7 +1317,11 @@ int h5store_read_run(const char *path, const char *run, struct run_record *out)
     struct run_visit v = {path, run_path, out, NULL, ST_OK};
     hid_t g = H5I_INVALID_HID;
     if (!run || !run[0] || strchr(run, '/') || strlen(run) >= sizeof out->name ||
-        !path_exists(f, run_path) || (g = H5Gopen2(f, run_path, H5P_DEFAULT)) < 0) {
+        !path_exists(f, run_path)) {
+        rc = error_set(ST_INPUT, "%s: /runs/%s: run missing", path, run ? run : "");
+    } else if ((rc = check_not_external(f, path, "/runs")) || (rc = check_not_external(f, path, run_path))) {
+        /* message set */
+    } else if ((g = H5Gopen2(f, run_path, H5P_DEFAULT)) < 0) {
         rc = error_set(ST_INPUT, "%s: /runs/%s: run missing", path, run ? run : "");
     } else if ((rc = group_attrs(g, &v, NULL)) == ST_OK &&
                H5Lvisit(g, H5_INDEX_NAME, H5_ITER_INC, visit_link, &v) < 0) {

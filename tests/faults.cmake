@@ -65,3 +65,17 @@ fifo_refused(compare_to_summary ".*/run/summary\\.json: not a regular file, not 
 fifo_refused(plot_summary ".*/run/summary\\.json: not a regular file, not a summary$" plot ${FIFOS}/run)
 fifo_refused(judge_file ".*/report\\.h5: not a regular file, not an HDF5 file$" judge ${FIFOS}/report.h5)
 fifo_refused(diff_file ".*/report\\.h5: not a regular file, not an HDF5 file$" diff ${FIFOS}/report.h5 ${FIFOS}/report.h5)
+
+# ---- data in other files: refused, never followed ---------------------------
+set(EXT ${FAULTS_OUT}/external)
+add_test(NAME faults.external.make
+  COMMAND bash -c "rm -rf ${EXT} && ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out ${EXT} >/dev/null && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_external_h5.py ${EXT}/tiny_bs1.h5 ${EXT}")
+set_tests_properties(faults.external.make PROPERTIES FIXTURES_SETUP external_h5 LABELS "robust")
+function(external_refused name regex)
+  add_test(NAME faults.external.${name} COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: ${regex}" -- ${CV} diff ${EXT}/tiny_bs1.h5 ${ARGN})
+  set_tests_properties(faults.external.${name} PROPERTIES FIXTURES_REQUIRED external_h5 LABELS "robust" TIMEOUT 20)
+endfunction()
+external_refused(run_link ".*/ext_run\\.h5: /runs/baseline_0: external link to another file is not supported$" ${EXT}/ext_run.h5)
+external_refused(run_link_named ".*/ext_run\\.h5: /runs/baseline_0: external link to another file is not supported$" ${EXT}/ext_run.h5:baseline_0)
+external_refused(step_link ".*/ext_step\\.h5: /runs/baseline_0/steps/1: external link to another file is not supported$" ${EXT}/ext_step.h5)
+external_refused(storage ".*/ext_storage\\.h5: /runs/baseline_0/steps/1/grads/l0\\.weight: data stored in other files \\(external storage\\) is not supported$" ${EXT}/ext_storage.h5)
