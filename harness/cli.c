@@ -102,7 +102,9 @@ static int fail(int code)
 /* "file.h5:run" -> file, run (default: baseline_0, else the only run). */
 static int split_file_run(const char *arg, char *file, size_t flen, char *run, size_t rlen)
 {
-    const char *colon = strrchr(arg, ':');
+    /* An argument that names an existing file is that file, colon or not. */
+    struct stat sb;
+    const char *colon = stat(arg, &sb) == 0 ? NULL : strrchr(arg, ':');
     if (colon && strstr(colon, ".h5") == NULL) {
         snprintf(file, flen, "%.*s", (int)(colon - arg), arg);
         snprintf(run, rlen, "%s", colon + 1);
@@ -389,6 +391,14 @@ static int cmd_merge(int argc, char **argv)
         return EXIT_USAGE;
     }
     int st, unexpected = 0;
+    /* The output would overwrite that input's summary.json with the merge. */
+    struct stat out_sb, in_sb;
+    if (stat(argv[1], &out_sb) == 0)
+        for (int i = 2; i < argc; i++)
+            if (stat(argv[i], &in_sb) == 0 && in_sb.st_dev == out_sb.st_dev && in_sb.st_ino == out_sb.st_ino) {
+                fprintf(stderr, "ckpt-verify: merge: output directory %s is also an input (%s)\n", argv[1], argv[i]);
+                return EXIT_USAGE;
+            }
     if ((st = make_dirs(argv[1])) ||
         (st = merge_run_dirs(argv[1], (const char *const *)argv + 2, argc - 2, stdout, &unexpected)))
         return fail(st);

@@ -79,3 +79,27 @@ external_refused(run_link ".*/ext_run\\.h5: /runs/baseline_0: external link to a
 external_refused(run_link_named ".*/ext_run\\.h5: /runs/baseline_0: external link to another file is not supported$" ${EXT}/ext_run.h5:baseline_0)
 external_refused(step_link ".*/ext_step\\.h5: /runs/baseline_0/steps/1: external link to another file is not supported$" ${EXT}/ext_step.h5)
 external_refused(storage ".*/ext_storage\\.h5: /runs/baseline_0/steps/1/grads/l0\\.weight: data stored in other files \\(external storage\\) is not supported$" ${EXT}/ext_storage.h5)
+
+# ---- merge and summaries: inputs that would mislead -------------------------
+set(MERGE ${FAULTS_OUT}/merge)
+add_test(NAME faults.merge.make
+  COMMAND bash -c "rm -rf ${MERGE} && mkdir -p ${MERGE} && ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out ${MERGE}/shard >/dev/null && cp -r ${MERGE}/shard \"${MERGE}/$(printf 'sh\\377ard')\" && cp -r ${MERGE}/shard ${MERGE}/negative && ${CKPT_PYTHON} -c \"import json,sys; p=sys.argv[1]; d=json.load(open(p)); d['records'][0]['max_ulp']=-5; json.dump(d,open(p,'w'))\" ${MERGE}/negative/summary.json")
+set_tests_properties(faults.merge.make PROPERTIES FIXTURES_SETUP merge_inputs LABELS "robust")
+# The output directory given as an input too: its summary.json would be overwritten.
+add_test(NAME faults.merge.output_is_an_input
+  COMMAND ${WRITES_NOTHING} ${MERGE}/shard 2 "^ckpt-verify: merge: output directory .*/shard is also an input \\(.*/shard/\\)$"
+  -- ${CV} merge ${MERGE}/shard ${MERGE}/shard/)
+# A negative max_ulp is no summary: believed, it made a false REGRESSION.
+add_test(NAME faults.summary.negative_max_ulp_refused
+  COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: .*/negative/summary\\.json: not a ckpt-verify summary: record 0: \"max_ulp\" is -5: expected a number >= 0$"
+  -- ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out ${MERGE}/compared --compare-to ${MERGE}/negative)
+# A shard directory whose name is not UTF-8 stays in merged_from (escaped).
+add_test(NAME faults.merge.non_utf8_dir_kept
+  COMMAND bash -c "rm -rf ${MERGE}/merged && ${CV} merge ${MERGE}/merged ${MERGE}/sh?ard >/dev/null && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_merged_from.py ${MERGE}/merged/summary.json 1")
+set_tests_properties(faults.merge.output_is_an_input faults.summary.negative_max_ulp_refused faults.merge.non_utf8_dir_kept
+  PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
+
+# ---- diff: a file whose name holds a colon is that file ---------------------
+add_test(NAME faults.diff.colon_in_existing_file_name
+  COMMAND bash -c "mkdir -p ${MERGE} && cp ${MERGE}/shard/tiny_bs1.h5 '${MERGE}/copy.h5:v2' && ${EXPECT} 0 'bitwise identical' -- ${CV} diff '${MERGE}/copy.h5:v2' ${MERGE}/shard/tiny_bs1.h5")
+set_tests_properties(faults.diff.colon_in_existing_file_name PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
