@@ -251,9 +251,17 @@ static int cmd_diff(int argc, char **argv)
     if ((st = split_file_run(argv[1], fa, sizeof fa, ra, sizeof ra)) ||
         (st = split_file_run(argv[2], fb, sizeof fb, rb, sizeof rb)))
         return fail(st);
-    if ((st = h5store_read_run(fa, ra, &a)))
+    /* Both runs together load at most CKPT_MEMORY_LIMIT when it is set,
+     * else H5STORE_READ_LIMIT or the machine's memory, whichever is less. */
+    int64_t memory = ckpt_counting_allocator_limit();
+    if (memory < 0)
+        return fail(error_set(ST_INPUT, "CKPT_MEMORY_LIMIT='%s': not a byte count (for example 512M or 8G)",
+                              getenv("CKPT_MEMORY_LIMIT")));
+    uint64_t budget = getenv("CKPT_MEMORY_LIMIT") || (uint64_t)memory < H5STORE_READ_LIMIT ? (uint64_t)memory
+                                                                                          : H5STORE_READ_LIMIT;
+    if ((st = h5store_read_run_within(fa, ra, &budget, &a)))
         return fail(st);
-    if ((st = h5store_read_run(fb, rb, &b))) {
+    if ((st = h5store_read_run_within(fb, rb, &budget, &b))) {
         run_record_free(&a);
         return fail(st);
     }

@@ -877,7 +877,8 @@ static int check_dataset_size(hid_t ds, hid_t ftype, int ndim, const hsize_t *di
 
 /* Loads an open dataset into out (allocated here). `where` is its absolute
  * path, for messages. */
-static int load_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out)
+static int load_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out,
+                        uint64_t *budget)
 {
     memset(out, 0, sizeof *out);
     int want;
@@ -905,6 +906,19 @@ static int load_dataset(hid_t ds, const char *file, const char *where, struct ho
             rc = fail_h5(ST_INPUT, file, where, "unreadable dataspace");
         else
             rc = check_dataset_size(ds, ftype, ndim, dims, file, where);
+        if (rc == ST_OK && budget) {
+            /* What the whole read may load: one dataset hard-linked many
+             * times is loaded as many times. */
+            uint64_t bytes = dtype_size(dt);
+            for (int i = 0; i < ndim; i++)
+                bytes = dims[i] && bytes > UINT64_MAX / dims[i] ? UINT64_MAX : bytes * dims[i];
+            if (bytes > *budget)
+                rc = error_set(ST_INPUT, "%s: %s: loading its %llu bytes would pass the %llu-byte limit on what one "
+                                         "read may load (CKPT_MEMORY_LIMIT)",
+                               file, where, (unsigned long long)bytes, (unsigned long long)*budget);
+            else
+                *budget -= bytes;
+        }
         if (rc == ST_OK) {
             for (int i = 0; i < ndim; i++)
                 shape[i] = (int64_t)dims[i];
@@ -938,7 +952,7 @@ int h5store_read_tensor(const char *path, const char *dataset, struct host_tenso
     else if ((ds = H5Dopen2(f, dataset, H5P_DEFAULT)) < 0)
         rc = fail_h5(ST_INPUT, path, dataset, "not a readable dataset");
     else
-        rc = load_dataset(ds, path, dataset, out);
+        rc = load_dataset(ds, path, dataset, out, NULL);
     if (ds >= 0)
         H5Dclose(ds);
     H5Fclose(f);
@@ -1184,6 +1198,7 @@ struct run_visit {
     const char *file;
     const char *run_path; /* "/runs/<run>" */
     struct run_record *rec;
+    uint64_t *budget; /* bytes the read may still load */
     const char *prefix; /* subgroup path for attribute keys, NULL for the run group */
     int status;
 };
@@ -1285,7 +1300,7 @@ static herr_t visit_link(hid_t group, const char *name, const H5L_info_t *info, 
         if (strlen(name) >= RUN_PATH_MAX)
             v->status = error_set(ST_INPUT, "%s: %s: path longer than %d bytes", v->file, where,
                                   RUN_PATH_MAX - 1);
-        else if ((v->status = load_dataset(obj, v->file, where, &t)) == ST_OK &&
+        else if ((v->status = load_dataset(obj, v->file, where, &t, v->budget)) == ST_OK &&
                  (v->status = run_record_add(v->rec, name, &t)) != ST_OK)
             host_tensor_free(&t);
     } else if (type == H5I_GROUP) {
@@ -1306,6 +1321,12 @@ static int check_not_external(hid_t f, const char *file, const char *link)
 
 int h5store_read_run(const char *path, const char *run, struct run_record *out)
 {
+    uint64_t budget = H5STORE_READ_LIMIT;
+    return h5store_read_run_within(path, run, &budget, out);
+}
+
+int h5store_read_run_within(const char *path, const char *run, uint64_t *budget, struct run_record *out)
+{
     silence_hdf5();
     run_record_init(out, run ? run : "");
     hid_t f;
@@ -1314,7 +1335,7 @@ int h5store_read_run(const char *path, const char *run, struct run_record *out)
         return rc;
     char run_path[sizeof out->name + 8];
     snprintf(run_path, sizeof run_path, "/runs/%s", out->name);
-    struct run_visit v = {path, run_path, out, NULL, ST_OK};
+    struct run_visit v = {path, run_path, out, budget, NULL, ST_OK};
     hid_t g = H5I_INVALID_HID;
     if (!run || !run[0] || strchr(run, '/') || strlen(run) >= sizeof out->name ||
         !path_exists(f, run_path)) {

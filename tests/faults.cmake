@@ -103,3 +103,15 @@ set_tests_properties(faults.merge.output_is_an_input faults.summary.negative_max
 add_test(NAME faults.diff.colon_in_existing_file_name
   COMMAND bash -c "mkdir -p ${MERGE} && cp ${MERGE}/shard/tiny_bs1.h5 '${MERGE}/copy.h5:v2' && ${EXPECT} 0 'bitwise identical' -- ${CV} diff '${MERGE}/copy.h5:v2' ${MERGE}/shard/tiny_bs1.h5")
 set_tests_properties(faults.diff.colon_in_existing_file_name PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
+
+# ---- memory bombs -------------------------------------------------------------
+# One never-written 16 MiB gradient hard-linked 6 times in a 57 KiB file:
+# diff refuses past CKPT_MEMORY_LIMIT instead of loading it 12 times.
+add_test(NAME faults.memory.diff_hard_linked_dataset_bounded
+  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb.h5 && CKPT_MEMORY_LIMIT=64M ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb\\.h5: /runs/baseline_0/steps/1/grads/big[0-9]*: loading its 16777216 bytes would pass the [0-9]+-byte limit on what one read may load \\(CKPT_MEMORY_LIMIT\\)$' -- ${CV} diff ${FAULTS_OUT}/bomb.h5 ${FAULTS_OUT}/bomb.h5")
+set_tests_properties(faults.memory.diff_hard_linked_dataset_bounded PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
+# 30,000 cases from three sweeps: refused at once, before expanding (TIMEOUT 20).
+add_test(NAME faults.memory.too_many_cases_in_all
+  COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: .*sweeps2\\.ini:2: \\[sweep:s2\\] expands to 10000 cases, more than the 20000 loaded cases allowed in all \\(20000 already\\)$"
+  -- ${CV} --cases ${BAD_CASES}/too_many --list)
+set_tests_properties(faults.memory.too_many_cases_in_all PROPERTIES LABELS "robust" TIMEOUT 20)
