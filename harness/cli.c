@@ -128,6 +128,29 @@ static int split_file_run(const char *arg, char *file, size_t flen, char *run, s
     return ST_OK;
 }
 
+/* A run asked for that the file does not hold: the message lists the runs
+ * it does hold, so the next try can name one. */
+static int run_missing_hint(const char *file, int st)
+{
+    const char *msg = error_message();
+    size_t n = strlen(msg);
+    char (*names)[64] = NULL;
+    int count = 0;
+    if (st != ST_INPUT || n < 11 || strcmp(msg + n - 11, "run missing") != 0)
+        return st;
+    char text[1024];
+    snprintf(text, sizeof text, "%s", msg);
+    if (h5store_list_runs(file, &names, &count) || count == 0) {
+        free(names);
+        return error_set(st, "%s", text);
+    }
+    size_t used = strlen(text);
+    for (int i = 0; i < count && used < sizeof text; i++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s%s", i ? ", " : " (runs in the file: ", names[i]);
+    free(names);
+    return error_set(st, "%s)", text);
+}
+
 static int diff_in_scope(const char *path)
 {
     return strncmp(path, "steps/", 6) == 0 || strncmp(path, "final_params/", 13) == 0;
@@ -260,10 +283,10 @@ static int cmd_diff(int argc, char **argv)
     uint64_t budget = getenv("CKPT_MEMORY_LIMIT") || (uint64_t)memory < H5STORE_READ_LIMIT ? (uint64_t)memory
                                                                                           : H5STORE_READ_LIMIT;
     if ((st = h5store_read_run_within(fa, ra, &budget, &a)))
-        return fail(st);
+        return fail(run_missing_hint(fa, st));
     if ((st = h5store_read_run_within(fb, rb, &budget, &b))) {
         run_record_free(&a);
-        return fail(st);
+        return fail(run_missing_hint(fb, st));
     }
     int code = diff_runs(fa, &a, fb, &b);
     run_record_free(&a);

@@ -115,3 +115,9 @@ add_test(NAME faults.memory.too_many_cases_in_all
   COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: .*sweeps2\\.ini:2: \\[sweep:s2\\] expands to 10000 cases, more than the 20000 loaded cases allowed in all \\(20000 already\\)$"
   -- ${CV} --cases ${BAD_CASES}/too_many --list)
 set_tests_properties(faults.memory.too_many_cases_in_all PROPERTIES LABELS "robust" TIMEOUT 20)
+
+# A run the file does not hold: the one line lists the runs it does.
+add_test(NAME faults.diff.missing_run_lists_runs
+  COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: .*/tiny_bs1\\.h5: /runs/nope: run missing \\(runs in the file: baseline_0, baseline_1, nonreentrant, reentrant\\)$"
+  -- ${CV} diff ${MERGE}/shard/tiny_bs1.h5:nope ${MERGE}/shard/tiny_bs1.h5)
+set_tests_properties(faults.diff.missing_run_lists_runs PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
