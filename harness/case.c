@@ -50,6 +50,8 @@ enum {
     MAX_DEVICE_INDEX = 1023,
     MAX_AXIS_VALUES = 256,
     MAX_SWEEP_CASES = 10000, /* a typo in an axis should not allocate gigabytes */
+    MAX_TOTAL_CASES = 20000, /* all files together: checked before a sweep expands, so many
+                                large sweeps fail at once instead of after minutes of loading */
     MAX_FILE_BYTES = 16 << 20,
     SHOWN_LINE_MAX = 80,    /* how much of a bad line a syntax error quotes */
 };
@@ -1119,6 +1121,10 @@ static int syntax_error(const char *path, const char *text, size_t size, int lin
 
 static int read_text(const char *path, char **text, size_t *size)
 {
+    /* A FIFO or device would block the open or the read for ever. */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return error_set(ST_INPUT, "%s: not a regular file (a case file is read as one)", path);
     FILE *f = fopen(path, "rb");
     if (!f)
         return error_set(ST_INPUT, "%s: cannot open case file: %s", path, strerror(errno));
@@ -1615,6 +1621,10 @@ static int check_plan(const struct sweep_plan *plan, const struct file_build *fb
             return error_set(ST_INPUT, "%s:%d: %s expands to more than %d cases", fb->path,
                              s->line, s->title, MAX_SWEEP_CASES);
     }
+    long before = (long)fb->loaded->count + fb->scratch->count;
+    if (before + total > MAX_TOTAL_CASES)
+        return error_set(ST_INPUT, "%s:%d: %s expands to %ld cases, more than the %d loaded cases allowed in all "
+                         "(%ld already)", fb->path, s->line, s->title, total, MAX_TOTAL_CASES, before);
     int rc = check_axes_not_set_plainly(plan, fb, s);
     return rc != ST_OK ? rc : check_pattern(plan, fb, s);
 }

@@ -6,9 +6,12 @@
  * Exit codes: 0 every verdict expected, 1 an unexpected verdict, a
  * regression or a difference (diff), 2 usage or input error, 3 internal
  * error. */
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +45,9 @@
 #define EXIT_USAGE 2
 #define EXIT_INTERNAL 3
 #define MAX_SELECTED 256
+/* The case files' limits for steps and threads (case.c, cases/README.md). */
+#define CLI_MAX_STEPS 100000
+#define CLI_MAX_THREADS 1024
 
 static void usage(FILE *out)
 {
@@ -96,7 +102,9 @@ static int fail(int code)
 /* "file.h5:run" -> file, run (default: baseline_0, else the only run). */
 static int split_file_run(const char *arg, char *file, size_t flen, char *run, size_t rlen)
 {
-    const char *colon = strrchr(arg, ':');
+    /* An argument that names an existing file is that file, colon or not. */
+    struct stat sb;
+    const char *colon = stat(arg, &sb) == 0 ? NULL : strrchr(arg, ':');
     if (colon && strstr(colon, ".h5") == NULL) {
         snprintf(file, flen, "%.*s", (int)(colon - arg), arg);
         snprintf(run, rlen, "%s", colon + 1);
@@ -118,6 +126,29 @@ static int split_file_run(const char *arg, char *file, size_t flen, char *run, s
     if (!run[0])
         return error_set(ST_INPUT, "%s: no runs under /runs", file);
     return ST_OK;
+}
+
+/* A run asked for that the file does not hold: the message lists the runs
+ * it does hold, so the next try can name one. */
+static int run_missing_hint(const char *file, int st)
+{
+    const char *msg = error_message();
+    size_t n = strlen(msg);
+    char (*names)[64] = NULL;
+    int count = 0;
+    if (st != ST_INPUT || n < 11 || strcmp(msg + n - 11, "run missing") != 0)
+        return st;
+    char text[1024];
+    snprintf(text, sizeof text, "%s", msg);
+    if (h5store_list_runs(file, &names, &count) || count == 0) {
+        free(names);
+        return error_set(st, "%s", text);
+    }
+    size_t used = strlen(text);
+    for (int i = 0; i < count && used < sizeof text; i++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s%s", i ? ", " : " (runs in the file: ", names[i]);
+    free(names);
+    return error_set(st, "%s)", text);
 }
 
 static int diff_in_scope(const char *path)
@@ -243,11 +274,19 @@ static int cmd_diff(int argc, char **argv)
     if ((st = split_file_run(argv[1], fa, sizeof fa, ra, sizeof ra)) ||
         (st = split_file_run(argv[2], fb, sizeof fb, rb, sizeof rb)))
         return fail(st);
-    if ((st = h5store_read_run(fa, ra, &a)))
-        return fail(st);
-    if ((st = h5store_read_run(fb, rb, &b))) {
+    /* Both runs together load at most CKPT_MEMORY_LIMIT when it is set,
+     * else H5STORE_READ_LIMIT or the machine's memory, whichever is less. */
+    int64_t memory = ckpt_counting_allocator_limit();
+    if (memory < 0)
+        return fail(error_set(ST_INPUT, "CKPT_MEMORY_LIMIT='%s': not a byte count (for example 512M or 8G)",
+                              getenv("CKPT_MEMORY_LIMIT")));
+    uint64_t budget = getenv("CKPT_MEMORY_LIMIT") || (uint64_t)memory < H5STORE_READ_LIMIT ? (uint64_t)memory
+                                                                                          : H5STORE_READ_LIMIT;
+    if ((st = h5store_read_run_within(fa, ra, &budget, &a)))
+        return fail(run_missing_hint(fa, st));
+    if ((st = h5store_read_run_within(fb, rb, &budget, &b))) {
         run_record_free(&a);
-        return fail(st);
+        return fail(run_missing_hint(fb, st));
     }
     int code = diff_runs(fa, &a, fb, &b);
     run_record_free(&a);
@@ -263,6 +302,41 @@ struct overrides {
     unsigned long long seed;
 };
 
+/* --impl LIST: comma-separated, each impl known and named once. An empty
+ * list or entry would run a case with fewer impls than asked for, and a
+ * repeated one would write one run over the other. */
+static int parse_impl_list(const char *list, char (*out)[CASE_WORD_MAX], int *count)
+{
+    *count = 0;
+    const char *p = list;
+    for (;;) {
+        size_t n = strcspn(p, ",");
+        char word[CASE_WORD_MAX];
+        size_t start = 0;
+        while (start < n && p[start] == ' ')
+            start++;
+        while (n > start && p[n - 1] == ' ')
+            n--;
+        if (n == start)
+            return error_set(ST_INPUT, "--impl: empty impl name in '%s' (see --help)", list);
+        if (n - start >= sizeof word)
+            return error_set(ST_INPUT, "--impl: impl name '%.*s' is too long", (int)(n - start), p + start);
+        snprintf(word, sizeof word, "%.*s", (int)(n - start), p + start);
+        if (!impl_find(word))
+            return error_set(ST_INPUT, "--impl: unknown impl '%s' (see --help)", word);
+        for (int k = 0; k < *count; k++)
+            if (strcmp(out[k], word) == 0)
+                return error_set(ST_INPUT, "--impl: impl '%s' named twice", word);
+        if (*count == CASE_MAX_IMPLS)
+            return error_set(ST_INPUT, "--impl: more than %d impls", CASE_MAX_IMPLS);
+        snprintf(out[(*count)++], CASE_WORD_MAX, "%s", word);
+        p += strcspn(p, ",");
+        if (!*p)
+            return ST_OK;
+        p++;
+    }
+}
+
 static int apply_overrides(struct ckpt_case *c, const struct overrides *o)
 {
     if (o->steps > 0)
@@ -275,24 +349,36 @@ static int apply_overrides(struct ckpt_case *c, const struct overrides *o)
         snprintf(c->device, sizeof c->device, "%s", o->device);
     if (o->verify_values)
         c->verify_values = 1;
-    if (o->impls) {
-        char list[512];
-        snprintf(list, sizeof list, "%s", o->impls);
-        c->n_impls = 0;
-        for (char *save = NULL, *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
-            if (!impl_find(tok))
-                return error_set(ST_INPUT, "--impl: unknown impl '%s' (see --help)", tok);
-            if (c->n_impls == CASE_MAX_IMPLS)
-                return error_set(ST_INPUT, "--impl: more than %d impls", CASE_MAX_IMPLS);
-            snprintf(c->impls[c->n_impls++], CASE_WORD_MAX, "%s", tok);
-        }
-    }
+    if (o->impls)
+        return parse_impl_list(o->impls, c->impls, &c->n_impls);
+    return ST_OK;
+}
+
+/* The longest --out accepted: a report's path, "<out>/<case>.h5", must fit
+ * the 1024 bytes a case result keeps (judge.h), with the longest case name. */
+#define OUT_DIR_MAX (1024 - CASE_NAME_MAX - 8)
+
+/* An output directory is refused before any work when it cannot be one:
+ * too long to keep whole, or an existing non-directory. */
+static int check_out_dir(const char *path)
+{
+    struct stat sb;
+    if (!path[0])
+        return error_set(ST_INPUT, "--out: empty path");
+    if (strlen(path) > OUT_DIR_MAX)
+        return error_set(ST_INPUT, "--out: path is %zu bytes long, more than the %d accepted", strlen(path),
+                         OUT_DIR_MAX);
+    if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return error_set(ST_INPUT, "%s: exists and is not a directory", path);
     return ST_OK;
 }
 
 static int make_dirs(const char *path)
 {
     char buf[1024];
+    int st = check_out_dir(path);
+    if (st)
+        return st;
     snprintf(buf, sizeof buf, "%s", path);
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
@@ -336,6 +422,14 @@ static int cmd_merge(int argc, char **argv)
         return EXIT_USAGE;
     }
     int st, unexpected = 0;
+    /* The output would overwrite that input's summary.json with the merge. */
+    struct stat out_sb, in_sb;
+    if (stat(argv[1], &out_sb) == 0)
+        for (int i = 2; i < argc; i++)
+            if (stat(argv[i], &in_sb) == 0 && in_sb.st_dev == out_sb.st_dev && in_sb.st_ino == out_sb.st_ino) {
+                fprintf(stderr, "ckpt-verify: merge: output directory %s is also an input (%s)\n", argv[1], argv[i]);
+                return EXIT_USAGE;
+            }
     if ((st = make_dirs(argv[1])) ||
         (st = merge_run_dirs(argv[1], (const char *const *)argv + 2, argc - 2, stdout, &unexpected)))
         return fail(st);
@@ -359,7 +453,13 @@ static int cmd_plot(int argc, char **argv)
     }
     const char *scripts = getenv("CKPT_SCRIPTS_DIR") ? getenv("CKPT_SCRIPTS_DIR") : CKPT_SOURCE_DIR "/scripts";
     const char *gnuplot = getenv("CKPT_GNUPLOT") ? getenv("CKPT_GNUPLOT") : "gnuplot";
-    int st = plot_run_dir(argv[1], scripts, gnuplot, stdout);
+    /* A FIFO in the summary's place would block the plot for ever. */
+    char summary[1100];
+    struct stat sb;
+    snprintf(summary, sizeof summary, "%s/summary.json", argv[1]);
+    int st = stat(summary, &sb) == 0 && !S_ISREG(sb.st_mode)
+                 ? error_set(ST_INPUT, "%s: not a regular file, not a summary", summary)
+                 : plot_run_dir(argv[1], scripts, gnuplot, stdout);
     return st ? fail(st) : 0;
 }
 
@@ -402,6 +502,8 @@ static int cmd_judge(int argc, char **argv)
         fprintf(stderr, "usage: ckpt-verify judge [--out DIR] FILE.h5...\n");
         return EXIT_USAGE;
     }
+    if (out_dir && check_out_dir(out_dir))
+        return fail(ST_INPUT);
     struct case_result *results = calloc((size_t)n, sizeof *results);
     if (!results)
         return fail(error_set(ST_INTERNAL, "out of memory"));
@@ -477,6 +579,9 @@ static int cmd_bench(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* Past a file size limit (ulimit -f) a write fails with EFBIG and is
+     * reported like a full disk, instead of the signal killing the run. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc > 1 && strcmp(argv[1], "diff") == 0)
         return cmd_diff(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "plot") == 0)
@@ -511,7 +616,8 @@ int main(int argc, char **argv)
     };
     int opt;
     char *end;
-    while ((opt = getopt_long(argc, argv, "c:lh", options, NULL)) != -1) {
+    opterr = 0; /* one line of our own instead of getopt's and the usage text */
+    while ((opt = getopt_long(argc, argv, ":c:lh", options, NULL)) != -1) {
         switch (opt) {
         case 'c':
             if (n_selected == MAX_SELECTED) {
@@ -547,11 +653,15 @@ int main(int argc, char **argv)
         case OPT_STEPS:
         case OPT_THREADS:
         case OPT_SEED: {
+            /* The same ranges as the case file keys (cases/README.md); a
+             * seed is never negative: strtoull would wrap "-1" to 2^64-1. */
+            const char *name = opt == OPT_STEPS ? "steps" : opt == OPT_THREADS ? "threads" : "seed";
+            unsigned long long max = opt == OPT_STEPS ? CLI_MAX_STEPS : opt == OPT_THREADS ? CLI_MAX_THREADS : ULLONG_MAX;
+            unsigned long long min = opt == OPT_SEED ? 0 : 1;
             errno = 0;
             unsigned long long v = strtoull(optarg, &end, 10);
-            if (errno || *end || !*optarg || (opt != OPT_SEED && (v < 1 || v > 100000))) {
-                fprintf(stderr, "ckpt-verify: --%s: '%s' is not a valid number\n",
-                        opt == OPT_STEPS ? "steps" : opt == OPT_THREADS ? "threads" : "seed", optarg);
+            if (errno || *end || !isdigit((unsigned char)optarg[0]) || v < min || v > max) {
+                fprintf(stderr, "ckpt-verify: --%s: '%s' is not a valid number: expected an integer %llu..%llu\n", name, optarg, min, max);
                 return EXIT_USAGE;
             }
             if (opt == OPT_STEPS)
@@ -565,12 +675,30 @@ int main(int argc, char **argv)
             break;
         }
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return EXIT_USAGE;
+        case ':':
+            fprintf(stderr, "ckpt-verify: option '%s' needs a value (see --help)\n", argv[optind - 1]);
+            return EXIT_USAGE;
+        default:
+            fprintf(stderr, "ckpt-verify: unknown option '%s' (see --help)\n", argv[optind - 1]);
+            return EXIT_USAGE;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "ckpt-verify: unexpected argument '%s' (see --help)\n", argv[optind]);
         return EXIT_USAGE;
+    }
+    if (out_dir && check_out_dir(out_dir))
+        return fail(ST_INPUT);
+    int device;
+    if (o.device && aten_parse_device(o.device, &device)) {
+        fprintf(stderr, "ckpt-verify: --device: %s\n", error_message());
+        return EXIT_USAGE;
+    }
+    if (o.impls) {
+        char impls[CASE_MAX_IMPLS][CASE_WORD_MAX];
+        int n_impls;
+        if (parse_impl_list(o.impls, impls, &n_impls))
+            return fail(ST_INPUT);
     }
 
     struct case_list cases = {0};
@@ -712,19 +840,26 @@ int main(int argc, char **argv)
     }
     if (!result)
         worst = EXIT_INTERNAL;
+    int wrote_summary = 1;
     if (worst) {
         /* An input error stopped the run: no summary claims the cases it
          * did not get to, and a previous summary in out_dir stays. */
         st = ST_OK;
     } else {
-        if ((st = summary_write(summary, out_dir)) || (st = junit_write(summary_json(summary), out_dir, NULL)))
+        /* A summary that cannot be written (a full disk) leaves the
+         * previous one whole and, like a report that cannot be, exit 1. */
+        if ((st = summary_write(summary, out_dir)) || (st = junit_write(summary_json(summary), out_dir, NULL))) {
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
+            unexpected++;
+            st = ST_OK;
+            wrote_summary = 0;
+        }
         mutation_matrix_print(stdout, summary_json(summary));
         printf("%d case(s); %s; report in %s\n", n_run,
                unexpected ? "UNEXPECTED verdicts (see NO above)" : "all verdicts as expected", out_dir);
     }
     struct regress_counts regressions = {0};
-    if (previous && !st && !worst) {
+    if (previous && !st && !worst && wrote_summary) {
         struct regress_options ro;
         regress_default_options(&ro);
         if ((st = regress_compare(previous, summary_json(summary), compare_to, &ro, stdout, &regressions)))

@@ -27,11 +27,13 @@
 #include <hdf5.h>
 
 #include "error.h"
+#include "temp_file.h"
 
 struct h5store {
     char *path;     /* the final name, as the caller gave it: used in messages */
-    char *tmp;      /* "<path>.tmp": the file actually written until commit */
-    hid_t file;
+    char *tmp;      /* "<path>.XXXXXX.tmp" (temp_file.h): where the image goes before the rename */
+    int tmp_fd;     /* open on tmp until commit writes the image */
+    hid_t file;     /* an in-memory file (core driver, no backing store) */
     hid_t gcpl;     /* groups: link creation order tracked + indexed, no timestamps */
     hid_t dcpl;     /* datasets: no timestamps */
     hid_t f16_file; /* IEEE half, little-endian: what float16 datasets are stored as */
@@ -95,21 +97,6 @@ static int fail_h5(int code, const char *file, const char *where, const char *fm
     h5_reason(reason, sizeof reason);
     return error_set(code, "%s: %s%s%s%s%s%s", file, where ? where : "", where ? ": " : "", what,
                      reason[0] ? " (HDF5: " : "", reason, reason[0] ? ")" : "");
-}
-
-/* Failures to create or rename the output that come from where it is
- * (missing or read-only directory, a path through a file) are the user's to
- * fix: ST_INPUT. Anything else (disk full, too many open files) is
- * ST_INTERNAL. */
-static int output_errno_status(int e)
-{
-    switch (e) {
-    case EACCES: case EPERM: case ENOENT: case ENOTDIR: case EROFS:
-    case EISDIR: case ENAMETOOLONG: case ELOOP: case EEXIST:
-        return ST_INPUT;
-    default:
-        return ST_INTERNAL;
-    }
 }
 
 /* IEEE binary16 exactly as h5py defines its float16 (IEEE_F16LE in h5t.pyx),
@@ -176,11 +163,18 @@ static herr_t store_close(struct h5store *s)
 
 static void store_free(struct h5store *s)
 {
+    if (s->tmp_fd >= 0)
+        close(s->tmp_fd);
     free(s->path);
     free(s->tmp);
     free(s);
 }
 
+/* The file is built in memory (HDF5's core driver without a backing store)
+ * and written to its temporary in one piece at commit. HDF5 never touches
+ * the disk itself, because it cannot recover from a write that fails there:
+ * after a failed flush in H5Fclose (a full disk, a file size limit) the file
+ * stays half-closed, and HDF5's own cleanup at exit crashes on it. */
 int h5store_create(struct h5store **out, const char *path)
 {
     silence_hdf5();
@@ -192,30 +186,20 @@ int h5store_create(struct h5store **out, const char *path)
     if (!s)
         return error_set(ST_INTERNAL, "%s: out of memory", path);
     s->file = s->gcpl = s->dcpl = s->f16_file = s->f16_mem = H5I_INVALID_HID;
-    size_t n = strlen(path);
-    s->path = malloc(n + 1);
-    s->tmp = malloc(n + 5);
-    if (!s->path || !s->tmp) {
+    s->tmp_fd = -1;
+    s->path = strdup(path);
+    if (!s->path) {
         store_free(s);
         return error_set(ST_INTERNAL, "%s: out of memory", path);
     }
-    memcpy(s->path, path, n + 1);
-    snprintf(s->tmp, n + 5, "%s.tmp", path);
-
-    /* Probe with open(2) first: its errno says precisely why the directory
-     * is unusable (HDF5 only says "unable to open file"), and lets us tell
-     * the user's problem (ST_INPUT) from ours. */
-    int fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0) {
-        int e = errno;
-        int rc = error_set(output_errno_status(e), "%s: cannot create %s: %s", path, s->tmp,
-                           strerror(e));
+    /* The temporary is created now, not at commit: an unusable directory
+     * is found before the case's work is written, and its errno says why. */
+    int rc = temp_file_create(path, &s->tmp, &s->tmp_fd);
+    if (rc != ST_OK) {
         store_free(s);
         return rc;
     }
-    close(fd);
 
-    int rc = ST_OK;
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     s->gcpl = H5Pcreate(H5P_GROUP_CREATE);
@@ -224,14 +208,12 @@ int h5store_create(struct h5store **out, const char *path)
     /* Creation order is tracked so the file lists things in the order they
      * were written (h5dump --sort_by=creation_order, h5py track_order);
      * object timestamps are off so the same run writes the same bytes. The
-     * root group takes its settings from the file creation list. Closing
-     * with H5F_CLOSE_STRONG makes H5Fclose close (and flush) anything still
-     * open instead of silently keeping the file open past the rename. */
+     * root group takes its settings from the file creation list. */
     if (fcpl < 0 || fapl < 0 || s->gcpl < 0 || s->dcpl < 0 ||
         H5Pset_link_creation_order(fcpl, order) < 0 || H5Pset_attr_creation_order(fcpl, order) < 0 ||
         H5Pset_obj_track_times(fcpl, 0) < 0 || H5Pset_link_creation_order(s->gcpl, order) < 0 ||
         H5Pset_attr_creation_order(s->gcpl, order) < 0 || H5Pset_obj_track_times(s->gcpl, 0) < 0 ||
-        H5Pset_obj_track_times(s->dcpl, 0) < 0 ||
+        H5Pset_obj_track_times(s->dcpl, 0) < 0 || H5Pset_fapl_core(fapl, 1 << 20, 0) < 0 ||
         H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
         rc = fail_h5(ST_INTERNAL, path, NULL, "cannot set up HDF5 property lists");
     } else if ((s->f16_file = make_half(H5T_IEEE_F32LE)) < 0 ||
@@ -512,24 +494,53 @@ int h5store_write_run(struct h5store *s, const struct run_record *r)
     return rc;
 }
 
+/* The whole file image, taken from the in-memory file before it closes. */
+static int take_image(struct h5store *s, void **image, size_t *len)
+{
+    *image = NULL;
+    if (H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0)
+        return fail_h5(ST_INTERNAL, s->path, NULL, "cannot finish the file");
+    ssize_t n = H5Fget_file_image(s->file, NULL, 0);
+    if (n <= 0)
+        return fail_h5(ST_INTERNAL, s->path, NULL, "cannot take the file image");
+    *image = malloc((size_t)n);
+    if (!*image)
+        return error_set(ST_INTERNAL, "%s: out of memory for a %zd-byte file image", s->path, n);
+    if (H5Fget_file_image(s->file, *image, (size_t)n) != n) {
+        free(*image);
+        *image = NULL;
+        return fail_h5(ST_INTERNAL, s->path, NULL, "cannot take the file image");
+    }
+    *len = (size_t)n;
+    return ST_OK;
+}
+
 int h5store_commit(struct h5store *s)
 {
     silence_hdf5();
     if (!s)
         return error_set(ST_INTERNAL, "h5store: commit of a closed store");
     int rc = ST_OK;
+    void *image = NULL;
+    size_t len = 0;
     if (s->failed)
         rc = error_set(ST_INTERNAL, "%s: not written: an earlier write to it failed", s->path);
+    else
+        rc = take_image(s, &image, &len);
     herr_t closed = store_close(s);
     if (rc == ST_OK && closed < 0)
-        rc = fail_h5(ST_INTERNAL, s->path, NULL, "closing %s failed", s->tmp);
-    if (rc == ST_OK && rename(s->tmp, s->path) != 0) {
-        int e = errno;
-        rc = error_set(output_errno_status(e), "%s: cannot rename %s to it: %s", s->path, s->tmp,
-                       strerror(e));
-    }
-    if (rc != ST_OK)
+        rc = fail_h5(ST_INTERNAL, s->path, NULL, "closing the in-memory file failed");
+    if (rc == ST_OK) {
+        rc = temp_file_finish(s->tmp_fd, s->tmp, image, len);
+        s->tmp_fd = -1;
+        if (rc == ST_OK)
+            rc = temp_file_publish(s->tmp, s->path);
+        else
+            error_wrap(rc, "%s", s->path);
+    } else {
         unlink(s->tmp);
+    }
+    free(image);
     store_free(s);
     return rc;
 }
@@ -633,6 +644,8 @@ static int open_report(const char *path, hid_t *out)
         return error_set(ST_INPUT, "%s: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode))
         return error_set(ST_INPUT, "%s: is a directory, not an HDF5 file", path);
+    if (!S_ISREG(st.st_mode)) /* a FIFO would block HDF5's open for ever */
+        return error_set(ST_INPUT, "%s: not a regular file, not an HDF5 file", path);
     if (st.st_size == 0)
         return error_set(ST_INPUT, "%s: empty file, not an HDF5 file", path);
 #if H5_VERSION_GE(1, 12, 0)
@@ -864,7 +877,8 @@ static int check_dataset_size(hid_t ds, hid_t ftype, int ndim, const hsize_t *di
 
 /* Loads an open dataset into out (allocated here). `where` is its absolute
  * path, for messages. */
-static int load_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out)
+static int load_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out,
+                        uint64_t *budget)
 {
     memset(out, 0, sizeof *out);
     int want;
@@ -892,6 +906,19 @@ static int load_dataset(hid_t ds, const char *file, const char *where, struct ho
             rc = fail_h5(ST_INPUT, file, where, "unreadable dataspace");
         else
             rc = check_dataset_size(ds, ftype, ndim, dims, file, where);
+        if (rc == ST_OK && budget) {
+            /* What the whole read may load: one dataset hard-linked many
+             * times is loaded as many times. */
+            uint64_t bytes = dtype_size(dt);
+            for (int i = 0; i < ndim; i++)
+                bytes = dims[i] && bytes > UINT64_MAX / dims[i] ? UINT64_MAX : bytes * dims[i];
+            if (bytes > *budget)
+                rc = error_set(ST_INPUT, "%s: %s: loading its %llu bytes would pass the %llu-byte limit on what one "
+                                         "read may load (CKPT_MEMORY_LIMIT)",
+                               file, where, (unsigned long long)bytes, (unsigned long long)*budget);
+            else
+                *budget -= bytes;
+        }
         if (rc == ST_OK) {
             for (int i = 0; i < ndim; i++)
                 shape[i] = (int64_t)dims[i];
@@ -925,7 +952,7 @@ int h5store_read_tensor(const char *path, const char *dataset, struct host_tenso
     else if ((ds = H5Dopen2(f, dataset, H5P_DEFAULT)) < 0)
         rc = fail_h5(ST_INPUT, path, dataset, "not a readable dataset");
     else
-        rc = load_dataset(ds, path, dataset, out);
+        rc = load_dataset(ds, path, dataset, out, NULL);
     if (ds >= 0)
         H5Dclose(ds);
     H5Fclose(f);
@@ -1072,6 +1099,11 @@ struct run_list {
 static herr_t list_link(hid_t group, const char *name, const H5L_info_t *info, void *data)
 {
     struct run_list *l = data;
+    if (info->type == H5L_TYPE_EXTERNAL) {
+        l->status = error_set(ST_INPUT, "%s: /runs/%s: external link to another file is not supported", l->file,
+                              name);
+        return -1;
+    }
     if (info->type != H5L_TYPE_HARD)
         return 0;
     hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
@@ -1166,6 +1198,7 @@ struct run_visit {
     const char *file;
     const char *run_path; /* "/runs/<run>" */
     struct run_record *rec;
+    uint64_t *budget; /* bytes the read may still load */
     const char *prefix; /* subgroup path for attribute keys, NULL for the run group */
     int status;
 };
@@ -1246,10 +1279,16 @@ static int group_attrs(hid_t group, struct run_visit *v, const char *prefix)
 static herr_t visit_link(hid_t group, const char *name, const H5L_info_t *info, void *data)
 {
     struct run_visit *v = data;
-    if (info->type != H5L_TYPE_HARD)
-        return 0; /* soft and external links are not part of the run */
     char where[RUN_PATH_MAX * 2 + 80];
     snprintf(where, sizeof where, "%s/%s", v->run_path, name);
+    /* A report is one file: an external link would make another file's
+     * data pass for this run's (or drop a step unseen). */
+    if (info->type == H5L_TYPE_EXTERNAL) {
+        v->status = error_set(ST_INPUT, "%s: %s: external link to another file is not supported", v->file, where);
+        return -1;
+    }
+    if (info->type != H5L_TYPE_HARD)
+        return 0; /* soft links name what the run holds under another path */
     hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
     if (obj < 0) {
         v->status = fail_h5(ST_INPUT, v->file, where, "unreadable object");
@@ -1261,7 +1300,7 @@ static herr_t visit_link(hid_t group, const char *name, const H5L_info_t *info, 
         if (strlen(name) >= RUN_PATH_MAX)
             v->status = error_set(ST_INPUT, "%s: %s: path longer than %d bytes", v->file, where,
                                   RUN_PATH_MAX - 1);
-        else if ((v->status = load_dataset(obj, v->file, where, &t)) == ST_OK &&
+        else if ((v->status = load_dataset(obj, v->file, where, &t, v->budget)) == ST_OK &&
                  (v->status = run_record_add(v->rec, name, &t)) != ST_OK)
             host_tensor_free(&t);
     } else if (type == H5I_GROUP) {
@@ -1271,7 +1310,22 @@ static herr_t visit_link(hid_t group, const char *name, const H5L_info_t *info, 
     return v->status == ST_OK ? 0 : -1;
 }
 
+/* ST_INPUT when the link at an absolute path leads into another file. */
+static int check_not_external(hid_t f, const char *file, const char *link)
+{
+    H5L_info_t info;
+    if (H5Lget_info(f, link, &info, H5P_DEFAULT) >= 0 && info.type == H5L_TYPE_EXTERNAL)
+        return error_set(ST_INPUT, "%s: %s: external link to another file is not supported", file, link);
+    return ST_OK;
+}
+
 int h5store_read_run(const char *path, const char *run, struct run_record *out)
+{
+    uint64_t budget = H5STORE_READ_LIMIT;
+    return h5store_read_run_within(path, run, &budget, out);
+}
+
+int h5store_read_run_within(const char *path, const char *run, uint64_t *budget, struct run_record *out)
 {
     silence_hdf5();
     run_record_init(out, run ? run : "");
@@ -1281,10 +1335,14 @@ int h5store_read_run(const char *path, const char *run, struct run_record *out)
         return rc;
     char run_path[sizeof out->name + 8];
     snprintf(run_path, sizeof run_path, "/runs/%s", out->name);
-    struct run_visit v = {path, run_path, out, NULL, ST_OK};
+    struct run_visit v = {path, run_path, out, budget, NULL, ST_OK};
     hid_t g = H5I_INVALID_HID;
     if (!run || !run[0] || strchr(run, '/') || strlen(run) >= sizeof out->name ||
-        !path_exists(f, run_path) || (g = H5Gopen2(f, run_path, H5P_DEFAULT)) < 0) {
+        !path_exists(f, run_path)) {
+        rc = error_set(ST_INPUT, "%s: /runs/%s: run missing", path, run ? run : "");
+    } else if ((rc = check_not_external(f, path, "/runs")) || (rc = check_not_external(f, path, run_path))) {
+        /* message set */
+    } else if ((g = H5Gopen2(f, run_path, H5P_DEFAULT)) < 0) {
         rc = error_set(ST_INPUT, "%s: /runs/%s: run missing", path, run ? run : "");
     } else if ((rc = group_attrs(g, &v, NULL)) == ST_OK &&
                H5Lvisit(g, H5_INDEX_NAME, H5_ITER_INC, visit_link, &v) < 0) {

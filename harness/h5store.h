@@ -7,6 +7,8 @@
 #ifndef CKPT_H5STORE_H
 #define CKPT_H5STORE_H
 
+#include <stdint.h>
+
 #include "host_tensor.h"
 #include "run_record.h"
 
@@ -53,6 +55,13 @@ int h5store_list_runs(const char *path, char (**names)[64], int *count);
  * order), and the numeric attributes of its subgroups as "group.key" (of
  * the run group itself as "key"). On failure *out is left empty. */
 int h5store_read_run(const char *path, const char *run, struct run_record *out);
+/* The same, loading at most *budget bytes of data (what the datasets'
+ * shapes declare, counted once per link that reaches them) and taking what
+ * it loads off *budget, so that a crafted file cannot make a read take all
+ * memory; past it, ST_INPUT naming the file and the dataset.
+ * h5store_read_run's budget is H5STORE_READ_LIMIT. */
+#define H5STORE_READ_LIMIT (4ULL << 30)
+int h5store_read_run_within(const char *path, const char *run, uint64_t *budget, struct run_record *out);
 /* Checks a run h5store_read_run returned against what every run of the
  * schema holds: at least one steps/<k> (k a decimal number), each with a
  * single-value loss. ST_INPUT naming the path inside the file otherwise;

@@ -2,6 +2,7 @@
 
 #include <jansson.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -51,6 +52,25 @@ static void warn_missing_shards(json_t *const *roots, int n, FILE *out)
     free(seen);
 }
 
+/* A directory name as a JSON string: as it is when it is UTF-8, otherwise
+ * with each byte >= 0x80 written as \xNN, so no input is dropped from
+ * merged_from for its name. */
+static json_t *dir_name_json(const char *dir)
+{
+    json_t *s = json_string(dir);
+    if (s)
+        return s;
+    size_t n = strlen(dir);
+    char *text = malloc(4 * n + 1), *p = text;
+    if (!text)
+        return NULL;
+    for (const unsigned char *c = (const unsigned char *)dir; *c; c++)
+        p += *c < 0x80 ? sprintf(p, "%c", *c) : sprintf(p, "\\x%02x", *c);
+    s = json_string(text);
+    free(text);
+    return s;
+}
+
 static json_t *merged_root(json_t *const *roots, const char *const *dirs, int n, FILE *out)
 {
     char when[32];
@@ -67,9 +87,12 @@ static json_t *merged_root(json_t *const *roots, const char *const *dirs, int n,
     const char *suite = summary_str(roots[0], "suite");
     int same_suite = 1;
     for (int i = 0; i < n; i++) {
-        json_array_append_new(json_object_get(root, "merged_from"),
-                              json_pack("{s:s, s:s, s:s}", "dir", dirs[i], "git_rev", summary_str(roots[i], "git_rev"),
-                                        "shard", summary_str(roots[i], "shard")));
+        json_t *from = json_pack("{s:o, s:s, s:s}", "dir", dir_name_json(dirs[i]), "git_rev",
+                                 summary_str(roots[i], "git_rev"), "shard", summary_str(roots[i], "shard"));
+        if (!from || json_array_append_new(json_object_get(root, "merged_from"), from)) {
+            json_decref(root);
+            return NULL;
+        }
         same_suite &= strcmp(summary_str(roots[i], "suite"), suite) == 0;
         if (strcmp(summary_str(roots[i], "git_rev"), summary_str(roots[0], "git_rev")) != 0 ||
             strcmp(summary_str(roots[i], "harness_version"), summary_str(roots[0], "harness_version")) != 0)

@@ -9,9 +9,49 @@
 
 #include "case.h"
 #include "error.h"
+#include "temp_file.h"
+
+/* Fields that count or measure (ULPs, bytes, milliseconds, runs) are never
+ * negative; a summary that says so was not written by a harness, and
+ * believing it would report false regressions. */
+static int is_nonnegative_field(const char *key)
+{
+    static const char *const keys[] = {"max_ulp", "max_scaled_ulp", "noise_floor_ulp", "noise_floor_scaled_ulp",
+                                       "noise_ratio", "overhead", "ideal_overhead", "recomputes", "case_index",
+                                       "baseline_runs", "timed_steps", "case_seconds", "bitwise_tensors_differ", NULL};
+    size_t n = strlen(key);
+    for (int i = 0; keys[i]; i++)
+        if (strcmp(key, keys[i]) == 0)
+            return 1;
+    return (n > 6 && strcmp(key + n - 6, "_bytes") == 0) || (n > 3 && strcmp(key + n - 3, "_ms") == 0);
+}
+
+/* Why a record's numbers cannot be believed, or NULL; the text goes to why. */
+static const char *check_numbers(const json_t *rec, char *why, size_t len)
+{
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)rec, key, v) {
+        int measured = is_nonnegative_field(key);
+        if (!measured && strcmp(key, "memory_saved") != 0 && strcmp(key, "end_forward_saved") != 0)
+            continue;
+        if (json_is_null(v))
+            continue; /* not measured (max_ulp: infinite) */
+        if (!json_is_number(v)) {
+            snprintf(why, len, "\"%s\" is not a number", key);
+            return why;
+        }
+        double x = json_number_value(v);
+        if (isnan(x) || (measured && x < 0)) {
+            snprintf(why, len, "\"%s\" is %g: expected a number >= 0", key, x);
+            return why;
+        }
+    }
+    return NULL;
+}
 
 /* Why root is not a summary, or NULL; *bad is the offending record. */
-static const char *check_summary(const json_t *root, size_t *bad)
+static const char *check_summary(const json_t *root, size_t *bad, char *why, size_t why_len)
 {
     const json_t *records = json_object_get(root, "records");
     if (!json_is_object(root))
@@ -26,6 +66,9 @@ static const char *check_summary(const json_t *root, size_t *bad)
             return "a record without a case and an impl";
         if (summary_verdict(rec) < 0)
             return "a record without a known verdict";
+        const char *bad_number = check_numbers(rec, why, why_len);
+        if (bad_number)
+            return bad_number;
     }
     return NULL;
 }
@@ -42,12 +85,15 @@ int summary_file_load(const char *path, json_t **out)
         snprintf(file, sizeof file, "%s", path);
     if (stat(file, &sb) != 0)
         return error_set(ST_INPUT, "%s: cannot read the summary: %s", file, strerror(errno));
+    if (!S_ISREG(sb.st_mode)) /* a FIFO would block the read for ever */
+        return error_set(ST_INPUT, "%s: not a regular file, not a summary", file);
     json_error_t jerr;
     json_t *root = json_load_file(file, 0, &jerr);
     if (!root)
         return error_set(ST_INPUT, "%s:%d: not a ckpt-verify summary: %s", file, jerr.line, jerr.text);
     size_t bad = 0;
-    const char *why = check_summary(root, &bad);
+    char reason[160];
+    const char *why = check_summary(root, &bad, reason, sizeof reason);
     if (why) {
         int in_record = json_is_array(json_object_get(root, "records")) && json_is_object(root);
         json_decref(root);
@@ -61,24 +107,14 @@ int summary_file_load(const char *path, json_t **out)
 
 int file_write_atomic(const char *dir, const char *name, const char *data, size_t len)
 {
-    char path[1100], tmp[1200];
+    char path[1100], *tmp;
+    int fd;
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return error_set(ST_INPUT, "%s: cannot write: %s", tmp, strerror(errno));
-    size_t wrote = fwrite(data, 1, len, f);
-    /* fclose reports a write error that buffering kept back. */
-    if (fclose(f) != 0 || wrote != len) {
-        remove(tmp);
-        return error_set(ST_INPUT, "%s: cannot write (disk full?)", tmp);
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return error_set(ST_INPUT, "%s: cannot rename into place: %s", path, strerror(e));
-    }
-    return ST_OK;
+    int st = temp_file_create(path, &tmp, &fd);
+    if (!st && !(st = temp_file_finish(fd, tmp, data, len)))
+        st = temp_file_publish(tmp, path);
+    free(tmp);
+    return st;
 }
 
 int summary_file_write(const json_t *root, const char *dir, const char *name)

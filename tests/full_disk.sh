@@ -1,37 +1,41 @@
 #!/usr/bin/env bash
-# full_disk.sh CKPT_VERIFY CASES CASE OUT PYTHON: a full disk while the
-# report or the summary is written (its temporary name is made a link to
-# /dev/full, where every write fails with ENOSPC, even for root) must fail
-# the run, leave the previous report and summary byte for byte as they were,
-# remove the temporary, and never list the unwritten report in a summary.
+# full_disk.sh CKPT_VERIFY CASES CASE OUT PYTHON: writes that fail part way
+# (a file size limit, `ulimit -f`: EFBIG, the same failure paths as a full
+# disk's ENOSPC, and it needs no root) while the report, then the summary,
+# is written must end in exit 1, never a crash, leave the previous report,
+# summary.json and junit.xml byte for byte as they were (or, when only the
+# report failed, a new summary that does not list it) and no temporary.
 set -u
 cv=$1 cases=$2 case=$3 out=$4 py=$5
 fail() { echo "full_disk.sh: $*" >&2; exit 1; }
-[ -c /dev/full ] || { echo "no /dev/full: skipped"; exit 0; }
 rm -rf "$out"
 "$cv" --cases "$cases" --case "$case" --out "$out" >/dev/null || fail "the first run failed"
-report=$(cksum <"$out/$case.h5") summary=$(cksum <"$out/summary.json")
+report=$(cksum <"$out/$case.h5")
 
-ln -s /dev/full "$out/$case.h5.tmp"
-"$cv" --cases "$cases" --case "$case" --out "$out" >"$out/log" 2>&1
+# 20 KiB: the summary fits, the report does not.
+# Output goes through a pipe: the size limit applies to every file written.
+log=$(bash -c "ulimit -f 20; exec \"\$@\"" - "$cv" --cases "$cases" --case "$case" --out "$out" 2>&1)
 code=$?
-cat "$out/log"
-[ "$code" -eq 1 ] || fail "exit code $code with the report's disk full, wanted 1"
-grep -q "No space left on device" "$out/log" || fail "the error does not say the disk is full"
+printf '%s\n' "$log"
+[ "$code" -eq 1 ] || fail "exit code $code with the report past the size limit, wanted 1"
+grep -q "File too large" <<<"$log" || fail "the error does not say why the report was not written"
 [ "$(cksum <"$out/$case.h5")" = "$report" ] || fail "the previous report changed"
-[ ! -e "$out/$case.h5.tmp" ] && [ ! -L "$out/$case.h5.tmp" ] || fail "the temporary report was left"
+! compgen -G "$out/*.tmp" >/dev/null || fail "a temporary was left: $(ls "$out")"
 "$py" - "$out/summary.json" "$case" <<'PY' || fail "the summary lists the unwritten report"
 import json, sys
 records = [r for r in json.load(open(sys.argv[1]))["records"] if r["case"] == sys.argv[2]]
 sys.exit(0 if records and all(r.get("h5") is None for r in records) else 1)
 PY
 
-summary=$(cksum <"$out/summary.json")
-ln -s /dev/full "$out/summary.json.tmp"
-"$cv" --cases "$cases" --case "$case" --out "$out" >"$out/log" 2>&1
+# 1 KiB: neither the report nor the summary fits.
+summary=$(cksum <"$out/summary.json") junit=$(cksum <"$out/junit.xml")
+log=$(bash -c "ulimit -f 1; exec \"\$@\"" - "$cv" --cases "$cases" --case "$case" --out "$out" 2>&1)
 code=$?
-cat "$out/log"
-[ "$code" -ne 0 ] || fail "exit code 0 with the summary's disk full"
-grep -q "summary.json.tmp: cannot write" "$out/log" || fail "the error does not name the summary"
+printf '%s\n' "$log"
+[ "$code" -eq 1 ] || fail "exit code $code with the summary past the size limit, wanted 1"
+grep -Eq "summary\.json\.[A-Za-z0-9]{6}\.tmp: cannot write: File too large" <<<"$log" || fail "the error does not name the summary"
 [ "$(cksum <"$out/summary.json")" = "$summary" ] || fail "the previous summary changed"
-echo "full disk: previous report and summary kept"
+[ "$(cksum <"$out/junit.xml")" = "$junit" ] || fail "the previous junit.xml changed"
+[ "$(cksum <"$out/$case.h5")" = "$report" ] || fail "the previous report changed"
+! compgen -G "$out/*.tmp" >/dev/null || fail "a temporary was left: $(ls "$out")"
+echo "writes past a size limit: exit 1, previous report, summary and junit kept"
