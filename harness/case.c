@@ -1831,6 +1831,11 @@ static void name_list_free(struct name_list *names)
 
 /* The *.ini names in dir, sorted, so the load order (and with it which of
  * two duplicates is "first") does not depend on the file system. */
+static char *join_path(const char *dir, const char *name);
+
+/* The *.ini files of dir and of its subdirectories one level down (named
+ * "sub/x.ini": cases/bench/ holds the benchmark's cases), hidden entries
+ * left out. */
 static int list_ini_files(const char *dir, struct name_list *out)
 {
     DIR *d = opendir(dir);
@@ -1838,6 +1843,24 @@ static int list_ini_files(const char *dir, struct name_list *out)
         return error_set(ST_INPUT, "%s: cannot open case directory: %s", dir, strerror(errno));
     int rc = ST_OK;
     for (struct dirent *ent; rc == ST_OK && (ent = readdir(d));) {
+        if (ent->d_name[0] == '.')
+            continue;
+        char *sub = has_ini_suffix(ent->d_name) ? NULL : join_path(dir, ent->d_name);
+        struct stat st_sub;
+        DIR *inner = sub && stat(sub, &st_sub) == 0 && S_ISDIR(st_sub.st_mode) ? opendir(sub) : NULL;
+        for (struct dirent *e2; rc == ST_OK && inner && (e2 = readdir(inner));) {
+            char *copy = NULL;
+            if (e2->d_name[0] == '.' || !has_ini_suffix(e2->d_name))
+                continue;
+            if (grow((void **)&out->names, &out->capacity, out->count, sizeof *out->names) ||
+                !(copy = join_path(ent->d_name, e2->d_name)))
+                rc = error_set(ST_INTERNAL, "%s: out of memory", dir);
+            else
+                out->names[out->count++] = copy;
+        }
+        if (inner)
+            closedir(inner);
+        free(sub);
         if (!has_ini_suffix(ent->d_name))
             continue;
         char *copy = NULL;
@@ -1948,6 +1971,19 @@ unsigned case_expected_mask(const struct ckpt_case *c, const char *impl)
     if (is_reference_impl(impl))
         return (1u << V_PASS) | (1u << V_NOISE);
     return (1u << V_FAIL) | (1u << V_MEMFAIL);
+}
+
+enum case_value_kind case_value_kind(const char *value, long long *i, double *d)
+{
+    char *end;
+    errno = 0;
+    *i = strtoll(value, &end, 10);
+    if (*value && !*end && !errno)
+        return CASE_VALUE_INT;
+    *d = strtod(value, &end);
+    if (*value && !*end && isfinite(*d) && strpbrk(value, ".eE"))
+        return CASE_VALUE_REAL;
+    return CASE_VALUE_TEXT;
 }
 
 int case_has_label(const struct ckpt_case *c, const char *label)

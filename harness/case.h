@@ -99,6 +99,13 @@ int case_attrs_begin(struct case_from_attrs **out, const char *source);
 int case_attrs_apply(void *builder, const char *key, const char *value);
 int case_attrs_finish(struct case_from_attrs *builder, struct ckpt_case *out);
 
+/* How an attribute value of case_foreach_attr is stored as data: a whole
+ * number that fits int64 (*i), another finite number written with a '.'
+ * or an exponent (*d), or text (names, lists, "every", a seed beyond
+ * int64). The report and summary.json store it so. */
+enum case_value_kind { CASE_VALUE_TEXT, CASE_VALUE_INT, CASE_VALUE_REAL };
+enum case_value_kind case_value_kind(const char *value, long long *i, double *d);
+
 /* Writes "key=value" pairs of the resolved case via the callback (recorder
  * stores them as attributes, the report prints them). */
 void case_foreach_attr(const struct ckpt_case *c,

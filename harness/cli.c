@@ -8,6 +8,7 @@
  * error. */
 #include <ctype.h>
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
 #include <getopt.h>
 #include <math.h>
@@ -53,7 +54,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: ckpt-verify [options]                 run cases (default: the smoke suite)\n"
-            "       ckpt-verify diff A.h5[:run] B.h5[:run] compare two runs of any schema files\n"
+            "       ckpt-verify diff [--tolerance ULP] [--json] A.h5[:run] B.h5[:run]\n"
+            "                                               compare two runs of any schema files\n"
             "       ckpt-verify merge OUT_DIR DIR...        merge run directories (shards) into one report\n"
             "       ckpt-verify judge [--out DIR] FILE.h5... verdicts from the runs stored in report files\n"
             "       ckpt-verify plot RUN_DIR                determinism, memory and time plots (gnuplot)\n"
@@ -224,14 +226,45 @@ static void print_tensor_diff(const struct run_tensor *ta, const struct run_tens
            d->max_abs, d->nan_a, d->nan_b, d->inf_a, d->inf_b);
 }
 
-static int diff_runs(const char *fa, const struct run_record *a, const char *fb, const struct run_record *b)
+struct diff_options {
+    double tolerance; /* ULP: differences up to this are reported but not a difference (exit 0) */
+    int json;         /* one JSON object on stdout instead of the text */
+};
+
+/* One tensor pair as JSON: what the text line says, field by field. */
+static json_t *tensor_diff_json(const struct run_tensor *ta, const struct tensor_diff *d, const char *status)
+{
+    char idx[96] = "";
+    if (!d->bitwise_equal)
+        host_tensor_index_str(&ta->t, d->first_index, idx, sizeof idx);
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "path", ta->path, "status", status, "count", (json_int_t)d->count,
+                          "n_differ", (json_int_t)d->n_differ);
+    if (!d->bitwise_equal) {
+        json_object_set_new(o, "first_index", json_string(idx));
+        json_object_set_new(o, "first_a", isfinite(d->first_a) ? json_real(d->first_a) : json_null());
+        json_object_set_new(o, "first_b", isfinite(d->first_b) ? json_real(d->first_b) : json_null());
+        json_object_set_new(o, "max_ulp", d->max_ulp == ULP_INFINITE ? json_null() : json_integer((json_int_t)d->max_ulp));
+        json_object_set_new(o, "max_abs", json_real(d->max_abs));
+    }
+    json_object_set_new(o, "nan_a", json_integer((json_int_t)d->nan_a));
+    json_object_set_new(o, "nan_b", json_integer((json_int_t)d->nan_b));
+    json_object_set_new(o, "inf_a", json_integer((json_int_t)d->inf_a));
+    json_object_set_new(o, "inf_b", json_integer((json_int_t)d->inf_b));
+    return o;
+}
+
+static int diff_runs(const char *fa, const struct run_record *a, const char *fb, const struct run_record *b,
+                     const struct diff_options *o)
 {
     int st;
     if ((st = h5store_check_run(fa, a)) || (st = h5store_check_run(fb, b)) ||
         (st = check_comparable(fa, a, fb, b)))
         return fail(st);
-    printf("diff %s:%s vs %s:%s (bitwise; ULP distance, sign-aware, where bits differ)\n", fa, a->name, fb, b->name);
-    int differ = 0, compared = 0, missing = 0;
+    json_t *tensors = o->json ? json_array() : NULL;
+    if (!o->json)
+        printf("diff %s:%s vs %s:%s (bitwise; ULP distance, sign-aware, where bits differ%s)\n", fa, a->name, fb,
+               b->name, o->tolerance > 0 ? "; tolerance given" : "");
+    int differ = 0, beyond = 0, compared = 0, missing = 0;
     struct nonfinite_totals totals = {0};
     for (int i = 0; i < a->n; i++) {
         const struct run_tensor *ta = &a->items[i];
@@ -239,35 +272,90 @@ static int diff_runs(const char *fa, const struct run_record *a, const char *fb,
             continue;
         const struct run_tensor *tb = run_record_find(b, ta->path);
         if (!tb) {
-            printf("  %-40s only in A\n", ta->path);
+            if (o->json)
+                json_array_append_new(tensors, json_pack("{s:s, s:s}", "path", ta->path, "status", "only_in_a"));
+            else
+                printf("  %-40s only in A\n", ta->path);
             missing++;
             continue;
         }
         struct tensor_diff d;
-        if ((st = compare_tensors(&ta->t, &tb->t, &d)))
+        if ((st = compare_tensors(&ta->t, &tb->t, &d))) {
+            json_decref(tensors);
             return fail(st);
+        }
         compared++;
         differ += !d.bitwise_equal;
-        print_tensor_diff(ta, tb, &d, &totals);
+        int within = !d.bitwise_equal && d.max_ulp != ULP_INFINITE && (double)d.max_ulp <= o->tolerance;
+        beyond += !d.bitwise_equal && !within;
+        if (o->json)
+            json_array_append_new(tensors, tensor_diff_json(ta, &d, d.bitwise_equal ? "identical"
+                                                                    : within         ? "within_tolerance"
+                                                                                     : "differs"));
+        else
+            print_tensor_diff(ta, tb, &d, &totals);
     }
     for (int i = 0; i < b->n; i++)
         if (diff_in_scope(b->items[i].path) && !run_record_find(a, b->items[i].path)) {
-            printf("  %-40s only in B\n", b->items[i].path);
+            if (o->json)
+                json_array_append_new(tensors,
+                                      json_pack("{s:s, s:s}", "path", b->items[i].path, "status", "only_in_b"));
+            else
+                printf("  %-40s only in B\n", b->items[i].path);
             missing++;
         }
-    printf("%d tensors compared: %d differ, %d missing on one side", compared, differ, missing);
-    if (totals.nan_a || totals.nan_b || totals.inf_a || totals.inf_b)
-        printf("; NaN %zu/%zu, Inf %zu/%zu", totals.nan_a, totals.nan_b, totals.inf_a, totals.inf_b);
-    printf(" -> %s\n", differ || missing ? "DIFFERENT" : "bitwise identical");
-    return differ || missing ? EXIT_UNEXPECTED : 0;
+    const char *result = beyond || missing ? "different" : differ ? "within_tolerance" : "identical";
+    if (o->json) {
+        json_t *out = json_pack("{s:{s:s, s:s}, s:{s:s, s:s}, s:s, s:f, s:o, s:{s:i, s:i, s:i, s:i, s:s}}", "a",
+                                "file", fa, "run", a->name, "b", "file", fb, "run", b->name, "compared",
+                                "bitwise; sign-aware ULP distance where bits differ", "tolerance_ulp", o->tolerance,
+                                "tensors", tensors, "summary", "compared", compared, "differ", differ,
+                                "beyond_tolerance", beyond, "missing", missing, "result", result);
+        if (!out || json_dumpf(out, stdout, JSON_INDENT(2)) != 0) {
+            json_decref(out);
+            return fail(error_set(ST_INTERNAL, "diff: cannot write JSON"));
+        }
+        printf("\n");
+        json_decref(out);
+    } else {
+        printf("%d tensors compared: %d differ", compared, differ);
+        if (o->tolerance > 0)
+            printf(" (%d beyond %g ULP)", beyond, o->tolerance);
+        printf(", %d missing on one side", missing);
+        if (totals.nan_a || totals.nan_b || totals.inf_a || totals.inf_b)
+            printf("; NaN %zu/%zu, Inf %zu/%zu", totals.nan_a, totals.nan_b, totals.inf_a, totals.inf_b);
+        printf(" -> %s\n", beyond || missing ? "DIFFERENT"
+                           : differ          ? "within the tolerance"
+                                             : "bitwise identical");
+    }
+    return beyond || missing ? EXIT_UNEXPECTED : 0;
 }
 
 static int cmd_diff(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: ckpt-verify diff A.h5[:run] B.h5[:run]\n");
+    struct diff_options o = {0, 0};
+    int first = 1;
+    for (; first < argc && argv[first][0] == '-' && argv[first][1] == '-'; first++) {
+        char *end;
+        if (!strcmp(argv[first], "--json")) {
+            o.json = 1;
+        } else if (!strcmp(argv[first], "--tolerance") && first + 1 < argc) {
+            o.tolerance = strtod(argv[++first], &end);
+            if (*end || !*argv[first] || !(o.tolerance >= 0) || isinf(o.tolerance)) {
+                fprintf(stderr, "ckpt-verify diff: --tolerance: '%s' is not a number of ULP >= 0\n", argv[first]);
+                return EXIT_USAGE;
+            }
+        } else {
+            fprintf(stderr, "ckpt-verify diff: unknown option '%s' (usage: ckpt-verify diff [--tolerance ULP] "
+                            "[--json] A.h5[:run] B.h5[:run])\n", argv[first]);
+            return EXIT_USAGE;
+        }
+    }
+    if (argc - first != 2) {
+        fprintf(stderr, "usage: ckpt-verify diff [--tolerance ULP] [--json] A.h5[:run] B.h5[:run]\n");
         return EXIT_USAGE;
     }
+    argv += first - 1;
     char fa[1024], fb[1024], ra[64], rb[64];
     struct run_record a, b;
     int st;
@@ -288,7 +376,7 @@ static int cmd_diff(int argc, char **argv)
         run_record_free(&a);
         return fail(run_missing_hint(fb, st));
     }
-    int code = diff_runs(fa, &a, fb, &b);
+    int code = diff_runs(fa, &a, fb, &b, &o);
     run_record_free(&a);
     run_record_free(&b);
     return code;

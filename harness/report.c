@@ -157,18 +157,12 @@ int summary_add_case(struct summary *s, const struct case_result *r) { return su
  * the rest (names, lists, a seed beyond int64) as strings. */
 static void add_case_attr(void *ctx, const char *key, const char *value)
 {
-    char *end;
-    errno = 0;
-    long long i = strtoll(value, &end, 10);
-    if (*value && !*end && !errno) {
-        json_object_set_new(ctx, key, json_integer(i));
-        return;
-    }
-    double v = strtod(value, &end);
-    if (*value && !*end && isfinite(v) && strpbrk(value, ".eE"))
-        json_object_set_new(ctx, key, json_real(v));
-    else
-        json_object_set_new(ctx, key, json_string(value));
+    long long i;
+    double d;
+    enum case_value_kind kind = case_value_kind(value, &i, &d);
+    json_object_set_new(ctx, key, kind == CASE_VALUE_INT    ? json_integer(i)
+                                  : kind == CASE_VALUE_REAL ? json_real(d)
+                                                            : json_string(value));
 }
 
 /* Memory and time of one record (docs/schema.md has the same figures per

@@ -614,10 +614,22 @@ struct attr_writer {
     int st;
 };
 
+/* Numbers as numbers (docs/schema.md): whole numbers that fit int64 as
+ * integers, other numbers as reals, the rest (names, lists, "every") as
+ * strings; a reader formats them back into the same case-file values. */
 static void write_case_attr(void *ctx, const char *key, const char *value)
 {
     struct attr_writer *w = ctx;
-    if (!w->st)
+    long long i;
+    double d;
+    if (w->st)
+        return;
+    enum case_value_kind kind = case_value_kind(value, &i, &d);
+    if (kind == CASE_VALUE_INT)
+        w->st = h5store_attr_int(w->store, "/case", key, i);
+    else if (kind == CASE_VALUE_REAL)
+        w->st = h5store_attr_double(w->store, "/case", key, d);
+    else
         w->st = h5store_attr_str(w->store, "/case", key, value);
 }
 

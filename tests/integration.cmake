@@ -38,3 +38,20 @@ set_tests_properties(cases.atomic_is_never_fail PROPERTIES PROCESSORS 2)
 # case that asks for threads (case file or --threads) still gets them.
 add_test(NAME env.threads_pinned_and_case_threads_honoured
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/check_threads.sh ${CV} ${IT_OUT}/threads ${CKPT_PYTHON} ${CKPT_TEST_THREADS})
+
+# diff --tolerance: a one-ULP change is reported but within 1 ULP (exit 0),
+# and beyond 0 (exit 1); --json says the same as data.
+add_test(NAME diff.tolerance_admits_a_difference_within_it
+  COMMAND bash -c "set -e; ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/perturb_one_ulp.py ${IT_OUT}/bias_gelu_bs1/bias_gelu_bs1.h5 ${IT_OUT}/perturbed_tol.h5 /runs/baseline_0/steps/1/grads/l0.weight 37 && ${EXPECT} 0 '1 differ \\(0 beyond 1 ULP\\)' 'within the tolerance' -- ${CV} diff --tolerance 1 ${IT_OUT}/bias_gelu_bs1/bias_gelu_bs1.h5:baseline_0 ${IT_OUT}/perturbed_tol.h5:baseline_0 && ${EXPECT} 1 'DIFFERENT' -- ${CV} diff --tolerance 0.5 ${IT_OUT}/bias_gelu_bs1/bias_gelu_bs1.h5:baseline_0 ${IT_OUT}/perturbed_tol.h5:baseline_0")
+add_test(NAME diff.json_reports_each_tensor
+  COMMAND bash -c "set -e; ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/perturb_one_ulp.py ${IT_OUT}/bias_gelu_bs1/bias_gelu_bs1.h5 ${IT_OUT}/perturbed_json.h5 /runs/baseline_0/steps/1/grads/l0.weight 37; ${CV} diff --json ${IT_OUT}/bias_gelu_bs1/bias_gelu_bs1.h5:baseline_0 ${IT_OUT}/perturbed_json.h5:baseline_0 > ${IT_OUT}/diff.json || test $? -eq 1; ${CKPT_PYTHON} -c \"import json,sys; d=json.load(open('${IT_OUT}/diff.json')); t=[x for x in d['tensors'] if x['status']!='identical']; ok=d['summary']['result']=='different' and len(t)==1 and t[0]['path']=='steps/1/grads/l0.weight' and t[0]['max_ulp']==1 and t[0]['first_index']=='[1, 5]'; sys.exit(0 if ok else 'json: %s' % t)\"")
+set_tests_properties(diff.tolerance_admits_a_difference_within_it diff.json_reports_each_tensor PROPERTIES
+  FIXTURES_REQUIRED bs1_report)
+
+# The case attributes of a report are typed: numbers as numbers.
+add_test(NAME report.case_attributes_are_typed
+  COMMAND ${CKPT_PYTHON} -c "import h5py,sys,numpy as np; a=h5py.File('${IT_OUT}/bias_gelu_bs1/bias_gelu_bs1.h5')['case'].attrs; ok=isinstance(a['layers'],np.integer) and isinstance(a['dropout'],np.floating) and isinstance(a['model'],bytes); sys.exit(0 if ok else 'types: %s' % {k: type(v).__name__ for k,v in a.items()})")
+set_tests_properties(report.case_attributes_are_typed PROPERTIES FIXTURES_REQUIRED bs1_report)
+
+# The benchmark's cases (cases/bench/) are listed and run by label.
+add_test(NAME cli.list_shows_bench_cases COMMAND ${EXPECT} 0 "^bench_mlp_quick .*cases/bench/bench.ini" -- ${CV} --list)
