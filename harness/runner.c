@@ -14,6 +14,7 @@
 #include "error.h"
 #include "h5store.h"
 #include "model.h"
+#include "policy.h"
 #include "run_record.h"
 
 /* Runs one case may hold: baselines, impls and their noise re-runs. When
@@ -419,6 +420,7 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         .current_device = m->draw_device, /* the segment's draws run there: the current device */
         .verify_values = c->verify_values,
         .stats = stats,
+        .policy = policy_of_case(c),
     };
     for (int step = 1; step <= c->steps && !st; step++)
         if ((st = run_step(s, impl, &opts, params, x, target, step, rec, &measure)) == ST_MISMATCH)
