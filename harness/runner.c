@@ -494,11 +494,14 @@ static void record_predictions(const struct case_setup *su, const struct checkpo
     double params = 0;
     for (int i = 0; i < su->model.n_params; i++)
         params += (double)host_tensor_bytes(&su->params_init[i]);
-    /* The baseline checkpoints nothing; any other impl is predicted to keep
+    /* The baseline checkpoints nothing; selective (and its planted bugs)
+     * keeps what its policy names; any other impl is predicted to keep
      * what the references keep (a planted bug that keeps more shows as a
      * gap between prediction and measurement). */
+    unsigned keep = impl->run == impl_run_selective ? policy_of_case(su->c) : 0;
     run_record_set_attr(r, "memory.predicted_end_forward_bytes",
-                        (double)model_predict_saved_bytes(&su->model, impl->run == impl_run_none ? &none : &su->plan));
+                        (double)model_predict_saved_bytes_keeping(
+                            &su->model, impl->run == impl_run_none ? &none : &su->plan, keep));
     run_record_set_attr(r, "memory.predicted_checkpointed_end_forward_bytes",
                         (double)model_predict_saved_bytes(&su->model, &su->plan));
     run_record_set_attr(r, "memory.param_bytes", params);
