@@ -621,7 +621,7 @@ static void test_default_expectation_follows_the_registry(void **state)
             assert_false(mask & (1u << V_PASS));
         }
     }
-    assert_int_equal(references, 3);
+    assert_int_equal(references, 4);
 }
 
 int main(void)
