@@ -16,7 +16,7 @@ pkg_check_modules(INIH REQUIRED IMPORTED_TARGET inih)
 set(CKPT_FUZZ_SECONDS 20 CACHE STRING "How long each bounded fuzz test runs")
 
 set(FUZZ_FLAGS -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
-set(FUZZ_SOURCES harness/case.c harness/compare.c harness/h5store.c harness/temp_file.c harness/error.c harness/dtype.c
+set(FUZZ_SOURCES harness/case.c harness/policy.c harness/compare.c harness/h5store.c harness/temp_file.c harness/error.c harness/dtype.c
   harness/host_tensor.c harness/run_record.c)
 
 enable_testing()

@@ -25,6 +25,7 @@
 
 #include "dtype.h"
 #include "error.h"
+#include "policy.h"
 
 #include <ini.h>
 
@@ -248,7 +249,7 @@ enum key_id {
     K_AUTOCAST, K_FUSION, K_DEVICE, K_DRAW_DEVICE, K_STEPS, K_SEED, K_SEGMENTS, K_LR,
     K_TOLERANCE, K_MIN_MEMORY_SAVING, K_PRESERVE_RNG_STATE,
     K_INPUT_REQUIRES_GRAD, K_VERIFY_VALUES, K_RNG_DEVICES, K_NOISE_RUNS,
-    K_THREADS, K_IMPLS, K_EXPECT, K_LABELS, K_COUNT
+    K_THREADS, K_POLICY, K_IMPLS, K_EXPECT, K_LABELS, K_COUNT
 };
 
 /* A case while its keys are applied: the case plus what only matters until
@@ -422,6 +423,25 @@ static int set_device(struct case_builder *b, const char *v, const struct where 
     if (!is_device_syntax(v) || strlen(v) >= sizeof b->c.device)
         return bad_value(at, v);
     snprintf(b->c.device, sizeof b->c.device, "%s", v);
+    return ST_OK;
+}
+
+/* The syntax and the op names; whether the model runs those ops is checked
+ * with the other keys (policy_check_case). */
+static int set_policy(struct case_builder *b, const char *v, const struct where *at)
+{
+    if (strcmp(v, "none") == 0) {
+        b->c.policy[0] = '\0';
+        return ST_OK;
+    }
+    unsigned keep;
+    char why[320];
+    if (strlen(v) >= sizeof b->c.policy)
+        return bad_value(at, v);
+    if (policy_parse(v, &keep, why, sizeof why))
+        return error_set(ST_INPUT, "%s:%d: bad value '%s' for '%s' in %s: %s", at->file, at->line, v, at->key,
+                         at->section, why);
+    snprintf(b->c.policy, sizeof b->c.policy, "%s", v);
     return ST_OK;
 }
 
@@ -631,6 +651,12 @@ static void format_device(const struct ckpt_case *c, const struct key_spec *spec
     snprintf(buf, n, "%s", c->device);
 }
 
+static void format_policy(const struct ckpt_case *c, const struct key_spec *spec, char *buf, size_t n)
+{
+    (void)spec;
+    snprintf(buf, n, "%s", c->policy[0] ? c->policy : "none");
+}
+
 static void format_draw_device(const struct ckpt_case *c, const struct key_spec *spec, char *buf,
                                size_t n)
 {
@@ -777,6 +803,8 @@ static const struct key_spec key_specs[K_COUNT] = {
     [K_THREADS] = {.name = "threads", .parse = set_int, .format = format_int,
                    .offset = FIELD(threads), .min = 0, .max = MAX_THREADS,
                    .allowed = "an integer 0..1024 (0 = libtorch's default)"},
+    [K_POLICY] = {.name = "policy", .parse = set_policy, .format = format_policy,
+                  .allowed = "none, save_matmuls, attention_core or save:op,op,..."},
     [K_IMPLS] = {.name = "impls", .parse = set_impls, .format = format_impls, .is_list = 1,
                  .allowed = "a comma list of 1..16 distinct impl names (letters, digits, _)"},
     [K_EXPECT] = {.name = "expect", .parse = set_expect, .format = format_expect, .is_list = 1,
@@ -1325,6 +1353,9 @@ static int check_consistency(const struct case_builder *b, const char *path, int
         return error_set(ST_INPUT, "%s:%d: case '%s': segments (%d) exceeds layers (%d)", path,
                          line, c->name, c->segments, c->layers);
     }
+    int policy_line = latest_line(b, section_line, (enum key_id[]){K_POLICY, K_IMPLS, K_MODEL, K_FUSION}, 4);
+    if (policy_check_case(c, path, policy_line))
+        return ST_INPUT;
     for (int i = 0; i < c->n_expect; i++) {
         if (!has_impl(c, c->expect[i].impl)) {
             int line = latest_line(b, section_line, (enum key_id[]){K_EXPECT, K_IMPLS}, 2);
@@ -1959,7 +1990,7 @@ int case_list_suggest(const struct case_list *list, const char *name, const char
  * to be caught. */
 static int is_reference_impl(const char *impl)
 {
-    static const char *const references[] = {"none", "reentrant", "nonreentrant", NULL};
+    static const char *const references[] = {"none", "reentrant", "nonreentrant", "selective", NULL};
     return name_index(references, impl) >= 0;
 }
 

@@ -10,6 +10,7 @@
 #define CASE_MAX_IMPLS 16
 #define CASE_MAX_LABELS 8
 #define CASE_WORD_MAX 32
+#define CASE_POLICY_MAX 160
 
 enum model_kind { MODEL_MLP = 0, MODEL_GPT_BLOCK, MODEL_BRANCHY, MODEL_RRELU_MLP };
 enum fusion_kind { FUSION_NONE = 0, FUSION_BIAS_GELU, FUSION_BIAS_GELU_ATOMIC };
@@ -58,6 +59,8 @@ struct ckpt_case {
     int noise_runs;         /* extra baseline runs before a FAIL is reported */
     int verify_values;      /* bool */
     int threads;            /* intra-op threads; 0 = leave libtorch's default */
+    /* selective checkpointing's policy as written (policy.h); "" = none */
+    char policy[CASE_POLICY_MAX];
 
     int n_impls;
     char impls[CASE_MAX_IMPLS][CASE_WORD_MAX];

@@ -8,6 +8,7 @@
 #include "aten/aten.h"
 #include "error.h"
 #include "ops.h"
+#include "policy.h"
 
 #define LAYER_NORM_EPS 1e-5
 #define BIAS_INIT_STD 0.1
@@ -397,7 +398,19 @@ struct layer_memory {
     int64_t input_casts; /* bytes of casts of the input that ops save */
     int64_t internal;    /* everything else: intermediates, masks, casts of parameters */
     enum dtype out;      /* the output's dtype */
+    /* The same bytes by the op that saves them (selective checkpointing
+     * keeps those of the ops its policy names), and the op that saves the
+     * input itself. */
+    int64_t by_op[POP_COUNT];
+    enum policy_op input_op;
 };
+
+/* Bytes an op saves besides the layer's input. */
+static void saves(struct layer_memory *lm, enum policy_op op, int64_t bytes)
+{
+    lm->internal += bytes;
+    lm->by_op[op] += bytes;
+}
 
 /* Bytes of one activation [batch, seq, width] of dtype d. */
 static int64_t act_bytes(const struct model *m, int64_t width, enum dtype d)
@@ -411,10 +424,13 @@ static void linear_input(const struct model *m, const struct dtype_rules *r, enu
                          struct layer_memory *lm)
 {
     enum dtype x = rule_lower(r, in);
-    if (x == in)
+    lm->input_op = POP_LINEAR;
+    if (x == in) {
         lm->input_kept = 1;
-    else
+    } else {
         lm->input_casts += consumers * act_bytes(m, m->hidden, x);
+        lm->by_op[POP_LINEAR] += consumers * act_bytes(m, m->hidden, x);
+    }
 }
 
 /* A weight [rows, cols] that autocast casts for a linear: the cast is a new
@@ -442,17 +458,20 @@ static void mlp_memory(const struct model *m, const struct dtype_rules *r, enum 
 {
     int64_t h = m->hidden;
     linear_input(m, r, in, 1, lm);
-    lm->internal += weight_cast(m, r, h, h);
+    saves(lm, POP_LINEAR, weight_cast(m, r, h, h));
+    enum policy_op act_op = m->kind == MODEL_RRELU_MLP ? POP_RRELU
+                            : m->fusion == FUSION_BIAS_GELU ? POP_BIAS_GELU_FUSED
+                            : m->fusion == FUSION_BIAS_GELU_ATOMIC ? POP_BIAS_GELU_FUSED_ATOMIC : POP_GELU_TANH;
     /* linear's output, in the dtype it computed in; under autocast the
      * bias (fusion none) is cast inside the linear and not saved. */
     enum dtype y = rule_lower(r, in);
     /* gelu (unfused: x·Wᵀ + b), the fused kernel (x·Wᵀ) or rrelu saves it. */
-    lm->internal += act_bytes(m, h, y);
+    saves(lm, act_op, act_bytes(m, h, y));
     if (m->kind == MODEL_RRELU_MLP)
-        lm->internal += act_bytes(m, h, y); /* rrelu's slopes */
+        saves(lm, act_op, act_bytes(m, h, y)); /* rrelu's slopes */
     else if (m->fusion != FUSION_NONE && m->dtype != y)
-        lm->internal += h * (int64_t)dtype_size(y); /* the fused kernel saves the bias cast to y's dtype */
-    lm->internal += dropout_mask(m, h, y);
+        saves(lm, act_op, h * (int64_t)dtype_size(y)); /* the fused kernel saves the bias cast to y's dtype */
+    saves(lm, POP_DROPOUT, dropout_mask(m, h, y));
     lm->out = y;
 }
 
@@ -464,11 +483,11 @@ static void branchy_memory(const struct model *m, const struct dtype_rules *r, e
 {
     int64_t h = m->hidden;
     linear_input(m, r, in, 2, lm);
-    lm->internal += 2 * weight_cast(m, r, h, h);
+    saves(lm, POP_LINEAR, 2 * weight_cast(m, r, h, h));
     enum dtype a = rule_lower(r, in);
-    lm->internal += act_bytes(m, h, a);
+    saves(lm, POP_GELU_TANH, act_bytes(m, h, a));
     enum dtype sum = promote(a, in); /* (gelu(a) + b) + x */
-    lm->internal += dropout_mask(m, h, sum);
+    saves(lm, POP_DROPOUT, dropout_mask(m, h, sum));
     lm->out = sum;
 }
 
@@ -503,46 +522,50 @@ static void gpt_memory(const struct model *m, const struct dtype_rules *r, enum 
     int64_t c = m->hidden;
     enum dtype ln1, ln2, sum1, sum2;
     /* ln1 saves x or its float32 cast. */
-    if (rule_fp32(r, in) == in)
+    lm->input_op = POP_LAYER_NORM;
+    if (rule_fp32(r, in) == in) {
         lm->input_kept = 1;
-    else
+    } else {
         lm->input_casts += act_bytes(m, c, rule_fp32(r, in));
-    lm->internal += layer_norm_stats(m, r, in, &ln1);
+        lm->by_op[POP_LAYER_NORM] += act_bytes(m, c, rule_fp32(r, in));
+    }
+    saves(lm, POP_LAYER_NORM, layer_norm_stats(m, r, in, &ln1));
     /* qkv = linear(ln1 out): saves ln1's output (or its cast, and then the
      * output itself is freed). qkv itself is freed after attention. */
     enum dtype q = rule_lower(r, ln1);
-    lm->internal += act_bytes(m, c, q) + weight_cast(m, r, 3 * c, c);
+    saves(lm, POP_LINEAR, act_bytes(m, c, q) + weight_cast(m, r, 3 * c, c));
     /* attention saves q, k, v (contiguous copies) and the softmax
      * probabilities [batch, heads, seq, seq] (float32 under autocast). */
-    lm->internal += 3 * act_bytes(m, c, q);
-    lm->internal += (int64_t)m->batch * m->heads * m->seq * m->seq * (int64_t)dtype_size(rule_fp32(r, q));
+    saves(lm, POP_CAUSAL_ATTENTION, 3 * act_bytes(m, c, q));
+    saves(lm, POP_CAUSAL_ATTENTION, (int64_t)m->batch * m->heads * m->seq * m->seq * (int64_t)dtype_size(rule_fp32(r, q)));
     /* proj = linear(attention out): saves it. */
-    lm->internal += act_bytes(m, c, q) + weight_cast(m, r, c, c);
+    saves(lm, POP_LINEAR, act_bytes(m, c, q) + weight_cast(m, r, c, c));
     /* x1 = x + dropout(proj + b). */
-    lm->internal += bias_dropout_add_mask(m, q, &sum1);
+    saves(lm, POP_BIAS_DROPOUT_ADD, bias_dropout_add_mask(m, q, &sum1));
     enum dtype x1 = promote(in, sum1);
     /* ln2 saves x1 (or its float32 cast; x1 is then freed with the block). */
-    lm->internal += act_bytes(m, c, rule_fp32(r, x1));
-    lm->internal += layer_norm_stats(m, r, x1, &ln2);
+    saves(lm, POP_LAYER_NORM, act_bytes(m, c, rule_fp32(r, x1)));
+    saves(lm, POP_LAYER_NORM, layer_norm_stats(m, r, x1, &ln2));
     /* fc = linear(ln2 out) [.., 4c]: saves ln2's output or its cast. */
     enum dtype f = rule_lower(r, ln2);
-    lm->internal += act_bytes(m, c, f) + weight_cast(m, r, 4 * c, c);
+    saves(lm, POP_LINEAR, act_bytes(m, c, f) + weight_cast(m, r, 4 * c, c));
     enum dtype g;
     if (m->fusion == FUSION_NONE) {
         /* add then gelu: gelu saves f + b; f is freed. */
         g = promote(f, m->dtype);
-        lm->internal += act_bytes(m, 4 * c, g);
+        saves(lm, POP_GELU_TANH, act_bytes(m, 4 * c, g));
     } else {
         /* the fused kernel saves f and the bias (cast to f's dtype if needed). */
+        enum policy_op op = m->fusion == FUSION_BIAS_GELU ? POP_BIAS_GELU_FUSED : POP_BIAS_GELU_FUSED_ATOMIC;
         g = f;
-        lm->internal += act_bytes(m, 4 * c, f);
+        saves(lm, op, act_bytes(m, 4 * c, f));
         if (m->dtype != f)
-            lm->internal += 4 * c * (int64_t)dtype_size(f);
+            saves(lm, op, 4 * c * (int64_t)dtype_size(f));
     }
     /* mlp.proj = linear(gelu out): saves it or its cast. */
     enum dtype hp = rule_lower(r, g);
-    lm->internal += act_bytes(m, 4 * c, hp) + weight_cast(m, r, c, 4 * c);
-    lm->internal += bias_dropout_add_mask(m, hp, &sum2);
+    saves(lm, POP_LINEAR, act_bytes(m, 4 * c, hp) + weight_cast(m, r, c, 4 * c));
+    saves(lm, POP_BIAS_DROPOUT_ADD, bias_dropout_add_mask(m, hp, &sum2));
     lm->out = promote(x1, sum2);
 }
 
@@ -570,6 +593,15 @@ static void layer_memory(const struct model *m, const struct dtype_rules *r, enu
  * casting it is not. */
 int64_t model_predict_saved_bytes(const struct model *m, const struct segment_plan *plan)
 {
+    return model_predict_saved_bytes_keeping(m, plan, 0);
+}
+
+/* A selective checkpoint (keep != 0) holds, besides its input, what the
+ * kept ops of its layers save, as a plain layer would: their share of
+ * by_op, and a layer's input when the op that saves it is kept (the
+ * segment's first layer's input is the segment's, counted once). */
+int64_t model_predict_saved_bytes_keeping(const struct model *m, const struct segment_plan *plan, unsigned keep)
+{
     struct dtype_rules r = {m->autocast != AUTOCAST_OFF, m->autocast == AUTOCAST_F16 ? DT_F16 : DT_BF16};
     int64_t total = 0;
     enum dtype cur = m->dtype;
@@ -581,8 +613,15 @@ int64_t model_predict_saved_bytes(const struct model *m, const struct segment_pl
             if (lm.input_kept && i > 0)
                 total += act_bytes(m, m->hidden, cur);
             total += lm.input_casts + lm.internal;
-        } else if (plan->size > 0 && i % plan->size == 0 && i > 0) {
-            total += act_bytes(m, m->hidden, cur);
+        } else {
+            int starts_segment = plan->size > 0 && i % plan->size == 0;
+            if (starts_segment && i > 0)
+                total += act_bytes(m, m->hidden, cur);
+            for (int op = 0; op < POP_COUNT; op++)
+                if (keep & POLICY_BIT(op))
+                    total += lm.by_op[op];
+            if (!starts_segment && lm.input_kept && (keep & POLICY_BIT(lm.input_op)))
+                total += act_bytes(m, m->hidden, cur);
         }
         cur = lm.out;
     }

@@ -78,5 +78,9 @@ void segment_plan_make(struct segment_plan *p, int layers, int segments);
  * and holds less. On CUDA the caching allocator rounds each block up to 512
  * bytes. model.c lists every term; docs/memory.md explains them. */
 int64_t model_predict_saved_bytes(const struct model *m, const struct segment_plan *plan);
+/* The same for selective checkpointing: a checkpointed segment also keeps
+ * what the ops in `keep` (a bit set over enum policy_op, policy.h) save
+ * in its layers. keep = 0 is the prediction above. */
+int64_t model_predict_saved_bytes_keeping(const struct model *m, const struct segment_plan *plan, unsigned keep);
 
 #endif

@@ -14,6 +14,7 @@
 #include "error.h"
 #include "h5store.h"
 #include "model.h"
+#include "policy.h"
 #include "run_record.h"
 
 /* Runs one case may hold: baselines, impls and their noise re-runs. When
@@ -419,6 +420,7 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         .current_device = m->draw_device, /* the segment's draws run there: the current device */
         .verify_values = c->verify_values,
         .stats = stats,
+        .policy = policy_of_case(c),
     };
     for (int step = 1; step <= c->steps && !st; step++)
         if ((st = run_step(s, impl, &opts, params, x, target, step, rec, &measure)) == ST_MISMATCH)
@@ -492,11 +494,14 @@ static void record_predictions(const struct case_setup *su, const struct checkpo
     double params = 0;
     for (int i = 0; i < su->model.n_params; i++)
         params += (double)host_tensor_bytes(&su->params_init[i]);
-    /* The baseline checkpoints nothing; any other impl is predicted to keep
+    /* The baseline checkpoints nothing; selective (and its planted bugs)
+     * keeps what its policy names; any other impl is predicted to keep
      * what the references keep (a planted bug that keeps more shows as a
      * gap between prediction and measurement). */
+    unsigned keep = impl->run == impl_run_selective ? policy_of_case(su->c) : 0;
     run_record_set_attr(r, "memory.predicted_end_forward_bytes",
-                        (double)model_predict_saved_bytes(&su->model, impl->run == impl_run_none ? &none : &su->plan));
+                        (double)model_predict_saved_bytes_keeping(
+                            &su->model, impl->run == impl_run_none ? &none : &su->plan, keep));
     run_record_set_attr(r, "memory.predicted_checkpointed_end_forward_bytes",
                         (double)model_predict_saved_bytes(&su->model, &su->plan));
     run_record_set_attr(r, "memory.param_bytes", params);

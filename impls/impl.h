@@ -42,6 +42,13 @@ struct impl_mutation {
      * handle k + N (nonreentrant.c, impls/faulty/counter_reset.c). */
     int reset_counter_after;
     int keep_forward_tensors;    /* recompute_elided: forward activations kept and handed back */
+    /* Selective checkpointing's bugs (impls/faulty/selective_bugs.c). */
+    int ignore_policy;           /* policy_ignored: every saved tensor kept */
+    int stale_cache;             /* stale_cache: a kept tensor looked up at the previous invocation */
+    int mutate_cached_output;    /* mutated_saved_output: a kept tensor changed in place after forward, */
+                                 /* and its version no longer checked */
+    int skip_replay_if_random_kept; /* rng_op_saved_without_replay: no RNG replay when the policy */
+                                    /* keeps the random ops' saved tensors */
 };
 
 /* Everything a run tells the impl, and what it reports back. */
@@ -52,6 +59,9 @@ struct impl_options {
     int verify_values;           /* non-reentrant: fingerprint saved tensors */
     const struct context_hooks *context;
     struct impl_stats *stats;    /* may be NULL */
+    /* selective: the ops whose saved tensors are kept from forward, a bit
+     * set over enum policy_op (harness/policy.h); ignored by the others. */
+    unsigned policy;
 };
 
 struct impl_stats {
@@ -72,7 +82,7 @@ struct checkpoint_impl {
     int (*run)(const struct checkpoint_impl *impl, const struct impl_options *opts,
                const struct segment_fn *seg, struct var *in, struct var **out);
     struct impl_mutation mutation;
-    int is_reference; /* none, reentrant, nonreentrant */
+    int is_reference; /* none, reentrant, nonreentrant, selective */
     /* Planted bugs: whether the bug can show in case c at all (NULL: it
      * always can). When it cannot, it writes what hides it to why (e.g.
      * "dropout = 0: nothing random to replay") and the runner turns a run
@@ -91,5 +101,12 @@ int impl_run_reentrant(const struct checkpoint_impl *impl, const struct impl_opt
                        const struct segment_fn *seg, struct var *in, struct var **out);
 int impl_run_nonreentrant(const struct checkpoint_impl *impl, const struct impl_options *opts,
                           const struct segment_fn *seg, struct var *in, struct var **out);
+/* Non-reentrant that caches the saved tensors of the ops in `keep` (a bit
+ * set over enum policy_op) from forward and recomputes only the others. */
+int impl_run_nonreentrant_keeping(const struct checkpoint_impl *impl, const struct impl_options *opts,
+                                  const struct segment_fn *seg, struct var *in, struct var **out, unsigned keep);
+/* impl_run_nonreentrant_keeping with the case's policy (impls/selective.c). */
+int impl_run_selective(const struct checkpoint_impl *impl, const struct impl_options *opts,
+                       const struct segment_fn *seg, struct var *in, struct var **out);
 
 #endif

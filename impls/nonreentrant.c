@@ -7,12 +7,17 @@
  * pack hook that fills the handles in order, stops early once the last one is
  * filled, and checks each recomputed tensor against its forward metadata
  * (and fingerprint). Each recomputed tensor is handed out by its unpack and
- * dropped by the frame at once. Works when no input requires grad. */
+ * dropped by the frame at once. Works when no input requires grad.
+ * Selective checkpointing (selective.c) is this with a policy: the saved
+ * tensors of the ops it names are cached in forward (version counter
+ * noted) and handed back as they are; the recompute fills only the other
+ * handles and stops after the last of them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../harness/error.h"
+#include "../harness/policy.h"
 #include "checkpoint_env.h"
 #include "impl.h"
 
@@ -24,6 +29,12 @@ struct saved_meta {
     int device;
     uint64_t fingerprint;
     int alive;                 /* its handle is still held by a node */
+    /* selective: kept from forward (not recomputed), which call of its op
+     * in this checkpoint saved it, as which of that node's saved tensors,
+     * and the storage's version counter then. */
+    int cached;
+    int invocation, slot;
+    int64_t version;
 };
 
 struct nr_frame {
@@ -38,7 +49,12 @@ struct nr_frame {
 
     int n_handles, cap_handles;
     struct saved_meta *meta;
-    tensor **kept;              /* recompute_elided only: forward tensors */
+    tensor **kept;              /* recompute_elided: every forward tensor; selective: the cached ones */
+    unsigned keep;              /* selective: ops whose saved tensors are cached (policy.h) */
+    int keep_all;               /* policy_ignored: every saved tensor cached */
+    int recompute_end;          /* one past the last handle a recompute must fill */
+    int op_calls[POP_COUNT];    /* calls so far of each op in this checkpoint's forward */
+    struct checkpoint_impl impl; /* the impl, with a selective mutation resolved */
     tensor **recomputed;        /* filled by the recompute, emptied by unpacks */
     int recompute_counter;
     uint64_t recomputed_for;    /* engine call the recompute belongs to */
@@ -97,7 +113,7 @@ static int grow_handles(struct nr_frame *f)
     if (!meta)
         return error_set(ST_RUN, "out of memory growing checkpoint handles");
     f->meta = meta;
-    if (f->mutation->keep_forward_tensors) {
+    if (f->mutation->keep_forward_tensors || f->keep || f->keep_all) {
         tensor **kept = realloc(f->kept, (size_t)cap * sizeof *kept);
         if (!kept)
             return error_set(ST_RUN, "out of memory growing checkpoint handles");
@@ -127,13 +143,25 @@ static int forward_pack(void *ctx, const struct node *n, const tensor *t, void *
         free(h);
         return st;
     }
-    if (f->mutation->keep_forward_tensors) {
+    int op = policy_op_from_name(n->name);
+    m->slot = n->n_saved;
+    if (op >= 0) {
+        if (m->slot == 0)
+            f->op_calls[op]++;
+        m->invocation = f->op_calls[op] - 1;
+    }
+    m->cached = f->keep_all || (op >= 0 && (f->keep & POLICY_BIT(op)));
+    if (f->kept)
         f->kept[f->n_handles] = NULL;
+    if (f->mutation->keep_forward_tensors || m->cached) {
         if ((st = tensor_share(&f->kept[f->n_handles], t))) {
             free(h);
             return st;
         }
+        m->version = tensor_version(t);
     }
+    if (!m->cached)
+        f->recompute_end = f->n_handles + 1;
     h->frame = f;
     h->index = f->n_handles++;
     f->refcount++;
@@ -147,6 +175,11 @@ static void handle_free(void *ctx, void *packed)
     struct nr_handle *h = packed;
     struct nr_frame *f = h->frame;
     f->meta[h->index].alive = 0;
+    if (f->meta[h->index].cached) {
+        /* A cached tensor lives as long as the node that saved it. */
+        tensor_free(f->kept[h->index]);
+        f->kept[h->index] = NULL;
+    }
     if (f->recomputed) {
         tensor_free(f->recomputed[h->index]);
         f->recomputed[h->index] = NULL;
@@ -168,7 +201,7 @@ static int recompute_pack(void *ctx, const struct node *n, const tensor *t, void
         return error_set(ST_MISMATCH, "recompute saved more tensors (%d) than the forward did (%d)", k + 1,
                          f->n_handles);
     int slot = k - f->slot_offset;
-    if (slot >= 0 && f->meta[slot].alive) {
+    if (slot >= 0 && f->meta[slot].alive && !f->meta[slot].cached) {
         /* A slot a previous recompute filled but nobody unpacked. */
         tensor_free(f->recomputed[slot]);
         f->recomputed[slot] = NULL;
@@ -178,7 +211,7 @@ static int recompute_pack(void *ctx, const struct node *n, const tensor *t, void
         if (f->env.stats)
             f->env.stats->recomputed_tensors++;
     }
-    return f->recompute_counter == f->n_handles ? ST_STOP : ST_OK;
+    return f->recompute_counter == f->recompute_end ? ST_STOP : ST_OK;
 }
 
 /* The recompute keeps nothing through this hook itself: recompute_pack's
@@ -251,7 +284,7 @@ static int recompute(struct nr_frame *f)
     f->recomputed_for = tape_engine_current_id();
     /* The first mismatch in saving order names the op that diverged first. */
     for (int k = 0; k < f->n_handles; k++) {
-        if (!f->meta[k].alive)
+        if (!f->meta[k].alive || f->meta[k].cached)
             continue;
         if (!f->recomputed[k])
             return error_set(ST_MISMATCH, "recompute saved %d tensors; the forward saved %d (saved tensor #%d, op %s, "
@@ -261,6 +294,51 @@ static int recompute(struct nr_frame *f)
             return st;
     }
     return ST_OK;
+}
+
+/* stale_cache: the lookup of a cached tensor is off by one invocation —
+ * it finds the same saved tensor of the op's previous call in this
+ * checkpoint (when that one has the same shape and dtype, so nothing
+ * downstream notices). The reference matches (op, invocation, slot). */
+static int cache_lookup(const struct nr_frame *f, int k)
+{
+    const struct saved_meta *m = &f->meta[k];
+    if (!f->mutation->stale_cache)
+        return k;
+    for (int j = k - 1; j >= 0; j--) {
+        const struct saved_meta *o = &f->meta[j];
+        if (o->cached && f->kept[j] && strcmp(o->op, m->op) == 0 && o->slot == m->slot &&
+            o->invocation == m->invocation - 1 && o->dtype == m->dtype && o->ndim == m->ndim &&
+            memcmp(o->shape, m->shape, (size_t)m->ndim * sizeof m->shape[0]) == 0)
+            return j;
+    }
+    return k;
+}
+
+/* A tensor cached in forward, handed out as it is, after the checks
+ * PyTorch makes: the entry found is the one this handle saved (same op,
+ * invocation and slot, same metadata), and no in-place op changed it since
+ * (its version counter). */
+static int cached_unpack(struct nr_frame *f, int k, tensor **out)
+{
+    int j = cache_lookup(f, k);
+    const struct saved_meta *m = &f->meta[k], *e = &f->meta[j];
+    if (!f->kept[j])
+        return error_set(ST_INTERNAL, "cached saved tensor #%d (op %s) was already freed", k, m->op);
+    if (!f->mutation->stale_cache && (strcmp(e->op, m->op) != 0 || e->invocation != m->invocation ||
+                                      e->slot != m->slot))
+        return error_set(ST_MISMATCH, "cached saved tensor #%d (op %s, call %d) was matched to op %s, call %d", k,
+                         m->op, m->invocation, e->op, e->invocation);
+    int st = check_metadata(f, k, f->kept[j]);
+    if (st)
+        return st;
+    int64_t now = tensor_version(f->kept[j]);
+    if (!f->mutation->mutate_cached_output && now != e->version)
+        return error_set(ST_MISMATCH,
+                         "saved tensor #%d (op %s, call %d) kept by the selective policy was modified by an in-place "
+                         "operation after forward (version %lld, saved at version %lld)",
+                         k, m->op, m->invocation, (long long)now, (long long)e->version);
+    return tensor_share(out, f->kept[j]);
 }
 
 static int forward_unpack(void *ctx, void *packed, tensor **out)
@@ -273,6 +351,8 @@ static int forward_unpack(void *ctx, void *packed, tensor **out)
     f->unpacks++;
     if (f->mutation->keep_forward_tensors)
         return tensor_share(out, f->kept[k]);
+    if (f->meta[k].cached)
+        return cached_unpack(f, k, out);
     if (f->mutation->reset_counter_after) {
         /* counter_reset: after N unpacks the bookkeeping believes a new
          * pass began and recomputes, but numbers the recompute from the N
@@ -296,8 +376,19 @@ static int forward_unpack(void *ctx, void *packed, tensor **out)
     return ST_OK;
 }
 
-int impl_run_nonreentrant(const struct checkpoint_impl *impl, const struct impl_options *opts,
-                          const struct segment_fn *seg, struct var *in, struct var **out)
+/* mutated_saved_output: after the forward, an in-place op changes the last
+ * cached activation (the first tensor its op saved: an input, a mask, q),
+ * as a buffer reused by user code or a memory planner would. */
+static int mutate_cached(struct nr_frame *f)
+{
+    for (int k = f->n_handles - 1; k >= 0; k--)
+        if (f->meta[k].cached && f->meta[k].slot == 0 && f->kept[k])
+            return tensor_add_(f->kept[k], f->kept[k], 1.0 / 1024.0);
+    return ST_OK;
+}
+
+int impl_run_nonreentrant_keeping(const struct checkpoint_impl *impl, const struct impl_options *opts,
+                                  const struct segment_fn *seg, struct var *in, struct var **out, unsigned keep)
 {
     struct nr_frame *f = calloc(1, sizeof *f);
     if (!f)
@@ -306,6 +397,15 @@ int impl_run_nonreentrant(const struct checkpoint_impl *impl, const struct impl_
     f->seg = *seg;
     f->input_requires_grad = in->requires_grad;
     f->verify_values = opts->verify_values;
+    f->impl = *impl;
+    f->keep = keep;
+    f->keep_all = impl->mutation.ignore_policy;
+    /* rng_op_saved_without_replay: with the random ops' saved tensors kept,
+     * the recompute is taken to need no RNG — but the ops after them are
+     * recomputed from a fresh draw. */
+    if (impl->mutation.skip_replay_if_random_kept && (keep & policy_random_ops()))
+        f->impl.mutation.skip_rng_restore = 1;
+    impl = &f->impl;
     f->mutation = &impl->mutation;
     f->forward_hooks = (struct saved_hooks){forward_pack, forward_unpack, handle_free, f};
     f->recompute_hooks = (struct saved_hooks){recompute_pack, recompute_unpack, NULL, f};
@@ -328,6 +428,16 @@ int impl_run_nonreentrant(const struct checkpoint_impl *impl, const struct impl_
         var_release(*out);
         *out = NULL;
     }
+    if (!st && f->mutation->mutate_cached_output && (st = mutate_cached(f))) {
+        var_release(*out);
+        *out = NULL;
+    }
     frame_release(f); /* the handles keep it alive as long as nodes hold them */
     return st;
+}
+
+int impl_run_nonreentrant(const struct checkpoint_impl *impl, const struct impl_options *opts,
+                          const struct segment_fn *seg, struct var *in, struct var **out)
+{
+    return impl_run_nonreentrant_keeping(impl, opts, seg, in, out, 0);
 }

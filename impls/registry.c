@@ -23,10 +23,17 @@ static const struct checkpoint_impl impl_nonreentrant = {
     .run = impl_run_nonreentrant,
     .is_reference = 1};
 
+static const struct checkpoint_impl impl_selective = {
+    .name = "selective",
+    .summary = "selective checkpointing: non-reentrant, the policy's ops keep their saved tensors, the rest recomputed",
+    .run = impl_run_selective,
+    .is_reference = 1};
+
 static const struct checkpoint_impl *const builtin_impls[] = {
     &impl_none,
     &impl_reentrant,
     &impl_nonreentrant,
+    &impl_selective,
     /* Planted bugs (impls/faulty/), after the references. */
     &impl_no_rng_stash,
     &impl_no_rng_stash_nr,
@@ -38,6 +45,10 @@ static const struct checkpoint_impl *const builtin_impls[] = {
     &impl_recompute_elided,
     &impl_stale_input,
     &impl_first_call_kernel,
+    &impl_policy_ignored,
+    &impl_stale_cache,
+    &impl_mutated_saved_output,
+    &impl_rng_op_saved_without_replay,
     NULL,
 };
 

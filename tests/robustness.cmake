@@ -25,6 +25,12 @@ bad_case_file(repeated_key "4: key 'hidden' repeated in \\[case:a\\] \\(first se
 bad_case_file(sweep_empty "3: 'axis\\.batch' in \\[sweep:s\\] is empty: a sweep must expand to at least one case")
 bad_case_file(sweep_duplicate "4: duplicate case name 's_bs2' \\(first defined at .*sweep_duplicate\\.ini:1\\)")
 bad_case_file(sweep_name_repeats "2: name pattern 's_bs\\{batch\\}' does not use axis 'fusion'")
+# selective checkpointing's policy (harness/policy.h)
+bad_case_file(policy_unknown_op "3: bad value 'save:linear,softmax' for 'policy' in \\[case:a\\]: unknown op 'softmax' \\(ops: linear, ")
+bad_case_file(policy_without_selective "4: case 'a': policy applies to selective checkpointing only, and none of its impls is selective")
+bad_case_file(policy_op_not_in_model "5: case 'a': policy names layer_norm, which model mlp \\(fusion as set\\) does not run \\(its ops: linear, gelu_tanh, dropout\\)$")
+bad_case_file(policy_attention_core_no_attention "5: case 'a': policy attention_core recomputes causal_attention, which model branchy does not have")
+bad_case_file(selective_without_policy "3: case 'a': impl 'selective' needs a policy")
 
 add_test(NAME robust.cases.missing_file
   COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: .*no_such_file\\.ini: No such file or directory$"

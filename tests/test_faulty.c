@@ -24,7 +24,8 @@ static const char *const planted[] = {
     "no_rng_stash",          "no_rng_stash_nr",          "rng_not_forked",
     "args_only_rng",         "autocast_not_restored",    "autocast_not_restored_nr",
     "counter_reset",         "recompute_elided",         "stale_input",
-    "first_call_kernel",
+    "first_call_kernel",     "policy_ignored",           "stale_cache",
+    "mutated_saved_output",  "rng_op_saved_without_replay",
 };
 #define N_PLANTED (sizeof planted / sizeof *planted)
 
@@ -36,8 +37,8 @@ static void test_planted_bugs_follow_the_references(void **state)
     for (; all[n]; n++)
         if (!all[n]->is_reference && !first_planted)
             first_planted = n;
-    assert_int_equal(first_planted, 3); /* none, reentrant, nonreentrant */
-    assert_int_equal(n, 3 + N_PLANTED);
+    assert_int_equal(first_planted, 4); /* none, reentrant, nonreentrant, selective */
+    assert_int_equal(n, 4 + N_PLANTED);
     for (size_t i = 0; i < N_PLANTED; i++) {
         const struct checkpoint_impl *impl = impl_find(planted[i]);
         assert_non_null(impl);
@@ -74,6 +75,40 @@ static void test_rng_bugs_need_something_random_to_replay(void **state)
     c.segments = 1; /* nothing checkpointed */
     assert_false(observable("no_rng_stash", &c, why));
     assert_non_null(strstr(why, "segments = 1"));
+}
+
+static void test_selective_bugs_show_only_where_the_policy_gives_them_room(void **state)
+{
+    (void)state;
+    struct ckpt_case c;
+    char why[200];
+    case_defaults(&c);
+    c.model = MODEL_GPT_BLOCK;
+    snprintf(c.policy, sizeof c.policy, "attention_core");
+    /* attention_core keeps every op after the attention: nothing recomputed
+     * follows a dropout */
+    assert_false(observable("rng_op_saved_without_replay", &c, why));
+    assert_non_null(strstr(why, "nothing recomputed comes after a random op"));
+    snprintf(c.policy, sizeof c.policy, "save:bias_dropout_add");
+    assert_true(observable("rng_op_saved_without_replay", &c, why));
+    snprintf(c.policy, sizeof c.policy, "save:linear");
+    assert_false(observable("rng_op_saved_without_replay", &c, why));
+    assert_non_null(strstr(why, "keeps no random op"));
+    /* four linears a block: another invocation to mistake */
+    assert_true(observable("stale_cache", &c, why));
+    snprintf(c.policy, sizeof c.policy, "save:causal_attention");
+    assert_false(observable("stale_cache", &c, why)); /* one attention per layer, one layer per segment */
+    c.segments = 2;
+    assert_true(observable("stale_cache", &c, why));
+    assert_true(observable("mutated_saved_output", &c, why));
+    assert_false(observable("policy_ignored", &c, why));
+    assert_non_null(strstr(why, "min_memory_saving"));
+    c.min_memory_saving = 0.1;
+    assert_true(observable("policy_ignored", &c, why));
+    c.model = MODEL_MLP;
+    c.dropout = 0;
+    snprintf(c.policy, sizeof c.policy, "save:dropout");
+    assert_false(observable("mutated_saved_output", &c, why)); /* p = 0: dropout records no node */
 }
 
 static void test_args_only_rng_shows_only_where_segments_draw_off_their_arguments_device(void **state)
@@ -185,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_rng_bugs_need_something_random_to_replay),
         cmocka_unit_test(test_args_only_rng_shows_only_where_segments_draw_off_their_arguments_device),
         cmocka_unit_test(test_rules_of_the_other_bugs),
+        cmocka_unit_test(test_selective_bugs_show_only_where_the_policy_gives_them_room),
         cmocka_unit_test(test_first_call_kernel_flips_the_last_bit_of_the_first_fused_output_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

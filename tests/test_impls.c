@@ -18,6 +18,7 @@
 #include "error.h"
 #include "impl.h"
 #include "ops.h"
+#include "policy.h"
 #include "rng_stash.h"
 #include "tape.h"
 
@@ -529,6 +530,75 @@ static void test_forward_context_wraps_the_original_forward_once(void **state)
     assert_int_equal(entered, 2);
 }
 
+/* ---- selective ------------------------------------------------------------- */
+
+/* The fixture's segment: linear (saves x, w) -> gelu_tanh (saves x·wᵀ + b)
+ * -> dropout (saves its mask). */
+static void test_selective_keeping_linear_replays_dropout_and_matches_plain_bitwise(void **state)
+{
+    struct fixture *f = *state;
+    tensor *ref[3];
+    reference_grads(f, 21, ref);
+    f->opts.policy = POLICY_BIT(POP_LINEAR);
+    aten_rng_manual_seed(DEVICE_CPU, 21);
+    assert_int_equal(run_checkpointed(f, "selective", NULL), ST_OK);
+    assert_same_grads(f, ref);
+    assert_int_equal(f->stats.recomputes, 1);
+    assert_int_equal(f->stats.recomputed_tensors, 2); /* gelu's input and the mask; linear's two kept */
+    free3(ref);
+}
+
+static void test_selective_keeping_every_op_never_recomputes(void **state)
+{
+    struct fixture *f = *state;
+    tensor *ref[3];
+    reference_grads(f, 22, ref);
+    f->opts.policy = POLICY_BIT(POP_LINEAR) | POLICY_BIT(POP_GELU_TANH) | POLICY_BIT(POP_DROPOUT);
+    aten_rng_manual_seed(DEVICE_CPU, 22);
+    assert_int_equal(run_checkpointed(f, "selective", NULL), ST_OK);
+    assert_same_grads(f, ref);
+    assert_int_equal(f->stats.recomputes, 0);
+    free3(ref);
+}
+
+/* PyTorch's saved-tensor version check, for the cache: linear keeps the
+ * segment's input x; an in-place op on x after forward is refused. */
+static void test_selective_refuses_a_cached_tensor_changed_in_place_after_forward(void **state)
+{
+    struct fixture *f = *state;
+    const struct checkpoint_impl *impl = impl_find("selective");
+    struct segment_fn fn = {seg_call, &f->seg};
+    struct var *y = NULL, *loss = NULL, *target = NULL;
+    tensor *t;
+    int64_t xs[2] = {4, HIDDEN};
+    assert_int_equal(tensor_zeros(&t, DT_F32, 2, xs, DEVICE_CPU), ST_OK);
+    assert_int_equal(var_constant(&target, t), ST_OK);
+    f->opts.policy = POLICY_BIT(POP_LINEAR);
+    assert_int_equal(impl->run(impl, &f->opts, &fn, f->x, &y), ST_OK);
+    assert_int_equal(op_mse_loss(&loss, y, target), ST_OK);
+    assert_int_equal(tensor_add_(f->x->data, f->x->data, 1.0), ST_OK);
+    assert_int_equal(tape_backward(&loss, NULL, 1), ST_MISMATCH);
+    assert_non_null(strstr(error_message(), "(op linear, call 0) kept by the selective policy was modified by an "
+                                            "in-place operation after forward"));
+    var_release(loss);
+    var_release(y);
+    var_release(target);
+}
+
+/* The case loader's list of the impls that take a policy (policy.c) and
+ * the registry agree: exactly the impls that run selective. */
+static void test_policy_impls_are_the_registry_selective_impls(void **state)
+{
+    (void)state;
+    int n = 0;
+    for (const struct checkpoint_impl *const *i = impl_all(); *i; i++) {
+        int selective = (*i)->run == impl_run_selective;
+        assert_int_equal(policy_impl_uses_policy((*i)->name), selective);
+        n += selective;
+    }
+    assert_int_equal(n, 5);
+}
+
 #define FIXTURE_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 /* The case loader's default expectation (PASS|NOISE for a reference,
@@ -551,12 +621,16 @@ static void test_default_expectation_follows_the_registry(void **state)
             assert_false(mask & (1u << V_PASS));
         }
     }
-    assert_int_equal(references, 3);
+    assert_int_equal(references, 4);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        FIXTURE_TEST(test_selective_keeping_linear_replays_dropout_and_matches_plain_bitwise),
+        FIXTURE_TEST(test_selective_keeping_every_op_never_recomputes),
+        FIXTURE_TEST(test_selective_refuses_a_cached_tensor_changed_in_place_after_forward),
+        cmocka_unit_test(test_policy_impls_are_the_registry_selective_impls),
         cmocka_unit_test(test_device_set_puts_cpu_first_then_args_then_current),
         cmocka_unit_test(test_device_set_args_only_leaves_out_the_current_device),
         cmocka_unit_test(test_device_set_deduplicates_and_always_has_cpu),

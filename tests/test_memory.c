@@ -121,14 +121,15 @@ struct variant {
     enum autocast_kind autocast;
     double dropout;
     int segments;
+    const char *policy; /* NULL: no selective run */
 };
 
 static void check_case(const struct variant *v, const char *out_dir)
 {
     struct ckpt_case c;
     case_defaults(&c);
-    snprintf(c.name, sizeof c.name, "memory_m%d_f%d_d%d_a%d_p%g_s%d", v->model, v->fusion, v->dtype, v->autocast,
-             v->dropout, v->segments);
+    snprintf(c.name, sizeof c.name, "memory_m%d_f%d_d%d_a%d_p%g_s%d_%s", v->model, v->fusion, v->dtype,
+             v->autocast, v->dropout, v->segments, v->policy ? v->policy : "");
     c.model = v->model;
     c.fusion = v->fusion;
     c.dtype = v->dtype;
@@ -145,6 +146,11 @@ static void check_case(const struct variant *v, const char *out_dir)
     c.n_impls = 2;
     snprintf(c.impls[0], sizeof c.impls[0], "reentrant");
     snprintf(c.impls[1], sizeof c.impls[1], "nonreentrant");
+    if (v->policy) {
+        c.n_impls = 3;
+        snprintf(c.impls[2], sizeof c.impls[2], "selective");
+        snprintf(c.policy, sizeof c.policy, "%s", v->policy);
+    }
     struct run_settings s = {.out_dir = out_dir, .git_rev = "test", .harness_version = "test", .skip_h5 = 1};
     struct case_result *res = malloc(sizeof *res);
     assert_non_null(res);
@@ -187,11 +193,47 @@ static void test_prediction_is_exact_for_every_model_and_segmenting(void **state
                         if (models[m] == MODEL_RRELU_MLP && fusions[f] != FUSION_NONE)
                             continue; /* rrelu_mlp has no bias-GELU to fuse */
                         struct variant v = {models[m], fusions[f], types[t].dtype, types[t].autocast,
-                                            dropouts[d], segments[k]};
+                                            dropouts[d], segments[k], NULL};
                         check_case(&v, "/nonexistent");
                         checked++;
                     }
     assert_true(checked > 60);
+}
+
+/* Selective checkpointing: what each policy keeps, predicted to the byte,
+ * on every model, fusion, dtype/autocast and segmenting. */
+static void test_selective_prediction_is_exact_for_every_model_and_policy(void **state)
+{
+    (void)state;
+    static const enum model_kind models[] = {MODEL_MLP, MODEL_GPT_BLOCK, MODEL_BRANCHY, MODEL_RRELU_MLP};
+    static const enum fusion_kind fusions[] = {FUSION_NONE, FUSION_BIAS_GELU};
+    static const struct {
+        enum dtype dtype;
+        enum autocast_kind autocast;
+    } types[] = {{DT_F32, AUTOCAST_OFF}, {DT_F32, AUTOCAST_BF16}};
+    static const int segments[] = {0, 2};
+    int checked = 0;
+    for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
+        const char *policies[3] = {"save_matmuls", "save:dropout", NULL};
+        if (models[m] == MODEL_GPT_BLOCK) {
+            policies[1] = "attention_core";
+            policies[2] = "save:layer_norm,bias_dropout_add";
+        } else if (models[m] == MODEL_RRELU_MLP) {
+            policies[2] = "save:rrelu";
+        }
+        for (size_t f = 0; f < sizeof fusions / sizeof *fusions; f++)
+            for (size_t t = 0; t < sizeof types / sizeof *types; t++)
+                for (size_t k = 0; k < sizeof segments / sizeof *segments; k++)
+                    for (size_t p = 0; p < 3 && policies[p]; p++) {
+                        if (models[m] == MODEL_RRELU_MLP && fusions[f] != FUSION_NONE)
+                            continue;
+                        struct variant v = {models[m], fusions[f], types[t].dtype, types[t].autocast, 0.1,
+                                            segments[k], policies[p]};
+                        check_case(&v, "/nonexistent");
+                        checked++;
+                    }
+    }
+    assert_true(checked > 40);
 }
 
 int main(void)
@@ -206,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_mlp_baseline_is_3L_plus_1_activations),
         cmocka_unit_test(test_mlp_autocast_counts_the_casts),
         cmocka_unit_test(test_prediction_is_exact_for_every_model_and_segmenting),
+        cmocka_unit_test(test_selective_prediction_is_exact_for_every_model_and_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

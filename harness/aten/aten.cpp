@@ -800,6 +800,11 @@ const void *tensor_storage_id(const tensor *t)
     });
 }
 
+int64_t tensor_version(const tensor *t)
+{
+    return guarded_or(__func__, (int64_t)-1, [&]() -> int64_t { return (int64_t)ref(t)._version(); });
+}
+
 /* ======================================================================
  * factories (random ones draw from the device's default generator)
  * ==================================================================== */

@@ -153,6 +153,9 @@ void *tensor_raw_data(tensor *t);
 const void *tensor_raw_data_const(const tensor *t);
 /* Identity of the storage, to tell whether two handles alias. */
 const void *tensor_storage_id(const tensor *t);
+/* The version counter of t's storage (PyTorch's t._version): every in-place
+ * op through the shim bumps it; -1 on error. Saved-tensor checks use it. */
+int64_t tensor_version(const tensor *t);
 
 /* ---- factories ------------------------------------------------------- */
 

@@ -21,6 +21,11 @@ extern const struct checkpoint_impl impl_counter_reset;
 extern const struct checkpoint_impl impl_recompute_elided;
 extern const struct checkpoint_impl impl_stale_input;
 extern const struct checkpoint_impl impl_first_call_kernel;
+/* selective checkpointing's (selective_bugs.c) */
+extern const struct checkpoint_impl impl_policy_ignored;
+extern const struct checkpoint_impl impl_stale_cache;
+extern const struct checkpoint_impl impl_mutated_saved_output;
+extern const struct checkpoint_impl impl_rng_op_saved_without_replay;
 
 /* Observability rules shared by the bugs (observable.c). Each returns 1 when
  * the condition holds, else 0 with the reason in why. */

@@ -1,0 +1,58 @@
+/* policy: the per-op save/recompute policy of selective checkpointing (the
+ * case key `policy`). It names the ops whose saved tensors a selective
+ * checkpoint keeps from forward; every other op's saved tensors are
+ * recomputed. Torch-free: the case loader checks policies with it. */
+#ifndef CKPT_POLICY_H
+#define CKPT_POLICY_H
+
+#include <stddef.h>
+
+#include "case.h"
+
+/* The ops that save tensors for backward, named as the tape names their
+ * nodes (ops.c); a policy is a bit set over them. */
+enum policy_op {
+    POP_LINEAR = 0,
+    POP_CAUSAL_ATTENTION,
+    POP_LAYER_NORM,
+    POP_GELU,
+    POP_GELU_TANH,
+    POP_BIAS_GELU_FUSED,
+    POP_BIAS_GELU_FUSED_ATOMIC,
+    POP_DROPOUT,
+    POP_BIAS_DROPOUT_ADD,
+    POP_RRELU,
+    POP_COUNT
+};
+
+#define POLICY_BIT(op) (1u << (op))
+#define POLICY_ALL ((1u << POP_COUNT) - 1u)
+
+const char *policy_op_name(enum policy_op op);
+/* The op of a tape node name ("linear"), or -1 for an op no policy names. */
+int policy_op_from_name(const char *name);
+/* Whether the policy keeps what node `name` saves. */
+int policy_keeps(unsigned keep, const char *name);
+/* The ops that draw random numbers (dropout, bias_dropout_add, rrelu). */
+unsigned policy_random_ops(void);
+
+/* Parses `save_matmuls`, `attention_core` or `save:op,op,...` into the set
+ * of kept ops; ST_INPUT with the reason in why otherwise. */
+int policy_parse(const char *text, unsigned *keep, char *why, size_t len);
+/* The ops model c->model saves through in its layers, as its fusion and
+ * dropout make them (a policy may name only these). */
+unsigned policy_model_ops(const struct ckpt_case *c);
+/* How many times op runs per layer of the case's model. */
+int policy_calls_per_layer(const struct ckpt_case *c, enum policy_op op);
+/* The case's policy resolved against its model (save_matmuls and
+ * attention_core keep only the ops the model has); 0 without a policy. */
+unsigned policy_of_case(const struct ckpt_case *c);
+
+/* The impls that take the case's policy: selective and its planted bugs. */
+int policy_impl_uses_policy(const char *impl);
+/* Checks a complete case: a policy needs an impl that uses it, such an impl
+ * needs a policy, and every op a policy names must exist in the model.
+ * ST_INPUT naming file:line (the line given) otherwise. */
+int policy_check_case(const struct ckpt_case *c, const char *path, int line);
+
+#endif

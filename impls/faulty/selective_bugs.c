@@ -1,0 +1,140 @@
+/* selective_bugs: the planted bugs of selective checkpointing
+ * (impls/selective.c), each a mutation of its cache or of its replay, and
+ * the rule that says in which cases each can show.
+ *
+ * policy_ignored: every saved tensor is cached, whatever the policy says.
+ *   Gradients stay right, memory is not saved. Real failure: a policy
+ *   function that returns MUST_SAVE for every op (a default that is never
+ *   overridden, an op-name mismatch that falls through to "save").
+ *   Caught by: the memory check (MEMFAIL) where min_memory_saving is set.
+ * stale_cache: the cache is looked up one invocation off, so a call of an
+ *   op gets the cached tensor its previous call in the checkpoint saved
+ *   (same op, same shape: nothing downstream notices). Real failure:
+ *   PyTorch issues about selective checkpointing's cached outputs reused at
+ *   the wrong invocation. Caught by: gradient comparison.
+ * mutated_saved_output: a cached tensor is changed by an in-place op after
+ *   forward, and the version check that would refuse it is skipped. Real
+ *   failure: an in-place op on a tensor the policy saved, with no version
+ *   counter check on the cache. Caught by: gradient comparison.
+ * rng_op_saved_without_replay: with the random ops' saved tensors (dropout
+ *   masks) cached, the recompute is taken to need no RNG replay; but the
+ *   ops after them are recomputed from a fresh draw. Caught by: gradient
+ *   comparison. */
+#include <stdio.h>
+
+#include "../../harness/policy.h"
+#include "faulty.h"
+
+/* Layers per checkpointed segment (segments = every: 1). */
+static int segment_size(const struct ckpt_case *c)
+{
+    return c->segments <= 0 ? 1 : c->layers / c->segments;
+}
+
+/* The ops of the model the policy keeps that save something here: dropout
+ * with p = 0 returns its input and records no node. */
+static unsigned kept_ops(const struct ckpt_case *c)
+{
+    unsigned keep = policy_of_case(c);
+    if (c->dropout == 0)
+        keep &= ~POLICY_BIT(POP_DROPOUT);
+    return keep;
+}
+
+static int policy_ignored_observable(const struct ckpt_case *c, char *why, size_t len)
+{
+    if (!faulty_has_checkpoints(c, why, len))
+        return 0;
+    if (c->min_memory_saving < 0) {
+        snprintf(why, len, "no min_memory_saving: gradients stay right, only a memory check can see it");
+        return 0;
+    }
+    if ((policy_of_case(c) & policy_model_ops(c)) == policy_model_ops(c)) {
+        snprintf(why, len, "the policy keeps every op of the model already");
+        return 0;
+    }
+    return 1;
+}
+
+static int stale_cache_observable(const struct ckpt_case *c, char *why, size_t len)
+{
+    if (!faulty_has_checkpoints(c, why, len))
+        return 0;
+    unsigned keep = kept_ops(c);
+    if (c->dropout == 0)
+        keep &= ~policy_random_ops() | POLICY_BIT(POP_RRELU); /* masks of ones: every call's is the same */
+    for (int op = 0; op < POP_COUNT; op++)
+        if ((keep & POLICY_BIT(op)) && policy_calls_per_layer(c, (enum policy_op)op) * segment_size(c) >= 2)
+            return 1;
+    snprintf(why, len, "no op the policy keeps runs twice in one checkpointed segment: there is no other "
+                       "invocation to mistake");
+    return 0;
+}
+
+static int mutated_saved_output_observable(const struct ckpt_case *c, char *why, size_t len)
+{
+    if (!faulty_has_checkpoints(c, why, len))
+        return 0;
+    if (!kept_ops(c)) {
+        snprintf(why, len, "the policy keeps nothing in this model: no cached tensor to change");
+        return 0;
+    }
+    return 1;
+}
+
+static int rng_op_saved_observable(const struct ckpt_case *c, char *why, size_t len)
+{
+    if (!faulty_replays_rng(c, why, len))
+        return 0;
+    unsigned keep = kept_ops(c), ops = policy_model_ops(c);
+    if (!(keep & policy_random_ops())) {
+        snprintf(why, len, "the policy keeps no random op's saved tensors: the recompute replays RNG");
+        return 0;
+    }
+    /* A recomputed saved tensor that comes after a random op in the same
+     * segment: within a layer (gpt_block: ln2, fc, bias-GELU after the
+     * first dropout; rrelu_mlp: an rrelu not kept), or in a later layer. */
+    unsigned after_random_in_layer = 0;
+    if (c->model == MODEL_GPT_BLOCK)
+        after_random_in_layer = ops & (POLICY_BIT(POP_LAYER_NORM) | POLICY_BIT(POP_LINEAR) |
+                                       POLICY_BIT(POP_GELU_TANH) | POLICY_BIT(POP_BIAS_GELU_FUSED) |
+                                       POLICY_BIT(POP_BIAS_GELU_FUSED_ATOMIC));
+    else if (c->model == MODEL_RRELU_MLP)
+        after_random_in_layer = POLICY_BIT(POP_RRELU);
+    if ((after_random_in_layer & ~keep) || (segment_size(c) >= 2 && (ops & ~keep)))
+        return 1;
+    snprintf(why, len, "nothing recomputed comes after a random op inside a segment");
+    return 0;
+}
+
+const struct checkpoint_impl impl_policy_ignored = {
+    .name = "policy_ignored",
+    .summary = "planted bug: selective, every saved tensor cached whatever the policy (no memory saved)",
+    .run = impl_run_selective,
+    .mutation = {.ignore_policy = 1},
+    .observable = policy_ignored_observable,
+};
+
+const struct checkpoint_impl impl_stale_cache = {
+    .name = "stale_cache",
+    .summary = "planted bug: selective, cache looked up at the previous invocation of the same op",
+    .run = impl_run_selective,
+    .mutation = {.stale_cache = 1},
+    .observable = stale_cache_observable,
+};
+
+const struct checkpoint_impl impl_mutated_saved_output = {
+    .name = "mutated_saved_output",
+    .summary = "planted bug: selective, a cached tensor changed in place after forward, version not checked",
+    .run = impl_run_selective,
+    .mutation = {.mutate_cached_output = 1},
+    .observable = mutated_saved_output_observable,
+};
+
+const struct checkpoint_impl impl_rng_op_saved_without_replay = {
+    .name = "rng_op_saved_without_replay",
+    .summary = "planted bug: selective, no RNG replay when random ops are cached; later ops redraw",
+    .run = impl_run_selective,
+    .mutation = {.skip_replay_if_random_kept = 1},
+    .observable = rng_op_saved_observable,
+};
