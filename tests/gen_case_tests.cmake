@@ -43,6 +43,11 @@ foreach(line IN LISTS lines)
     list(APPEND omitted ${name})
     continue()
   endif()
+  # The benchmark's cases (cases/bench/) run under `ckpt-verify bench`
+  # (bench.memory_and_time), sized to take seconds each: no test per case.
+  if("bench" IN_LIST labels OR "bench_quick" IN_LIST labels OR "bench_gpu" IN_LIST labels)
+    continue()
+  endif()
   set(test "case/${name}")
   set(launcher "")
   if("gpu" IN_LIST labels)

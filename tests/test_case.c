@@ -782,7 +782,9 @@ static void test_shipped_cases_load(void **state)
     case_list_free(&list);
 }
 
-/* Every shipped case is nightly and small enough for 2 CPU cores. */
+/* Every shipped case is nightly and small enough for 2 CPU cores, except
+ * the benchmark's (cases/bench/, labels bench*: run by `ckpt-verify bench`,
+ * sized to be compute-bound). */
 static void test_shipped_cases_are_nightly_or_gpu_and_small(void **state)
 {
     (void)state;
@@ -792,6 +794,11 @@ static void test_shipped_cases_are_nightly_or_gpu_and_small(void **state)
     int smoke = 0;
     for (int i = 0; i < list.count; i++) {
         const struct ckpt_case *c = &list.items[i];
+        if (case_has_label(c, "bench") || case_has_label(c, "bench_quick")) {
+            if (case_has_label(c, "nightly") || case_has_label(c, "smoke"))
+                fail_msg("%s is a benchmark case: keep it out of nightly and smoke", c->name);
+            continue;
+        }
         if (strcmp(c->device, "cpu") != 0 || c->draw_device[0]) {
             /* GPU cases (cases/gpu.ini) must stay out of the CPU suites. */
             if (!case_has_label(c, "gpu") || case_has_label(c, "nightly") || case_has_label(c, "smoke"))
