@@ -16,13 +16,13 @@ pkg_check_modules(INIH REQUIRED IMPORTED_TARGET inih)
 set(CKPT_FUZZ_SECONDS 20 CACHE STRING "How long each bounded fuzz test runs")
 
 set(FUZZ_FLAGS -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
-set(FUZZ_SOURCES harness/case.c harness/policy.c harness/compare.c harness/h5store.c harness/temp_file.c harness/error.c harness/dtype.c
-  harness/host_tensor.c harness/run_record.c)
+set(FUZZ_SOURCES harness/verify/case.c harness/autograd/policy.c harness/verify/compare.c harness/storage/h5store.c harness/storage/temp_file.c harness/error.c harness/storage/dtype.c
+  harness/storage/host_tensor.c harness/storage/run_record.c)
 
 enable_testing()
 foreach(target case_file h5_compare)
   add_executable(fuzz_${target} fuzz/fuzz_${target}.c ${FUZZ_SOURCES})
-  target_include_directories(fuzz_${target} PRIVATE harness fuzz)
+  target_include_directories(fuzz_${target} PRIVATE ${CKPT_HARNESS_INCLUDES} fuzz)
   target_compile_options(fuzz_${target} PRIVATE -Wall -Wextra $<$<BOOL:${CKPT_WERROR}>:-Werror> ${FUZZ_FLAGS})
   target_link_options(fuzz_${target} PRIVATE ${FUZZ_FLAGS})
   target_link_libraries(fuzz_${target} PRIVATE PkgConfig::HDF5 PkgConfig::INIH m)

@@ -7,8 +7,8 @@
 #ifndef CKPT_CHECKPOINT_ENV_H
 #define CKPT_CHECKPOINT_ENV_H
 
-#include "../harness/autocast.h"
-#include "../harness/rng_stash.h"
+#include "autocast.h"
+#include "rng_stash.h"
 #include "impl.h"
 
 struct checkpoint_env {

@@ -9,9 +9,9 @@
 
 #include <stddef.h>
 
-#include "../harness/case.h"
-#include "../harness/rng_stash.h"
-#include "../harness/tape.h"
+#include "case.h"
+#include "rng_stash.h"
+#include "tape.h"
 
 /* The function a checkpoint wraps: out = f(in). */
 struct segment_fn {
@@ -60,7 +60,7 @@ struct impl_options {
     const struct context_hooks *context;
     struct impl_stats *stats;    /* may be NULL */
     /* selective: the ops whose saved tensors are kept from forward, a bit
-     * set over enum policy_op (harness/policy.h); ignored by the others. */
+     * set over enum policy_op (harness/autograd/policy.h); ignored by the others. */
     unsigned policy;
 };
 

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "../harness/error.h"
-#include "../harness/policy.h"
+#include "policy.h"
 #include "checkpoint_env.h"
 #include "impl.h"
 

@@ -6,7 +6,7 @@
  *
  * whose answer names the ABI it was built against and its impls (struct
  * checkpoint_impl, impls/impl.h). Impls call the harness's tape, ops and
- * shim (harness/tape.h, harness/aten/aten.h), which the ckpt-verify binary
+ * shim (harness/autograd/tape.h, harness/aten/aten.h), which the ckpt-verify binary
  * exports. An impl with is_reference = 1 claims to be right (expected PASS
  * or NOISE), with 0 it is a planted bug (expected FAIL or MEMFAIL);
  * impls/plugin/example_checkpoint.c is a complete example. */

@@ -8,7 +8,7 @@ schema so that `ckpt-verify diff` can compare the two.
 
 Reads the resolved case (/case attributes), the inputs (/inputs/x,
 /inputs/target) and the initial parameters (/params_init/<name>), rebuilds the
-model as docs/models.md defines it (harness/model.c and harness/ops.c are the
+model as docs/models.md defines it (harness/autograd/model.c and harness/autograd/ops.c are the
 reference), and trains it for the case's steps three times: plainly
 (torch_none), with checkpoint(use_reentrant=True) (torch_reentrant) and with
 checkpoint(use_reentrant=False) (torch_nonreentrant), segmented as the
@@ -119,7 +119,7 @@ class Case:
 
     def check_definition(self, text):
         """The report's own description of the model must be the one rebuilt
-        here: a change to harness/model.c must not pass by unnoticed."""
+        here: a change to harness/autograd/model.c must not pass by unnoticed."""
         fusion_text = {"none": "add + gelu_tanh (ATen)", "bias_gelu": "fused_bias_gelu_tanh(",
                        "bias_gelu_atomic": "fused_bias_gelu_tanh (atomic dbias)"}
         want = {"mlp": [fusion_text.get(self.fusion, "?"), "dropout("],
@@ -154,7 +154,7 @@ class Case:
         return {"off": None, "bf16": torch.bfloat16, "f16": torch.float16}[self.autocast]
 
     def plan_segments(self):
-        """checkpoint_sequential's cut, as harness/runner.c plan_segments makes
+        """checkpoint_sequential's cut, as harness/verify/runner.c plan_segments makes
         it: (checkpointed ranges, first layer that runs plainly)."""
         if self.segments == 0:
             return [(i, i + 1) for i in range(self.layers)], self.layers
@@ -163,7 +163,7 @@ class Case:
         return ranges, size * (self.segments - 1)
 
 
-# ---- the models (docs/models.md; harness/model.c) -----------------------------
+# ---- the models (docs/models.md; harness/autograd/model.c) -----------------------------
 
 def gelu_tanh(t):
     return F.gelu(t, approximate="tanh")
@@ -177,7 +177,7 @@ def bias_gelu(case, y, b):
     rounds differently (see expected_differences)."""
     if case.fusion == "none":
         return gelu_tanh(y + b)
-    # The kernel's contract (harness/fused_bias_gelu.h): the bias cast to y's
+    # The kernel's contract (harness/autograd/fused_bias_gelu.h): the bias cast to y's
     # dtype, then widened with y to float32, added and GELU'd in float32,
     # rounded once to y's dtype. For float32 that is plain gelu(y + b).
     z = y.float() + b.to(y.dtype).float()
@@ -206,7 +206,7 @@ def branchy_layer(case, P, i, x):
 
 
 def fp32_rule(t, rules):
-    """harness/autocast.h runs softmax and layer norm in float32 under
+    """harness/autograd/autocast.h runs softmax and layer norm in float32 under
     autocast (as torch's CUDA op lists do); torch 1.13's CPU autocast leaves
     both in their input's dtype. rules = "harness" applies the harness's rule."""
     if rules == "harness" and torch.is_autocast_cpu_enabled() and t.dtype in (torch.bfloat16, torch.float16):
@@ -273,7 +273,7 @@ class RunResult:
 
 
 def train(case, run_name, plant=None, rules="torch", allocator=None, record=True):
-    """One run: seed, then case.steps SGD steps, as harness/runner.c run_once.
+    """One run: seed, then case.steps SGD steps, as harness/verify/runner.c run_once.
     allocator: the counting allocator's ctypes library, to measure peaks."""
     reentrant = STYLES[run_name]
     preserve = case.preserve_rng_state and plant != "no_rng_preserve"
@@ -390,7 +390,7 @@ def allocator_peak(lib):
 # every shipped case that has the cause (torch 1.13, CPU). A checkpoint bug
 # (a wrong dropout mask, a stale tensor) moves gradients by ~10^5-10^7 of them.
 CAUSES = {
-    # harness/fused_bias_gelu.c is the harness's own kernel: scalar libm
+    # harness/autograd/fused_bias_gelu.c is the harness's own kernel: scalar libm
     # tanhf where ATen's gelu is vectorised with its own tanh, and dbias
     # summed row by row where ATen's sum reduces in another order. Measured
     # 2-3.5 ULP (float32) on bias_gelu{,_atomic}_bs{1..32}, 8 on gpt_bias_gelu.
@@ -402,11 +402,11 @@ CAUSES = {
     "fused_kernel_lowp": (4, "autocast", "the fused bias+GELU sums dbias from dx already rounded to the "
                                          "autocast dtype; autograd sums the float32 dx"),
     # torch 1.13's CPU autocast has no float32 rule for softmax (its CUDA
-    # lists have one, and harness/autocast.h follows those), so torch takes
+    # lists have one, and harness/autograd/autocast.h follows those), so torch takes
     # the softmax in bfloat16. Measured 5 bf16 ULP (autocast_gpt_bf16);
     # with --rules harness that case is bitwise.
     "softmax_dtype": (12, "autocast", "torch's CPU autocast runs softmax in the autocast dtype, "
-                                      "harness/autocast.h in float32 (torch's CUDA rule)"),
+                                      "harness/autograd/autocast.h in float32 (torch's CUDA rule)"),
 }
 
 # Mantissa bits, for ULP sizes.
@@ -620,7 +620,7 @@ def main(argv=None):
                     help="then run this ckpt-verify's diff on each pair and fail (exit 1) on any "
                          "difference that is not bitwise or within its documented bound")
     ap.add_argument("--rules", choices=("torch", "harness"), default="torch",
-                    help="autocast op lists: torch's own (default) or harness/autocast.h's "
+                    help="autocast op lists: torch's own (default) or harness/autograd/autocast.h's "
                          "(softmax and layer norm in float32)")
     ap.add_argument("--plant", choices=sorted(PLANTS), help="plant a known difference (tests)")
     args = ap.parse_args(argv)

@@ -1,5 +1,5 @@
 /* test_cuda_kernels: the CUDA kernels of harness/cuda/ against the CPU kernel
- * (harness/fused_bias_gelu.c) and against their own documented promises, and
+ * (harness/autograd/fused_bias_gelu.c) and against their own documented promises, and
  * the shim's CUDA entry points (stream, Philox reservation, timers).
  *
  * Runs for real only in a CUDA build (CKPT_WITH_CUDA) with a device. Elsewhere
@@ -32,8 +32,8 @@
 
 #include "../harness/aten/aten.h"
 #include "../harness/error.h"
-#include "../harness/fused_bias_gelu.h"
-#include "../harness/half_convert.h"
+#include "fused_bias_gelu.h"
+#include "half_convert.h"
 #ifdef CKPT_WITH_CUDA
 #include "../harness/cuda/bias_dropout_add_cuda.h"
 #include "../harness/cuda/fused_bias_gelu_cuda.h"

@@ -1,4 +1,4 @@
-/* Unit tests for harness/half_convert.c and harness/fused_bias_gelu.c.
+/* Unit tests for harness/autograd/half_convert.c and harness/fused_bias_gelu.c.
  * No libtorch: references are computed here in double precision. Every bound
  * asserted below was measured with the fixed seeds used here (glibc 2.36
  * tanhf, x86-64, gcc 12 -O2); the comment next to each states it. */

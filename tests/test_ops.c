@@ -1,4 +1,4 @@
-/* test_ops: every op of harness/ops.h, forward and backward through the
+/* test_ops: every op of harness/autograd/ops.h, forward and backward through the
  * tape, against libtorch's own autograd (harness/aten/oracle.h) on seeded
  * random inputs: leaves that require grad, the op, tape_backward with a
  * random upstream gradient, then the output and each leaf's ->grad compared

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../dtype.h"
-#include "../host_tensor.h"
+#include "dtype.h"
+#include "host_tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -17,9 +17,9 @@ extern "C" {
 /* error.h, dtype.h and host_tensor.h are plain C headers without extern "C"
  * guards of their own. aten.h includes the latter two inside its extern "C"
  * block already; they are include-guarded, so wrapping them here is harmless. */
-#include "../dtype.h"
+#include "dtype.h"
 #include "../error.h"
-#include "../host_tensor.h"
+#include "host_tensor.h"
 }
 #include "aten.h"
 

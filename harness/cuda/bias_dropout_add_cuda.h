@@ -49,7 +49,7 @@
 extern "C" {
 #endif
 
-#include "../dtype.h"
+#include "dtype.h"
 
 /* Philox offset (32-bit values per subsequence) one call consumes. */
 #define CUDA_BDA_PHILOX_INCREMENT 4

@@ -23,7 +23,7 @@
 #include <cuda_runtime.h>
 
 extern "C" {
-#include "../dtype.h"
+#include "dtype.h"
 }
 
 namespace ckpt_cuda {

@@ -38,8 +38,8 @@
 extern "C" {
 #endif
 
-#include "../dtype.h"
-#include "../fused_bias_gelu.h" /* enum dbias_reduction */
+#include "dtype.h"
+#include "fused_bias_gelu.h" /* enum dbias_reduction */
 
 /* y[r][c] = gelu_tanh(x[r][c] + bias[c]), one thread per element. */
 int cuda_fused_bias_gelu_forward(const void *x, const void *bias, void *y, size_t rows, size_t cols,

@@ -22,7 +22,7 @@
  *   comparison. */
 #include <stdio.h>
 
-#include "../../harness/policy.h"
+#include "policy.h"
 #include "faulty.h"
 
 /* Layers per checkpointed segment (segments = every: 1). */

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../harness/autocast.h"
+#include "autocast.h"
 #include "../../harness/error.h"
 #include "../plugin.h"
 
