@@ -418,11 +418,20 @@ static int is_device_syntax(const char *v)
 }
 
 /* Syntax only: whether the device exists is for the runner to say. */
+/* A text field set whole: the bytes after the terminator are zero too, so
+ * two cases with the same values are the same bytes (a later value shorter
+ * than an earlier one would otherwise leave its tail behind). */
+static void set_text(char *field, size_t cap, const char *v)
+{
+    memset(field, 0, cap);
+    snprintf(field, cap, "%s", v);
+}
+
 static int set_device(struct case_builder *b, const char *v, const struct where *at)
 {
     if (!is_device_syntax(v) || strlen(v) >= sizeof b->c.device)
         return bad_value(at, v);
-    snprintf(b->c.device, sizeof b->c.device, "%s", v);
+    set_text(b->c.device, sizeof b->c.device, v);
     return ST_OK;
 }
 
@@ -431,7 +440,7 @@ static int set_device(struct case_builder *b, const char *v, const struct where 
 static int set_policy(struct case_builder *b, const char *v, const struct where *at)
 {
     if (strcmp(v, "none") == 0) {
-        b->c.policy[0] = '\0';
+        set_text(b->c.policy, sizeof b->c.policy, "");
         return ST_OK;
     }
     unsigned keep;
@@ -441,19 +450,19 @@ static int set_policy(struct case_builder *b, const char *v, const struct where 
     if (policy_parse(v, &keep, why, sizeof why))
         return error_set(ST_INPUT, "%s:%d: bad value '%s' for '%s' in %s: %s", at->file, at->line, v, at->key,
                          at->section, why);
-    snprintf(b->c.policy, sizeof b->c.policy, "%s", v);
+    set_text(b->c.policy, sizeof b->c.policy, v);
     return ST_OK;
 }
 
 static int set_draw_device(struct case_builder *b, const char *v, const struct where *at)
 {
     if (strcmp(v, "same") == 0) {
-        b->c.draw_device[0] = '\0';
+        set_text(b->c.draw_device, sizeof b->c.draw_device, "");
         return ST_OK;
     }
     if (!is_device_syntax(v) || strlen(v) >= sizeof b->c.draw_device)
         return bad_value(at, v);
-    snprintf(b->c.draw_device, sizeof b->c.draw_device, "%s", v);
+    set_text(b->c.draw_device, sizeof b->c.draw_device, v);
     return ST_OK;
 }
 
