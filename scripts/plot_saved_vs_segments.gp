@@ -20,7 +20,8 @@ if (term eq 'svg') {
 set output out
 
 set title sprintf("Memory saved by checkpointing vs number of segments\n%s", common)
-set xlabel "checkpoint segments N, log scale  (the largest N drawn = every layer its own segment)"
+set xlabel "checkpoint segments N, log scale"
+if (exists("every_x")) set xtics add (sprintf("%d = every layer", every_x) every_x)
 set label 1 "saved = 1 - impl / baseline (no checkpoint).  checkpoint_sequential(N): N-1 segments of L/N layers checkpointed, the rest plain.\npeak: highest bytes live in the step (gradients included);  held at end of forward: what forward leaves for backward" at screen 0.5, screen 0.03 center font ',8'
 set ylabel "memory saved (% of the baseline's)"
 set logscale x 2

@@ -124,6 +124,10 @@ static int summary_load(struct summary_in *s, const char *run_dir)
         r->base_grad = jnum(o, "baseline_grad_bytes");
         r->act = jnum(o, "activation_peak_bytes");
         r->base_act = jnum(o, "baseline_activation_peak_bytes");
+        /* A run that failed or errored did not do the case's work: its
+         * bytes and time are no measurement of checkpointing. */
+        if (!strcmp(r->verdict, "FAIL") || !strcmp(r->verdict, "ERROR"))
+            r->peak = r->efb = r->grad = r->act = r->overhead = NAN;
         read_def(json_object_get(o, "case_definition"), &r->d);
         s->n++;
     }
@@ -799,6 +803,13 @@ static int predicted_xs(const struct def *d, const struct group *g, enum sweep s
 {
     int n = 0;
     int squares = sw == SWEEP_LAYERS && is_sqrt_segments(d);
+    /* Segments: the prediction stands only where a case ran, so no point
+     * reads as a measurement that was never made. */
+    if (sw == SWEEP_SEGMENTS) {
+        for (int k = 0; k < g->n_x && n < max; k++)
+            x[n++] = g->x[k];
+        return n;
+    }
     for (int v = (int)g->x[0]; v <= (int)g->x[g->n_x - 1] && n < max; v++) {
         long r = lround(sqrt((double)v));
         int regular = sw == SWEEP_SEGMENTS ? d->layers % v == 0 : !squares || r * r == v;
@@ -895,6 +906,12 @@ static int plot_saved(struct plot_env *env, const struct summary_in *s, enum swe
         return st;
     size_t off = strlen(vars);
     snprintf(vars + off, sizeof vars - off, "; common='%s'", gr.common);
+    /* Segments = every layer is drawn at N = L: its tic says so. */
+    const struct def *d0 = &s->r[gr.g[pick[0]].first].d;
+    if (sw == SWEEP_SEGMENTS && find_x(gr.g[pick[0]].x, gr.g[pick[0]].n_x, d0->layers) >= 0) {
+        off = strlen(vars);
+        snprintf(vars + off, sizeof vars - off, "; every_x=%d", d0->layers);
+    }
     char script[64];
     snprintf(script, sizeof script, "plot_%s.gp", name);
     return gnuplot_run(env, script, name, vars);
