@@ -417,7 +417,6 @@ static int is_device_syntax(const char *v)
             parse_long(v + 5, 0, MAX_DEVICE_INDEX, &index) == 0);
 }
 
-/* Syntax only: whether the device exists is for the runner to say. */
 /* A text field set whole: the bytes after the terminator are zero too, so
  * two cases with the same values are the same bytes (a later value shorter
  * than an earlier one would otherwise leave its tail behind). */
@@ -427,6 +426,7 @@ static void set_text(char *field, size_t cap, const char *v)
     snprintf(field, cap, "%s", v);
 }
 
+/* Syntax only: whether the device exists is for the runner to say. */
 static int set_device(struct case_builder *b, const char *v, const struct where *at)
 {
     if (!is_device_syntax(v) || strlen(v) >= sizeof b->c.device)
