@@ -436,7 +436,7 @@ static int apply_overrides(struct ckpt_case *c, const struct overrides *o)
     if (o->device)
         snprintf(c->device, sizeof c->device, "%s", o->device);
     if (o->verify_values)
-        c->verify_values = 1;
+        c->determinism_check = DETERMINISM_VALUES;
     if (o->impls)
         return parse_impl_list(o->impls, c->impls, &c->n_impls);
     return ST_OK;
@@ -497,6 +497,10 @@ static int check_impls(const struct ckpt_case *const *run, int n_run, const stru
             if (!impl_find(c.impls[k]))
                 return error_set(ST_INPUT, "%s:%d: case %s: unknown impl '%s' (see --help)", c.file, c.line,
                                  c.name, c.impls[k]);
+            else if (c.determinism_check == DETERMINISM_VALUES && impl_is_reentrant(impl_find(c.impls[k])))
+                return error_set(ST_INPUT, "%s:%d: case %s: impl %s is reentrant: it keeps no saved tensors to "
+                                 "compare, so determinism_check = values (verify_values) is not supported",
+                                 c.file, c.line, c.name, c.impls[k]);
         if ((st = model_check_devices(&c)))
             return st;
     }

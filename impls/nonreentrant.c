@@ -43,7 +43,8 @@ struct nr_frame {
     struct segment_fn seg;
     tensor *input;
     int input_requires_grad;
-    int verify_values;
+    enum determinism_check check;
+    int early_stop;
     const struct impl_mutation *mutation;
     struct saved_hooks forward_hooks, recompute_hooks;
 
@@ -63,6 +64,10 @@ struct nr_frame {
      * always 0 in the reference. */
     int slot_offset;
 };
+
+/* recomputed_for before the first recompute: no engine call has this id
+ * (0 is "outside any backward", where an unpack recomputes too). */
+#define NO_RECOMPUTE UINT64_MAX
 
 struct nr_handle {
     struct nr_frame *frame;
@@ -139,7 +144,7 @@ static int forward_pack(void *ctx, const struct node *n, const tensor *t, void *
     m->dtype = tensor_dtype(t);
     m->device = tensor_device(t);
     m->alive = 1;
-    if (f->verify_values && (st = fingerprint(t, &m->fingerprint))) {
+    if (f->check == DETERMINISM_VALUES && (st = fingerprint(t, &m->fingerprint))) {
         free(h);
         return st;
     }
@@ -211,7 +216,7 @@ static int recompute_pack(void *ctx, const struct node *n, const tensor *t, void
         if (f->env.stats)
             f->env.stats->recomputed_tensors++;
     }
-    return f->recompute_counter == f->recompute_end ? ST_STOP : ST_OK;
+    return f->early_stop && f->recompute_counter == f->recompute_end ? ST_STOP : ST_OK;
 }
 
 /* The recompute keeps nothing through this hook itself: recompute_pack's
@@ -227,6 +232,8 @@ static int recompute_unpack(void *ctx, void *packed, tensor **out)
 static int check_metadata(const struct nr_frame *f, int k, const tensor *t)
 {
     const struct saved_meta *m = &f->meta[k];
+    if (f->check == DETERMINISM_NONE)
+        return ST_OK;
     int64_t shape[TENSOR_MAX_DIMS];
     int nd = tensor_shape(t, shape);
     if (tensor_dtype(t) != m->dtype)
@@ -238,7 +245,7 @@ static int check_metadata(const struct nr_frame *f, int k, const tensor *t)
     if (tensor_device(t) != m->device)
         return error_set(ST_MISMATCH, "recomputed saved tensor #%d (op %s) is on another device than in forward",
                          k, m->op);
-    if (f->verify_values) {
+    if (f->check == DETERMINISM_VALUES) {
         uint64_t fp;
         int st = fingerprint(t, &fp);
         if (st)
@@ -361,7 +368,7 @@ static int forward_unpack(void *ctx, void *packed, tensor **out)
          * two-layer segment those have the same shapes: a silent mix-up. */
         int after = f->mutation->reset_counter_after > 0 ? f->mutation->reset_counter_after : f->n_handles / 2;
         if (after > 0 && f->unpacks == after + 1) {
-            f->recomputed_for = 0;
+            f->recomputed_for = NO_RECOMPUTE;
             f->slot_offset = after;
         }
     }
@@ -396,7 +403,9 @@ int impl_run_nonreentrant_keeping(const struct checkpoint_impl *impl, const stru
     f->refcount = 1;
     f->seg = *seg;
     f->input_requires_grad = in->requires_grad;
-    f->verify_values = opts->verify_values;
+    f->check = opts->determinism_check;
+    f->early_stop = !opts->disable_early_stop;
+    f->recomputed_for = NO_RECOMPUTE;
     f->impl = *impl;
     f->keep = keep;
     f->keep_all = impl->mutation.ignore_policy;

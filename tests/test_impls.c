@@ -433,12 +433,12 @@ static void test_verify_values_names_the_first_recomputed_tensor_that_differs(vo
 {
     struct fixture *f = *state;
     f->seg.shift_on_call = 2;
-    f->opts.verify_values = 1;
+    f->opts.determinism_check = DETERMINISM_VALUES;
     int st = run_checkpointed(f, "nonreentrant", NULL);
     assert_int_equal(st, ST_MISMATCH);
     /* x and w are the same; the gelu input (handle #2) is the first that moved. */
     assert_non_null(strstr(error_message(), "recomputed saved tensor #2 (op gelu_tanh) differs"));
-    f->opts.verify_values = 0;
+    f->opts.determinism_check = DETERMINISM_METADATA;
     f->seg.calls = 0;
     /* Without the value check the same bug slips through the metadata check. */
     assert_int_equal(run_checkpointed(f, "nonreentrant", NULL), ST_OK);
