@@ -75,8 +75,10 @@ struct impl_stats {
     double recompute_ms;
     int warnings;
     char warning[256];           /* the last warning */
-    /* Set when a checkpoint's own check found recompute != forward. */
-    char mismatch[512];
+    /* Set when a non-reentrant check found recompute != forward: the ops
+     * that saved each tensor in forward and in recompute, side by side, up
+     * to the first difference (several lines; run_record.op_log). */
+    char op_log[2048];
 };
 
 struct checkpoint_impl {

@@ -522,6 +522,8 @@ static int add_run(struct case_state *cs, const struct checkpoint_impl *impl, co
     if (st == ST_MISMATCH || st == ST_RUN || st == ST_INTERNAL) {
         snprintf(r->outcome, sizeof r->outcome, "%s", st == ST_MISMATCH ? RUN_OUTCOME_CHECK_FAILED : RUN_OUTCOME_ERROR);
         snprintf(r->message, sizeof r->message, "%s", error_message());
+        if (st == ST_MISMATCH)
+            snprintf(r->op_log, sizeof r->op_log, "%s", stats->op_log);
     } else if (st) {
         return st;
     }
