@@ -378,20 +378,18 @@ static int cache_lookup(const struct nr_frame *f, int k)
     return k;
 }
 
-/* A tensor cached in forward, handed out as it is, after the checks
- * PyTorch makes: the same metadata, and no in-place op changed it since
- * (its version counter). (The reference looks the entry up by the handle's
- * own index, so a check that it is this handle's entry could never fail;
- * stale_cache's wrong entry is caught by the gradients.) */
+/* A tensor cached in forward, handed out as it is, after PyTorch's check
+ * that no in-place op changed it since (its version counter). No identity
+ * or metadata check: the reference finds the entry by the handle's own
+ * index and hands back the very tensor it measured, so neither could fail
+ * (stale_cache's lookup only takes an entry of the same metadata; its wrong
+ * entry is caught by the gradients). */
 static int cached_unpack(struct nr_frame *f, int k, tensor **out)
 {
     int j = cache_lookup(f, k);
     const struct saved_meta *m = &f->meta[k], *e = &f->meta[j];
     if (!f->kept[j])
         return error_set(ST_INTERNAL, "cached saved tensor #%d (op %s) was already freed", k, m->op);
-    int st = check_metadata(f, k, f->kept[j]);
-    if (st)
-        return st;
     int64_t now = tensor_version(f->kept[j]);
     if (!f->mutation->mutate_cached_output && now != e->version)
         return error_set(ST_MISMATCH,

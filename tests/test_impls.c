@@ -473,6 +473,7 @@ static void test_verify_values_names_the_first_recomputed_tensor_that_differs(vo
 struct probe {
     int calls;
     int narrow_on_call;
+    int move_on_call; /* on this call, save a copy on cuda:0 */
     int reads;
 };
 
@@ -501,7 +502,13 @@ static int probe_segment(void *ctx, struct var *in, struct var **out)
     if (st)
         return st;
     n->ctx = p;
-    st = p->narrow_on_call == p->calls ? tensor_narrow(&kept, in->data, 0, 0, 1) : tensor_share(&kept, in->data);
+    int cuda0 = 0;
+    if (p->move_on_call == p->calls && !(st = aten_parse_device("cuda:0", &cuda0)))
+        st = tensor_to_device(&kept, in->data, cuda0);
+    else if (p->narrow_on_call == p->calls)
+        st = tensor_narrow(&kept, in->data, 0, 0, 1);
+    else
+        st = tensor_share(&kept, in->data);
     if (!st)
         st = node_save(n, kept);
     tensor_free(kept);
@@ -522,6 +529,19 @@ static void test_nonreentrant_reports_a_recomputed_shape_mismatch_with_the_op_lo
     assert_null(strchr(error_message(), '\n'));
     assert_string_equal(f->stats.op_log, "saved tensor | forward op | recompute op\n"
                                           "#0 | probe | probe <- recomputed tensor differs\n");
+}
+
+/* Needs a GPU (skipped without one; scripts/gpu-build.sh runs it): the
+ * recompute saves a copy on cuda:0 of what forward saved on the CPU. */
+static void test_nonreentrant_reports_a_recomputed_tensor_on_another_device(void **state)
+{
+    struct fixture *f = *state;
+    if (!aten_cuda_available())
+        skip();
+    struct probe p = {.move_on_call = 2, .reads = 1};
+    assert_int_equal(run_segment(f, "nonreentrant", (struct segment_fn){probe_segment, &p}, NULL), ST_MISMATCH);
+    assert_non_null(strstr(error_message(), "recomputed saved tensor #0 (op probe) is on another device than in "
+                                            "forward"));
 }
 
 static void test_nonreentrant_reports_a_saved_tensor_unpacked_twice_in_one_backward(void **state)
@@ -589,6 +609,25 @@ static void test_determinism_check_none_skips_the_metadata_check(void **state)
     assert_non_null(strstr(error_message(), "was not recomputed"));
     f->seg.skip_dropout_on_call = 0;
     f->opts.determinism_check = DETERMINISM_METADATA;
+}
+
+/* A segment whose output is cut from its input (detached). */
+static int detaching_segment(void *ctx, struct var *in, struct var **out)
+{
+    (void)ctx;
+    return var_detach(out, in, 0);
+}
+
+/* The reentrant checkpoint records a node because its input requires grad;
+ * its recompute finds an output that does not, and says the checkpoint has
+ * nothing to do (PyTorch's "none of output has requires_grad=True"). */
+static void test_reentrant_refuses_a_recompute_whose_output_needs_no_grad(void **state)
+{
+    struct fixture *f = *state;
+    int forward = -1;
+    assert_int_equal(run_segment(f, "reentrant", (struct segment_fn){detaching_segment, NULL}, &forward), ST_RUN);
+    assert_int_equal(forward, ST_OK);
+    assert_non_null(strstr(error_message(), "no output of the segment requires grad"));
 }
 
 /* Every built-in reentrant impl refuses the value check when it runs, and
@@ -822,12 +861,14 @@ int main(void)
         FIXTURE_TEST(test_nonreentrant_reports_recomputed_dtype_mismatch),
         FIXTURE_TEST(test_verify_values_names_the_first_recomputed_tensor_that_differs),
         FIXTURE_TEST(test_nonreentrant_reports_a_recomputed_shape_mismatch_with_the_op_log),
+        FIXTURE_TEST(test_nonreentrant_reports_a_recomputed_tensor_on_another_device),
         FIXTURE_TEST(test_nonreentrant_reports_a_saved_tensor_unpacked_twice_in_one_backward),
         FIXTURE_TEST(test_nonreentrant_reports_fewer_tensors_recomputed_than_saved),
         FIXTURE_TEST(test_more_tensors_recomputed_than_saved_fire_only_without_early_stop),
         FIXTURE_TEST(test_without_early_stop_the_recompute_runs_to_the_end),
         FIXTURE_TEST(test_determinism_check_none_skips_the_metadata_check),
         FIXTURE_TEST(test_reentrant_impls_refuse_the_value_check),
+        FIXTURE_TEST(test_reentrant_refuses_a_recompute_whose_output_needs_no_grad),
         FIXTURE_TEST(test_reentrant_recompute_context_sees_only_segment_inputs_and_params),
         FIXTURE_TEST(test_nonreentrant_recompute_context_sees_only_segment_inputs_and_params),
         FIXTURE_TEST(test_forward_context_wraps_the_original_forward_once),
