@@ -1,11 +1,11 @@
 /* nonreentrant: torch.utils.checkpoint with use_reentrant=False.
  * Forward runs the segment with grad as the caller has it, under a pack hook
  * that keeps a handle (an index into the checkpoint's frame, plus the saved
- * tensor's metadata and, with verify_values, a fingerprint of its bytes)
+ * tensor's metadata and, with determinism_check = values, a fingerprint of its bytes)
  * instead of the tensor. The first unpack in a backward pass recomputes the
  * segment once (RNG and autocast replayed under a forked RNG) under an inner
  * pack hook that fills the handles in order, stops early once the last one is
- * filled, and checks each recomputed tensor against its forward metadata
+ * filled (unless early_stop is off), and checks each recomputed tensor against its forward metadata
  * (and fingerprint). Each recomputed tensor is handed out by its unpack and
  * dropped by the frame at once. Works when no input requires grad.
  * Selective checkpointing (selective.c) is this with a policy: the saved
