@@ -77,6 +77,7 @@ static void usage(FILE *out)
             "  --threads N        intra-op threads (overrides the case)\n"
             "  --device DEV       cpu or cuda:N (overrides the case)\n"
             "  --verify-values    non-reentrant: check recomputed saved tensors against forward fingerprints\n"
+            "                     (determinism_check = values; refused for a case with a reentrant impl)\n"
             "  --shard K/N        run the K-th of N round-robin slices of the selected cases (1 <= K <= N)\n"
             "  --compare-to DIR   list regressions against the run in DIR (its summary.json); any -> exit 1\n"
             "  --progress         off a terminal, one line per finished case on stderr (default: quiet)\n"
@@ -436,7 +437,7 @@ static int apply_overrides(struct ckpt_case *c, const struct overrides *o)
     if (o->device)
         snprintf(c->device, sizeof c->device, "%s", o->device);
     if (o->verify_values)
-        c->verify_values = 1;
+        c->determinism_check = DETERMINISM_VALUES;
     if (o->impls)
         return parse_impl_list(o->impls, c->impls, &c->n_impls);
     return ST_OK;
@@ -497,6 +498,11 @@ static int check_impls(const struct ckpt_case *const *run, int n_run, const stru
             if (!impl_find(c.impls[k]))
                 return error_set(ST_INPUT, "%s:%d: case %s: unknown impl '%s' (see --help)", c.file, c.line,
                                  c.name, c.impls[k]);
+            else if (c.determinism_check == DETERMINISM_VALUES && impl_is_reentrant(impl_find(c.impls[k])))
+                return error_set(ST_INPUT, "%s:%d: case %s: impl %s is reentrant: it keeps no saved tensors to "
+                                 "compare, so %s is not supported (name the non-reentrant impls with --impl)",
+                                 c.file, c.line, c.name, c.impls[k],
+                                 o->verify_values ? "--verify-values" : "determinism_check = values");
         if ((st = model_check_devices(&c)))
             return st;
     }

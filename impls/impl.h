@@ -56,7 +56,11 @@ struct impl_options {
     int preserve_rng_state;
     enum rng_devices rng_devices;
     int current_device;          /* the device the case runs on */
-    int verify_values;           /* non-reentrant: fingerprint saved tensors */
+    /* non-reentrant: what a recomputed saved tensor is checked against
+     * (metadata by default; values: a fingerprint of its forward bytes).
+     * Reentrant impls have no saved tensors to check and refuse `values`. */
+    enum determinism_check determinism_check;
+    int disable_early_stop;      /* non-reentrant: recompute the whole segment (PyTorch's early_stop=False) */
     const struct context_hooks *context;
     struct impl_stats *stats;    /* may be NULL */
     /* selective: the ops whose saved tensors are kept from forward, a bit
@@ -71,8 +75,10 @@ struct impl_stats {
     double recompute_ms;
     int warnings;
     char warning[256];           /* the last warning */
-    /* Set when a checkpoint's own check found recompute != forward. */
-    char mismatch[512];
+    /* Set when a non-reentrant check found recompute != forward: the ops
+     * that saved each tensor in forward and in recompute, side by side, up
+     * to the first difference (several lines; run_record.op_log). */
+    char op_log[2048];
 };
 
 struct checkpoint_impl {
@@ -93,6 +99,12 @@ struct checkpoint_impl {
 const struct checkpoint_impl *impl_find(const char *name);
 /* Every impl, references first; NULL-terminated. */
 const struct checkpoint_impl *const *impl_all(void);
+
+/* Whether a built-in impl is a reentrant checkpoint (reentrant.c or a
+ * mutation of it): it keeps no saved tensors, so it refuses
+ * determinism_check = values. Checked before a run; a plugin's reentrant
+ * impl refuses when it runs. */
+int impl_is_reentrant(const struct checkpoint_impl *impl);
 
 /* Shared by the reference impls and their mutations. */
 int impl_run_none(const struct checkpoint_impl *impl, const struct impl_options *opts,

@@ -1,11 +1,11 @@
 /* nonreentrant: torch.utils.checkpoint with use_reentrant=False.
  * Forward runs the segment with grad as the caller has it, under a pack hook
  * that keeps a handle (an index into the checkpoint's frame, plus the saved
- * tensor's metadata and, with verify_values, a fingerprint of its bytes)
+ * tensor's metadata and, with determinism_check = values, a fingerprint of its bytes)
  * instead of the tensor. The first unpack in a backward pass recomputes the
  * segment once (RNG and autocast replayed under a forked RNG) under an inner
  * pack hook that fills the handles in order, stops early once the last one is
- * filled, and checks each recomputed tensor against its forward metadata
+ * filled (unless early_stop is off), and checks each recomputed tensor against its forward metadata
  * (and fingerprint). Each recomputed tensor is handed out by its unpack and
  * dropped by the frame at once. Works when no input requires grad.
  * Selective checkpointing (selective.c) is this with a policy: the saved
@@ -43,7 +43,8 @@ struct nr_frame {
     struct segment_fn seg;
     tensor *input;
     int input_requires_grad;
-    int verify_values;
+    enum determinism_check check;
+    int early_stop;
     const struct impl_mutation *mutation;
     struct saved_hooks forward_hooks, recompute_hooks;
 
@@ -56,6 +57,9 @@ struct nr_frame {
     int op_calls[POP_COUNT];    /* calls so far of each op in this checkpoint's forward */
     struct checkpoint_impl impl; /* the impl, with a selective mutation resolved */
     tensor **recomputed;        /* filled by the recompute, emptied by unpacks */
+    /* the op that saved the k-th tensor of the last recompute, k <= n_handles
+     * (one more than forward saved, for the op log of that mismatch) */
+    const char **recompute_ops;
     int recompute_counter;
     uint64_t recomputed_for;    /* engine call the recompute belongs to */
     int unpacks;
@@ -63,6 +67,10 @@ struct nr_frame {
      * always 0 in the reference. */
     int slot_offset;
 };
+
+/* recomputed_for before the first recompute: no engine call has this id
+ * (0 is "outside any backward", where an unpack recomputes too). */
+#define NO_RECOMPUTE UINT64_MAX
 
 struct nr_handle {
     struct nr_frame *frame;
@@ -80,6 +88,7 @@ static void frame_release(struct nr_frame *f)
             tensor_free(f->kept[i]);
     }
     free(f->recomputed);
+    free(f->recompute_ops);
     free(f->kept);
     free(f->meta);
     tensor_free(f->input);
@@ -139,7 +148,7 @@ static int forward_pack(void *ctx, const struct node *n, const tensor *t, void *
     m->dtype = tensor_dtype(t);
     m->device = tensor_device(t);
     m->alive = 1;
-    if (f->verify_values && (st = fingerprint(t, &m->fingerprint))) {
+    if (f->check == DETERMINISM_VALUES && (st = fingerprint(t, &m->fingerprint))) {
         free(h);
         return st;
     }
@@ -188,18 +197,63 @@ static void handle_free(void *ctx, void *packed)
     frame_release(f);
 }
 
+/* PyTorch's checkpoint(debug=True) log, for a failed check: one row per
+ * saved tensor, the op that saved it in forward and in recompute, up to the
+ * first row where they differ or the row the check failed on (`failed`),
+ * whichever comes first; that row is marked with `what`. Goes to the run's
+ * op_log (stats), since the error message stays one line. */
+static void write_op_log(const struct nr_frame *f, int failed, const char *what)
+{
+    if (!f->env.stats)
+        return;
+    char *log = f->env.stats->op_log;
+    size_t cap = sizeof f->env.stats->op_log, used = 0;
+    int recomputed = f->recompute_counter < f->n_handles + 1 ? f->recompute_counter : f->n_handles + 1;
+    int last = failed;
+    for (int k = 0; k < failed; k++) {
+        const char *fwd = k < f->n_handles ? f->meta[k].op : NULL;
+        const char *rec = k < recomputed ? f->recompute_ops[k] : NULL;
+        if (!fwd || !rec || strcmp(fwd, rec) != 0) {
+            last = k;
+            what = "first op that differs";
+            break;
+        }
+    }
+    enum { SHOWN_ROWS = 16 };
+    int first = last >= SHOWN_ROWS ? last - SHOWN_ROWS + 1 : 0;
+    int n = snprintf(log, cap, "saved tensor | forward op | recompute op\n");
+    if (n > 0 && first > 0)
+        n += snprintf(log + n, cap - (size_t)n, "#0..#%d | (the same ops) | (the same ops)\n", first - 1);
+    used = n > 0 ? (size_t)n : 0;
+    for (int k = first; k <= last && used < cap; k++) {
+        const char *fwd = k < f->n_handles ? f->meta[k].op : "(none: forward saved no more)";
+        const char *rec = k < recomputed ? f->recompute_ops[k] : "(none: recompute saved no more)";
+        n = snprintf(log + used, cap - used, "#%d | %s | %s%s%s\n", k, fwd, rec, k == last ? " <- " : "",
+                     k == last ? what : "");
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
+
 /* Inner pack hook of the recompute: the k-th saved tensor fills handle k
  * (handle k - slot_offset under counter_reset). Once the last handle is
  * filled the recompute stops (PyTorch's early stop). */
 static int recompute_pack(void *ctx, const struct node *n, const tensor *t, void **packed)
 {
-    (void)n;
     struct nr_frame *f = ctx;
     *packed = NULL;
     int k = f->recompute_counter++;
-    if (k >= f->n_handles)
-        return error_set(ST_MISMATCH, "recompute saved more tensors (%d) than the forward did (%d)", k + 1,
-                         f->n_handles);
+    if (k <= f->n_handles)
+        f->recompute_ops[k] = n->name;
+    /* Only reachable with early_stop = false: otherwise the recompute stops
+     * at the last handle. */
+    if (k >= f->n_handles) {
+        write_op_log(f, k, "saved by the recompute only");
+        return error_set(ST_MISMATCH, "recompute saved more tensors (%d) than the forward did (%d; the extra one by "
+                                      "op %s)",
+                         k + 1, f->n_handles, n->name);
+    }
     int slot = k - f->slot_offset;
     if (slot >= 0 && f->meta[slot].alive && !f->meta[slot].cached) {
         /* A slot a previous recompute filled but nobody unpacked. */
@@ -211,7 +265,7 @@ static int recompute_pack(void *ctx, const struct node *n, const tensor *t, void
         if (f->env.stats)
             f->env.stats->recomputed_tensors++;
     }
-    return f->recompute_counter == f->recompute_end ? ST_STOP : ST_OK;
+    return f->early_stop && f->recompute_counter == f->recompute_end ? ST_STOP : ST_OK;
 }
 
 /* The recompute keeps nothing through this hook itself: recompute_pack's
@@ -227,6 +281,8 @@ static int recompute_unpack(void *ctx, void *packed, tensor **out)
 static int check_metadata(const struct nr_frame *f, int k, const tensor *t)
 {
     const struct saved_meta *m = &f->meta[k];
+    if (f->check == DETERMINISM_NONE)
+        return ST_OK;
     int64_t shape[TENSOR_MAX_DIMS];
     int nd = tensor_shape(t, shape);
     if (tensor_dtype(t) != m->dtype)
@@ -238,7 +294,7 @@ static int check_metadata(const struct nr_frame *f, int k, const tensor *t)
     if (tensor_device(t) != m->device)
         return error_set(ST_MISMATCH, "recomputed saved tensor #%d (op %s) is on another device than in forward",
                          k, m->op);
-    if (f->verify_values) {
+    if (f->check == DETERMINISM_VALUES) {
         uint64_t fp;
         int st = fingerprint(t, &fp);
         if (st)
@@ -255,6 +311,8 @@ static int recompute(struct nr_frame *f)
 {
     int st;
     if (!f->recomputed && !(f->recomputed = calloc((size_t)f->n_handles + 1, sizeof *f->recomputed)))
+        return error_set(ST_RUN, "out of memory recomputing a checkpoint");
+    if (!f->recompute_ops && !(f->recompute_ops = calloc((size_t)f->n_handles + 1, sizeof *f->recompute_ops)))
         return error_set(ST_RUN, "out of memory recomputing a checkpoint");
     f->recompute_counter = 0;
     tensor *in;
@@ -286,12 +344,17 @@ static int recompute(struct nr_frame *f)
     for (int k = 0; k < f->n_handles; k++) {
         if (!f->meta[k].alive || f->meta[k].cached)
             continue;
-        if (!f->recomputed[k])
+        if (!f->recomputed[k]) {
+            write_op_log(f, k, "not recomputed");
             return error_set(ST_MISMATCH, "recompute saved %d tensors; the forward saved %d (saved tensor #%d, op %s, "
                                           "was not recomputed)",
                              f->recompute_counter, f->n_handles, k, f->meta[k].op);
-        if ((st = check_metadata(f, k, f->recomputed[k])))
+        }
+        if ((st = check_metadata(f, k, f->recomputed[k]))) {
+            if (st == ST_MISMATCH)
+                write_op_log(f, k, "recomputed tensor differs");
             return st;
+        }
     }
     return ST_OK;
 }
@@ -315,23 +378,18 @@ static int cache_lookup(const struct nr_frame *f, int k)
     return k;
 }
 
-/* A tensor cached in forward, handed out as it is, after the checks
- * PyTorch makes: the entry found is the one this handle saved (same op,
- * invocation and slot, same metadata), and no in-place op changed it since
- * (its version counter). */
+/* A tensor cached in forward, handed out as it is, after PyTorch's check
+ * that no in-place op changed it since (its version counter). No identity
+ * or metadata check: the reference finds the entry by the handle's own
+ * index and hands back the very tensor it measured, so neither could fail
+ * (stale_cache's lookup only takes an entry of the same metadata; its wrong
+ * entry is caught by the gradients). */
 static int cached_unpack(struct nr_frame *f, int k, tensor **out)
 {
     int j = cache_lookup(f, k);
     const struct saved_meta *m = &f->meta[k], *e = &f->meta[j];
     if (!f->kept[j])
         return error_set(ST_INTERNAL, "cached saved tensor #%d (op %s) was already freed", k, m->op);
-    if (!f->mutation->stale_cache && (strcmp(e->op, m->op) != 0 || e->invocation != m->invocation ||
-                                      e->slot != m->slot))
-        return error_set(ST_MISMATCH, "cached saved tensor #%d (op %s, call %d) was matched to op %s, call %d", k,
-                         m->op, m->invocation, e->op, e->invocation);
-    int st = check_metadata(f, k, f->kept[j]);
-    if (st)
-        return st;
     int64_t now = tensor_version(f->kept[j]);
     if (!f->mutation->mutate_cached_output && now != e->version)
         return error_set(ST_MISMATCH,
@@ -361,7 +419,7 @@ static int forward_unpack(void *ctx, void *packed, tensor **out)
          * two-layer segment those have the same shapes: a silent mix-up. */
         int after = f->mutation->reset_counter_after > 0 ? f->mutation->reset_counter_after : f->n_handles / 2;
         if (after > 0 && f->unpacks == after + 1) {
-            f->recomputed_for = 0;
+            f->recomputed_for = NO_RECOMPUTE;
             f->slot_offset = after;
         }
     }
@@ -396,7 +454,9 @@ int impl_run_nonreentrant_keeping(const struct checkpoint_impl *impl, const stru
     f->refcount = 1;
     f->seg = *seg;
     f->input_requires_grad = in->requires_grad;
-    f->verify_values = opts->verify_values;
+    f->check = opts->determinism_check;
+    f->early_stop = !opts->disable_early_stop;
+    f->recomputed_for = NO_RECOMPUTE;
     f->impl = *impl;
     f->keep = keep;
     f->keep_all = impl->mutation.ignore_policy;

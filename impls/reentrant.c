@@ -68,6 +68,10 @@ out:
 int impl_run_reentrant(const struct checkpoint_impl *impl, const struct impl_options *opts,
                        const struct segment_fn *seg, struct var *in, struct var **out)
 {
+    if (opts->determinism_check == DETERMINISM_VALUES)
+        return error_set(ST_INPUT, "impl %s is reentrant: it keeps no saved tensors to compare, so determinism_check = "
+                                   "values (verify_values) is not supported; use nonreentrant",
+                         impl->name);
     struct reentrant_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return error_set(ST_RUN, "out of memory creating a checkpoint");

@@ -84,6 +84,12 @@ const struct checkpoint_impl *impl_find(const char *name)
     return NULL;
 }
 
+int impl_is_reentrant(const struct checkpoint_impl *impl)
+{
+    /* stale_input wraps impl_run_reentrant in its own run function. */
+    return impl->run == impl_run_reentrant || impl == &impl_stale_input;
+}
+
 static int is_impl_name(const char *s)
 {
     if (!s || !*s || strlen(s) >= 32)

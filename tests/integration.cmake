@@ -55,3 +55,9 @@ set_tests_properties(report.case_attributes_are_typed PROPERTIES FIXTURES_REQUIR
 
 # The benchmark's cases (cases/bench/) are listed and run by label.
 add_test(NAME cli.list_shows_bench_cases COMMAND ${EXPECT} 0 "^bench_mlp_quick .*cases/bench/bench.ini" -- ${CV} --list)
+
+# A failed non-reentrant check leaves PyTorch's debug log beside its one-line
+# reason: forward's and recompute's ops side by side, the differing row marked,
+# in the report file and under the reason on the terminal.
+add_test(NAME case.failed_check_records_the_op_log
+  COMMAND bash -c "set -e; ${EXPECT} 0 'autocast_not_restored_nr +FAIL' 'own check failed: .*recomputed saved tensor #0 \\(op linear\\) has dtype float32' '^ +#0 \\| linear \\| linear <- recomputed tensor differs$' -- ${CV} --case checks_dtype --out ${IT_OUT}/checks_dtype; ${CKPT_PYTHON} -c \"import h5py,sys; log=h5py.File('${IT_OUT}/checks_dtype/checks_dtype.h5')['runs/autocast_not_restored_nr'].attrs['op_log']; log=log.decode() if isinstance(log,bytes) else log; want='saved tensor | forward op | recompute op\\n#0 | linear | linear <- recomputed tensor differs\\n'; sys.exit(0 if log==want else 'op_log: %r' % log)\"")

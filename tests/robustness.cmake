@@ -40,8 +40,13 @@ add_test(NAME robust.cases.unknown_case_suggests_nearest
 # An impl name is checked before anything runs: no output directory appears.
 add_test(NAME robust.cases.unknown_impl_before_any_run
   COMMAND bash -c "rm -rf ${ROBUST_OUT}/unknown_impl && ${EXPECT_ERROR} 2 \"unknown_impl\\.ini:1: case a: unknown impl 'nonreentrnt'\" -- ${CV} --cases ${BAD_CASES}/unknown_impl.ini --case a --out ${ROBUST_OUT}/unknown_impl && test ! -e ${ROBUST_OUT}/unknown_impl")
+# A reentrant checkpoint keeps no saved tensors: the value check is refused,
+# before anything runs, like an unknown impl.
+add_test(NAME robust.cases.values_check_with_reentrant_before_any_run
+  COMMAND bash -c "rm -rf ${ROBUST_OUT}/values_reentrant && ${EXPECT_ERROR} 2 \"values_with_reentrant\\.ini:1: case a: impl reentrant is reentrant: it keeps no saved tensors to compare, so determinism_check = values\" -- ${CV} --cases ${BAD_CASES}/values_with_reentrant.ini --case a --out ${ROBUST_OUT}/values_reentrant && test ! -e ${ROBUST_OUT}/values_reentrant")
 set_tests_properties(robust.cases.missing_file robust.cases.unknown_case_suggests_nearest
-  robust.cases.unknown_impl_before_any_run PROPERTIES LABELS "robust")
+  robust.cases.unknown_impl_before_any_run robust.cases.values_check_with_reentrant_before_any_run
+  PROPERTIES LABELS "robust")
 
 # ---- diff: bad, damaged and mismatched HDF5 input ------------------------
 # One good report (a tiny case) and copies of it with one thing wrong.

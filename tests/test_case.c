@@ -114,7 +114,8 @@ static void test_defaults_are_the_documented_ones(void **state)
     assert_int_equal(c.input_requires_grad, 1);
     assert_int_equal(c.rng_devices, RNG_ARGS_AND_CURRENT);
     assert_int_equal(c.noise_runs, 4);
-    assert_int_equal(c.verify_values, 0);
+    assert_int_equal(c.determinism_check, DETERMINISM_METADATA);
+    assert_int_equal(c.early_stop, 1);
     assert_int_equal(c.threads, 0);
     assert_int_equal(c.n_impls, 2);
     assert_string_equal(c.impls[0], "reentrant");
@@ -185,7 +186,7 @@ static void test_every_key_is_parsed(void **state)
     assert_true(c.min_memory_saving == 0.3);
     assert_int_equal(c.preserve_rng_state, 0);
     assert_int_equal(c.input_requires_grad, 0);
-    assert_int_equal(c.verify_values, 1);
+    assert_int_equal(c.determinism_check, DETERMINISM_VALUES);
     assert_int_equal(c.rng_devices, RNG_ARGS_ONLY);
     assert_int_equal(c.noise_runs, 0);
     assert_int_equal(c.threads, 2);
@@ -211,9 +212,25 @@ static void test_bool_spellings(void **state)
         snprintf(text, sizeof text, "[case:b]\nverify_values = %s\npreserve_rng_state = %s\n",
                  yes[i], no[i]);
         struct ckpt_case c = load_one(text);
-        assert_int_equal(c.verify_values, 1);
+        assert_int_equal(c.determinism_check, DETERMINISM_VALUES);
         assert_int_equal(c.preserve_rng_state, 0);
     }
+}
+
+/* PyTorch's names; verify_values is the older spelling of `values`, and
+ * both keys set the one field, so the later line decides. */
+static void test_determinism_check_and_its_verify_values_spelling(void **state)
+{
+    (void)state;
+    assert_int_equal(load_one("[case:a]\ndeterminism_check = none\n").determinism_check, DETERMINISM_NONE);
+    assert_int_equal(load_one("[case:a]\ndeterminism_check = values\n").determinism_check, DETERMINISM_VALUES);
+    assert_int_equal(load_one("[case:a]\ndeterminism_check = values\nverify_values = false\n").determinism_check,
+                     DETERMINISM_METADATA);
+    assert_int_equal(load_one("[case:a]\nverify_values = true\ndeterminism_check = none\n").determinism_check,
+                     DETERMINISM_NONE);
+    assert_int_equal(load_one("[case:a]\nearly_stop = false\n").early_stop, 0);
+    expect_error("[case:a]\ndeterminism_check = default\n", 2, "'default'");
+    expect_error("[case:a]\nearly_stop = sometimes\n", 2, "'sometimes'");
 }
 
 static void test_dtype_aliases(void **state)
@@ -749,7 +766,7 @@ static void test_attrs_cover_every_key_and_load_back(void **state)
                                   "expect = no_rng_stash:FAIL|MEMFAIL\nlabels = smoke\n");
     struct attr_text first = {.ini = "[case:a]\n"};
     case_foreach_attr(&c, collect_attr, &first);
-    assert_int_equal(first.count, 3 + 28); /* name, file, line + every key */
+    assert_int_equal(first.count, 3 + 30); /* name, file, line + every key */
     assert_non_null(strstr(first.ini, "lr = 0.003\n"));
     assert_non_null(strstr(first.ini, "expect = no_rng_stash:FAIL|MEMFAIL\n"));
     assert_non_null(strstr(first.ini, "impls = reentrant,no_rng_stash\n"));
@@ -820,6 +837,7 @@ int main(void)
         cmocka_unit_test(test_empty_case_section_gets_defaults_and_its_place),
         cmocka_unit_test(test_every_key_is_parsed),
         cmocka_unit_test(test_bool_spellings),
+        cmocka_unit_test(test_determinism_check_and_its_verify_values_spelling),
         cmocka_unit_test(test_dtype_aliases),
         cmocka_unit_test(test_rng_devices_also_reads_its_former_name_and_spellings),
         cmocka_unit_test(test_draw_device_is_same_or_a_device_and_prints_back),

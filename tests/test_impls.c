@@ -123,6 +123,8 @@ struct seg_state {
     int shift_on_call;     /* on this call, add 1e-3 before gelu */
     int trailing_add;      /* end with an op that saves nothing */
     int trailing_adds_run;
+    int skip_dropout_on_call; /* on this call, end after gelu: one saved tensor fewer */
+    int extra_gelu_on_call;   /* on this call, end with another gelu: one saved tensor more */
 };
 
 static int seg_call(void *ctx, struct var *in, struct var **out)
@@ -165,8 +167,22 @@ static int seg_call(void *ctx, struct var *in, struct var **out)
     }
     if ((st = op_gelu(&h, y, 1)))
         goto out;
+    if (s->skip_dropout_on_call == s->calls) {
+        *out = var_retain(h);
+        goto out;
+    }
     if ((st = op_dropout(out, h, s->p)))
         goto out;
+    if (s->extra_gelu_on_call == s->calls) {
+        struct var *g2;
+        if ((st = op_gelu(&g2, *out, 1))) {
+            var_release(*out);
+            *out = NULL;
+            goto out;
+        }
+        var_release(*out);
+        *out = g2;
+    }
     if (s->trailing_add) {
         struct var *sum;
         s->trailing_adds_run++;
@@ -228,10 +244,9 @@ static int teardown(void **state)
 
 /* Forward through impl, sum-of-squares loss, full backward. Returns the
  * backward's status; the caller reads ->grad. */
-static int run_checkpointed(struct fixture *f, const char *impl_name, int *forward_status)
+static int run_segment(struct fixture *f, const char *impl_name, struct segment_fn fn, int *forward_status)
 {
     const struct checkpoint_impl *impl = impl_find(impl_name);
-    struct segment_fn fn = {seg_call, &f->seg};
     struct var *y = NULL, *loss = NULL, *target = NULL;
     tensor *t;
     int64_t xs[2] = {4, HIDDEN};
@@ -251,6 +266,11 @@ static int run_checkpointed(struct fixture *f, const char *impl_name, int *forwa
     var_release(y);
     var_release(target);
     return st;
+}
+
+static int run_checkpointed(struct fixture *f, const char *impl_name, int *forward_status)
+{
+    return run_segment(f, impl_name, (struct segment_fn){seg_call, &f->seg}, forward_status);
 }
 
 static tensor *clone_of(const tensor *t)
@@ -433,16 +453,207 @@ static void test_verify_values_names_the_first_recomputed_tensor_that_differs(vo
 {
     struct fixture *f = *state;
     f->seg.shift_on_call = 2;
-    f->opts.verify_values = 1;
+    f->opts.determinism_check = DETERMINISM_VALUES;
     int st = run_checkpointed(f, "nonreentrant", NULL);
     assert_int_equal(st, ST_MISMATCH);
     /* x and w are the same; the gelu input (handle #2) is the first that moved. */
     assert_non_null(strstr(error_message(), "recomputed saved tensor #2 (op gelu_tanh) differs"));
-    f->opts.verify_values = 0;
+    f->opts.determinism_check = DETERMINISM_METADATA;
     f->seg.calls = 0;
     /* Without the value check the same bug slips through the metadata check. */
     assert_int_equal(run_checkpointed(f, "nonreentrant", NULL), ST_OK);
     f->seg.shift_on_call = 0;
+}
+
+/* ---- every check of the non-reentrant checkpoint fires ---------------------------- */
+
+/* A test op, y = x, that saves x — or only its first row on call
+ * `narrow_on_call` — and whose backward reads its saved tensor `reads`
+ * times (an op breaking the engine's one-unpack-per-backward contract). */
+struct probe {
+    int calls;
+    int narrow_on_call;
+    int move_on_call; /* on this call, save a copy on cuda:0 */
+    int reads;
+};
+
+static int probe_backward(struct node *n, tensor *const *g, tensor **gi)
+{
+    struct probe *p = n->ctx;
+    for (int i = 0; i < p->reads; i++) {
+        tensor *saved = NULL;
+        int st = node_saved(n, 0, &saved);
+        tensor_free(saved);
+        if (st)
+            return st;
+    }
+    return n->next[0].node ? tensor_share(&gi[0], g[0]) : ST_OK;
+}
+
+static int probe_segment(void *ctx, struct var *in, struct var **out)
+{
+    struct probe *p = ctx;
+    p->calls++;
+    struct node *n = NULL;
+    tensor *y = NULL, *kept = NULL;
+    int st = tensor_share(&y, in->data);
+    if (!st && (st = node_create(&n, "probe", probe_backward, &in, 1, 1)))
+        tensor_free(y);
+    if (st)
+        return st;
+    n->ctx = p;
+    int cuda0 = 0;
+    if (p->move_on_call == p->calls && !(st = aten_parse_device("cuda:0", &cuda0)))
+        st = tensor_to_device(&kept, in->data, cuda0);
+    else if (p->narrow_on_call == p->calls)
+        st = tensor_narrow(&kept, in->data, 0, 0, 1);
+    else
+        st = tensor_share(&kept, in->data);
+    if (!st)
+        st = node_save(n, kept);
+    tensor_free(kept);
+    if (!st)
+        st = var_from_op(out, y, n, 0);
+    else
+        tensor_free(y);
+    node_release(n);
+    return st;
+}
+
+static void test_nonreentrant_reports_a_recomputed_shape_mismatch_with_the_op_log(void **state)
+{
+    struct fixture *f = *state;
+    struct probe p = {.narrow_on_call = 2, .reads = 1};
+    assert_int_equal(run_segment(f, "nonreentrant", (struct segment_fn){probe_segment, &p}, NULL), ST_MISMATCH);
+    assert_non_null(strstr(error_message(), "recomputed saved tensor #0 (op probe) has a different shape"));
+    assert_null(strchr(error_message(), '\n'));
+    assert_string_equal(f->stats.op_log, "saved tensor | forward op | recompute op\n"
+                                          "#0 | probe | probe <- recomputed tensor differs\n");
+}
+
+/* Needs a GPU (skipped without one; scripts/gpu-build.sh runs it): the
+ * recompute saves a copy on cuda:0 of what forward saved on the CPU. */
+static void test_nonreentrant_reports_a_recomputed_tensor_on_another_device(void **state)
+{
+    struct fixture *f = *state;
+    if (!aten_cuda_available())
+        skip();
+    struct probe p = {.move_on_call = 2, .reads = 1};
+    assert_int_equal(run_segment(f, "nonreentrant", (struct segment_fn){probe_segment, &p}, NULL), ST_MISMATCH);
+    assert_non_null(strstr(error_message(), "recomputed saved tensor #0 (op probe) is on another device than in "
+                                            "forward"));
+}
+
+static void test_nonreentrant_reports_a_saved_tensor_unpacked_twice_in_one_backward(void **state)
+{
+    struct fixture *f = *state;
+    struct probe p = {.reads = 2};
+    assert_int_equal(run_segment(f, "nonreentrant", (struct segment_fn){probe_segment, &p}, NULL), ST_MISMATCH);
+    assert_non_null(strstr(error_message(), "saved tensor #0 (op probe) was unpacked twice in one backward"));
+    assert_int_equal(p.calls, 2); /* one recompute, not one per read */
+}
+
+static void test_nonreentrant_reports_fewer_tensors_recomputed_than_saved(void **state)
+{
+    struct fixture *f = *state;
+    f->seg.skip_dropout_on_call = 2;
+    assert_int_equal(run_checkpointed(f, "nonreentrant", NULL), ST_MISMATCH);
+    assert_non_null(strstr(error_message(), "recompute saved 3 tensors; the forward saved 4 (saved tensor #3, op "
+                                            "dropout, was not recomputed)"));
+    /* The op log stops at the first difference: the dropout only forward ran. */
+    assert_non_null(strstr(f->stats.op_log, "#2 | gelu_tanh | gelu_tanh\n"
+                                            "#3 | dropout | (none: recompute saved no more) <- not recomputed\n"));
+    f->seg.skip_dropout_on_call = 0;
+}
+
+/* The extra tensor comes after the last one forward saved: early stop never
+ * runs that far, so only early_stop = false sees it (as in PyTorch). */
+static void test_more_tensors_recomputed_than_saved_fire_only_without_early_stop(void **state)
+{
+    struct fixture *f = *state;
+    f->seg.extra_gelu_on_call = 2;
+    assert_int_equal(run_checkpointed(f, "nonreentrant", NULL), ST_OK);
+    f->seg.calls = 0;
+    f->opts.disable_early_stop = 1;
+    assert_int_equal(run_checkpointed(f, "nonreentrant", NULL), ST_MISMATCH);
+    assert_non_null(strstr(error_message(), "recompute saved more tensors (5) than the forward did (4; the extra one "
+                                            "by op gelu_tanh)"));
+    assert_non_null(strstr(f->stats.op_log, "#4 | (none: forward saved no more) | gelu_tanh <- saved by the recompute only\n"));
+    f->opts.disable_early_stop = 0;
+    f->seg.extra_gelu_on_call = 0;
+}
+
+/* Without early stop the whole segment reruns, and a segment that saves
+ * the same tensors still passes. */
+static void test_without_early_stop_the_recompute_runs_to_the_end(void **state)
+{
+    struct fixture *f = *state;
+    f->seg.trailing_add = 1;
+    f->opts.disable_early_stop = 1;
+    assert_int_equal(run_checkpointed(f, "nonreentrant", NULL), ST_OK);
+    assert_int_equal(f->seg.trailing_adds_run, 2);
+    f->opts.disable_early_stop = 0;
+    f->seg.trailing_add = 0;
+}
+
+/* determinism_check = none: the recomputed tensors' metadata is not
+ * compared (the count still is, as in PyTorch). */
+static void test_determinism_check_none_skips_the_metadata_check(void **state)
+{
+    struct fixture *f = *state;
+    struct probe p = {.narrow_on_call = 2, .reads = 1};
+    f->opts.determinism_check = DETERMINISM_NONE;
+    assert_int_equal(run_segment(f, "nonreentrant", (struct segment_fn){probe_segment, &p}, NULL), ST_OK);
+    f->seg.skip_dropout_on_call = 2;
+    assert_int_equal(run_checkpointed(f, "nonreentrant", NULL), ST_MISMATCH);
+    assert_non_null(strstr(error_message(), "was not recomputed"));
+    f->seg.skip_dropout_on_call = 0;
+    f->opts.determinism_check = DETERMINISM_METADATA;
+}
+
+/* A segment whose output is cut from its input (detached). */
+static int detaching_segment(void *ctx, struct var *in, struct var **out)
+{
+    (void)ctx;
+    return var_detach(out, in, 0);
+}
+
+/* The reentrant checkpoint records a node because its input requires grad;
+ * its recompute finds an output that does not, and says the checkpoint has
+ * nothing to do (PyTorch's "none of output has requires_grad=True"). */
+static void test_reentrant_refuses_a_recompute_whose_output_needs_no_grad(void **state)
+{
+    struct fixture *f = *state;
+    int forward = -1;
+    assert_int_equal(run_segment(f, "reentrant", (struct segment_fn){detaching_segment, NULL}, &forward), ST_RUN);
+    assert_int_equal(forward, ST_OK);
+    assert_non_null(strstr(error_message(), "no output of the segment requires grad"));
+}
+
+/* Every built-in reentrant impl refuses the value check when it runs, and
+ * impl_is_reentrant (what the CLI checks before any run) names exactly
+ * those. */
+static void test_reentrant_impls_refuse_the_value_check(void **state)
+{
+    struct fixture *f = *state;
+    f->opts.determinism_check = DETERMINISM_VALUES;
+    const struct checkpoint_impl *const *all = impl_all();
+    for (int i = 0; all[i]; i++) {
+        if (strcmp(all[i]->name, "none") == 0 || all[i]->run == impl_run_selective)
+            continue; /* no checkpoint / needs a policy */
+        int forward = -1;
+        run_checkpointed(f, all[i]->name, &forward);
+        if (impl_is_reentrant(all[i])) {
+            assert_int_equal(forward, ST_INPUT);
+            assert_non_null(strstr(error_message(), "determinism_check = values"));
+        } else {
+            assert_int_equal(forward, ST_OK);
+        }
+    }
+    assert_true(impl_is_reentrant(impl_find("reentrant")));
+    assert_true(impl_is_reentrant(impl_find("stale_input")));
+    assert_false(impl_is_reentrant(impl_find("nonreentrant")));
+    f->opts.determinism_check = DETERMINISM_METADATA;
 }
 
 /* ---- context hooks: what enters the recompute region ------------------------------- */
@@ -649,6 +860,15 @@ int main(void)
         FIXTURE_TEST(test_nonreentrant_recompute_stops_after_the_last_saved_tensor),
         FIXTURE_TEST(test_nonreentrant_reports_recomputed_dtype_mismatch),
         FIXTURE_TEST(test_verify_values_names_the_first_recomputed_tensor_that_differs),
+        FIXTURE_TEST(test_nonreentrant_reports_a_recomputed_shape_mismatch_with_the_op_log),
+        FIXTURE_TEST(test_nonreentrant_reports_a_recomputed_tensor_on_another_device),
+        FIXTURE_TEST(test_nonreentrant_reports_a_saved_tensor_unpacked_twice_in_one_backward),
+        FIXTURE_TEST(test_nonreentrant_reports_fewer_tensors_recomputed_than_saved),
+        FIXTURE_TEST(test_more_tensors_recomputed_than_saved_fire_only_without_early_stop),
+        FIXTURE_TEST(test_without_early_stop_the_recompute_runs_to_the_end),
+        FIXTURE_TEST(test_determinism_check_none_skips_the_metadata_check),
+        FIXTURE_TEST(test_reentrant_impls_refuse_the_value_check),
+        FIXTURE_TEST(test_reentrant_refuses_a_recompute_whose_output_needs_no_grad),
         FIXTURE_TEST(test_reentrant_recompute_context_sees_only_segment_inputs_and_params),
         FIXTURE_TEST(test_nonreentrant_recompute_context_sees_only_segment_inputs_and_params),
         FIXTURE_TEST(test_forward_context_wraps_the_original_forward_once),

@@ -101,6 +101,12 @@ void report_print_case(FILE *out, const struct case_result *r)
                 percent_cell(x->end_forward_saved, held, sizeof held), percent_cell(x->memory_saved, saved, sizeof saved),
                 over, x->first_divergence[0] ? x->first_divergence : "-");
         fprintf(out, "  %-24s   %s\n", "", x->reason);
+        /* PyTorch's debug=True log under the reason, one row a line. */
+        for (const char *row = x->op_log; *row;) {
+            size_t len = strcspn(row, "\n");
+            fprintf(out, "  %-24s     %.*s\n", "", (int)len, row);
+            row += len + (row[len] == '\n');
+        }
         print_memory_line(out, "", x->end_forward_bytes, x->predicted_end_forward_bytes, x->peak_bytes, x->step_ms,
                           x->forward_ms);
     }

@@ -474,7 +474,8 @@ static int write_run(struct h5store *s, const struct run_record *r)
     }
     /* How the run ended, when it did not simply complete (run_record.h). */
     const struct { const char *key, *value; } texts[] = {
-        {"outcome", r->outcome}, {"message", r->message}, {"warning", r->warning}, {"baselines", r->baselines}};
+        {"outcome", r->outcome}, {"message", r->message}, {"warning", r->warning}, {"baselines", r->baselines},
+        {"op_log", r->op_log}};
     snprintf(full, cap, "/runs/%s", r->name);
     for (size_t i = 0; i < sizeof texts / sizeof *texts && rc == ST_OK; i++)
         if (texts[i].value[0])
@@ -1232,6 +1233,8 @@ static herr_t visit_attr(hid_t loc, const char *name, const H5A_info_t *info, vo
                 text = v->rec->warning, text_len = sizeof v->rec->warning;
             else if (strcmp(name, "baselines") == 0)
                 text = v->rec->baselines, text_len = sizeof v->rec->baselines;
+            else if (strcmp(name, "op_log") == 0)
+                text = v->rec->op_log, text_len = sizeof v->rec->op_log;
         }
         if (text) {
             int got = attr_string(a, text, text_len);

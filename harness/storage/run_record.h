@@ -30,6 +30,7 @@ struct run_attr {
 #define RUN_OUTCOME_ERROR "error"
 #define RUN_OUTCOME_CHECK_FAILED "check_failed"
 #define RUN_TEXT_MAX 512
+#define RUN_OP_LOG_MAX 2048
 
 struct run_record {
     char name[64];              /* "baseline_0", "reentrant", ... */
@@ -37,6 +38,10 @@ struct run_record {
     char message[RUN_TEXT_MAX]; /* why, for an outcome */
     char warning[RUN_TEXT_MAX]; /* a warning the run raised ("" if none) */
     char baselines[64];         /* the baseline family it is judged against ("": "baseline") */
+    /* With check_failed from a non-reentrant check: the saved tensors' ops
+     * in forward and in recompute side by side, up to the first difference
+     * (several lines; "" otherwise). */
+    char op_log[RUN_OP_LOG_MAX];
     int n, cap;
     struct run_tensor *items;
     int n_attrs, cap_attrs;

@@ -242,13 +242,14 @@ static const char *const fusion_names[] = {"none", "bias_gelu", "bias_gelu_atomi
 static const char *const autocast_names[] = {"off", "bf16", "f16", NULL};
 static const char *const rng_devices_names[] = {"args+current", "args", NULL};
 /* The spellings of the key's former name, rng_policy (still read). */
+static const char *const determinism_check_names[] = {"metadata", "values", "none", NULL};
 static const char *const rng_policy_names[] = {"args_and_current", "args_only", NULL};
 
 enum key_id {
     K_MODEL, K_LAYERS, K_HIDDEN, K_SEQ, K_BATCH, K_HEADS, K_DROPOUT, K_DTYPE,
     K_AUTOCAST, K_FUSION, K_DEVICE, K_DRAW_DEVICE, K_STEPS, K_SEED, K_SEGMENTS, K_LR,
     K_TOLERANCE, K_MIN_MEMORY_SAVING, K_PRESERVE_RNG_STATE,
-    K_INPUT_REQUIRES_GRAD, K_VERIFY_VALUES, K_RNG_DEVICES, K_NOISE_RUNS,
+    K_INPUT_REQUIRES_GRAD, K_VERIFY_VALUES, K_DETERMINISM_CHECK, K_EARLY_STOP, K_RNG_DEVICES, K_NOISE_RUNS,
     K_THREADS, K_POLICY, K_IMPLS, K_EXPECT, K_LABELS, K_COUNT
 };
 
@@ -332,17 +333,27 @@ static int set_real(struct case_builder *b, const char *v, const struct where *a
     return ST_OK;
 }
 
-static int set_bool(struct case_builder *b, const char *v, const struct where *at)
+/* 1 or 0 into *out; -1 when v is no boolean. */
+static int parse_bool(const char *v, int *out)
 {
     static const char *const yes[] = {"true", "yes", "1"};
     static const char *const no[] = {"false", "no", "0"};
     for (int i = 0; i < 3; i++) {
         if (equals_ignoring_case(v, yes[i]) || equals_ignoring_case(v, no[i])) {
-            *int_field(&b->c, at->spec) = equals_ignoring_case(v, yes[i]);
-            return ST_OK;
+            *out = equals_ignoring_case(v, yes[i]);
+            return 0;
         }
     }
-    return bad_value(at, v);
+    return -1;
+}
+
+static int set_bool(struct case_builder *b, const char *v, const struct where *at)
+{
+    int x;
+    if (parse_bool(v, &x))
+        return bad_value(at, v);
+    *int_field(&b->c, at->spec) = x;
+    return ST_OK;
 }
 
 /* Dropout's range is half-open (p = 1 drops everything), so not generic. */
@@ -381,6 +392,27 @@ static int set_rng_devices(struct case_builder *b, const char *v, const struct w
     if (k < 0)
         return bad_value(at, v);
     b->c.rng_devices = (enum rng_devices)k;
+    return ST_OK;
+}
+
+static int set_determinism_check(struct case_builder *b, const char *v, const struct where *at)
+{
+    int k = name_index(determinism_check_names, v);
+    if (k < 0)
+        return bad_value(at, v);
+    b->c.determinism_check = (enum determinism_check)k;
+    return ST_OK;
+}
+
+/* verify_values is the older spelling of determinism_check: true is
+ * `values`, false `metadata`; both keys set the same field, the later line
+ * wins. */
+static int set_verify_values(struct case_builder *b, const char *v, const struct where *at)
+{
+    int values;
+    if (parse_bool(v, &values))
+        return bad_value(at, v);
+    b->c.determinism_check = values ? DETERMINISM_VALUES : DETERMINISM_METADATA;
     return ST_OK;
 }
 
@@ -622,6 +654,20 @@ static void format_bool(const struct ckpt_case *c, const struct key_spec *spec, 
     snprintf(buf, n, "%s", *const_int_field(c, spec) ? "true" : "false");
 }
 
+static void format_verify_values(const struct ckpt_case *c, const struct key_spec *spec, char *buf,
+                                 size_t n)
+{
+    (void)spec;
+    snprintf(buf, n, "%s", c->determinism_check == DETERMINISM_VALUES ? "true" : "false");
+}
+
+static void format_determinism_check(const struct ckpt_case *c, const struct key_spec *spec, char *buf,
+                                     size_t n)
+{
+    (void)spec;
+    snprintf(buf, n, "%s", determinism_check_names[c->determinism_check]);
+}
+
 static void format_model(const struct ckpt_case *c, const struct key_spec *spec, char *buf, size_t n)
 {
     (void)spec;
@@ -801,9 +847,12 @@ static const struct key_spec key_specs[K_COUNT] = {
     [K_INPUT_REQUIRES_GRAD] = {.name = "input_requires_grad", .parse = set_bool,
                                .format = format_bool, .offset = FIELD(input_requires_grad),
                                .allowed = "true, false, yes, no, 1 or 0"},
-    [K_VERIFY_VALUES] = {.name = "verify_values", .parse = set_bool, .format = format_bool,
-                         .offset = FIELD(verify_values),
+    [K_VERIFY_VALUES] = {.name = "verify_values", .parse = set_verify_values, .format = format_verify_values,
                          .allowed = "true, false, yes, no, 1 or 0"},
+    [K_DETERMINISM_CHECK] = {.name = "determinism_check", .parse = set_determinism_check,
+                             .format = format_determinism_check, .allowed = "one of none, metadata, values"},
+    [K_EARLY_STOP] = {.name = "early_stop", .parse = set_bool, .format = format_bool, .offset = FIELD(early_stop),
+                      .allowed = "true, false, yes, no, 1 or 0"},
     [K_RNG_DEVICES] = {.name = "rng_devices", .parse = set_rng_devices, .format = format_rng_devices,
                        .allowed = "one of args+current, args"},
     [K_NOISE_RUNS] = {.name = "noise_runs", .parse = set_int, .format = format_int,
@@ -886,7 +935,8 @@ void case_defaults(struct ckpt_case *c)
     c->input_requires_grad = 1;
     c->rng_devices = RNG_ARGS_AND_CURRENT;
     c->noise_runs = 4;
-    c->verify_values = 0;
+    c->determinism_check = DETERMINISM_METADATA;
+    c->early_stop = 1;
     c->threads = 0;
     c->n_impls = 2;
     snprintf(c->impls[0], sizeof c->impls[0], "reentrant");

@@ -20,6 +20,11 @@ enum autocast_kind { AUTOCAST_OFF = 0, AUTOCAST_BF16, AUTOCAST_F16 };
  * (`rng_devices = args+current`), or the arguments' alone (`args`,
  * PyTorch's policy). CPU is always stashed. */
 enum rng_devices { RNG_ARGS_AND_CURRENT = 0, RNG_ARGS_ONLY };
+/* What a non-reentrant checkpoint compares between a recomputed saved tensor
+ * and its forward original (PyTorch's determinism_check, plus values):
+ * metadata (shape, dtype, device; the default, 0), values too (a fingerprint
+ * of the bytes), or nothing. */
+enum determinism_check { DETERMINISM_METADATA = 0, DETERMINISM_VALUES, DETERMINISM_NONE };
 
 /* Verdicts, ordered from best to worst (regression = a larger value). */
 enum verdict { V_PASS = 0, V_NOISE, V_FAIL, V_MEMFAIL, V_ERROR, V_NOT_OBSERVABLE, V_COUNT };
@@ -57,7 +62,8 @@ struct ckpt_case {
     int input_requires_grad; /* bool, default 1 */
     enum rng_devices rng_devices;
     int noise_runs;         /* extra baseline runs before a FAIL is reported */
-    int verify_values;      /* bool */
+    enum determinism_check determinism_check; /* `verify_values = true` is `values` */
+    int early_stop;         /* bool, default 1: a recompute stops after the last saved tensor */
     int threads;            /* intra-op threads; 0 = leave libtorch's default */
     /* selective checkpointing's policy as written (policy.h); "" = none */
     char policy[CASE_POLICY_MAX];

@@ -426,6 +426,7 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
         res->verdict = V_FAIL;
         snprintf(res->reason, sizeof res->reason, "the checkpoint's own check failed: %.400s", run->message);
         snprintf(res->first_divergence, sizeof res->first_divergence, "%s", run->message);
+        snprintf(res->op_log, sizeof res->op_log, "%s", run->op_log);
     } else if ((st = judge_tensors(c, baselines, nb, reruns, n_reruns, run, res))) {
         return st;
     }

@@ -30,6 +30,9 @@ struct impl_result {
     int expected;                 /* verdict allowed by the case */
     char reason[RESULT_TEXT_MAX];
     char first_divergence[RESULT_TEXT_MAX]; /* "steps/1/grads/l0.weight [3, 5] (...)" or "" */
+    /* The run's op_log when the checkpoint's own check failed (run_record.h):
+     * forward's and recompute's ops side by side, several lines; or "". */
+    char op_log[RUN_OP_LOG_MAX];
     uint64_t max_ulp;             /* raw element-wise max over every tensor */
     double max_scaled_ulp;        /* max over tensors of the distance at the tensor's scale */
     double noise_ratio;           /* max over differing tensors whose baselines differ of distance / envelope */

@@ -418,7 +418,8 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         .preserve_rng_state = c->preserve_rng_state,
         .rng_devices = c->rng_devices,
         .current_device = m->draw_device, /* the segment's draws run there: the current device */
-        .verify_values = c->verify_values,
+        .determinism_check = c->determinism_check,
+        .disable_early_stop = !c->early_stop,
         .stats = stats,
         .policy = policy_of_case(c),
     };
@@ -521,6 +522,8 @@ static int add_run(struct case_state *cs, const struct checkpoint_impl *impl, co
     if (st == ST_MISMATCH || st == ST_RUN || st == ST_INTERNAL) {
         snprintf(r->outcome, sizeof r->outcome, "%s", st == ST_MISMATCH ? RUN_OUTCOME_CHECK_FAILED : RUN_OUTCOME_ERROR);
         snprintf(r->message, sizeof r->message, "%s", error_message());
+        if (st == ST_MISMATCH)
+            snprintf(r->op_log, sizeof r->op_log, "%s", stats->op_log);
     } else if (st) {
         return st;
     }
@@ -594,6 +597,11 @@ static int run_impl(struct case_state *cs, const char *name)
         return error_set(ST_INPUT, "%s:%d: case %s: unknown impl '%s'", c->file, c->line, c->name, name);
     struct impl_stats stats = {0};
     int st = add_run(cs, impl, name, &stats), reruns = 0;
+    if (st == ST_INPUT) { /* an impl that refuses the case's options: the case file is to blame */
+        char why[RUN_TEXT_MAX];
+        snprintf(why, sizeof why, "%s", error_message());
+        return error_set(ST_INPUT, "%s:%d: case %s: %s", c->file, c->line, c->name, why);
+    }
     while (!st) {
         struct impl_result res;
         if ((st = judge_run(c, cs->runs, cs->n_runs, name, &res)) || !res.outside_envelope)
