@@ -221,6 +221,91 @@ static void rerun_outside_too_keeps_fail(void **state)
     fixture_free(&f);
 }
 
+static void impl_samples_that_disagree_make_a_bitwise_tensor_noisy(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, mine, rerun;
+    init(&f);
+    base_grads(&g);
+    mine = g;
+    mine.bias[20] = nextafterf(mine.bias[20], 1.0f); /* an atomic sum landing otherwise */
+    rerun = g;
+    rerun.bias[21] = nextafterf(rerun.bias[21], -1.0f);
+    add_baselines(&f, &g, 0); /* the baselines happened to agree */
+    add(&f, "mine", &mine);
+    add(&f, "mine_rerun_1", &rerun);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_NOISE);
+    assert_non_null(strstr(r.reason, "1 vary between this impl's own runs"));
+    fixture_free(&f);
+}
+
+static void impl_samples_that_agree_keep_a_bitwise_tensor_strict(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, mine;
+    init(&f);
+    base_grads(&g);
+    mine = g;
+    mine.bias[20] = nextafterf(mine.bias[20], 1.0f); /* the same one-ULP change every time: a bug */
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &mine);
+    add(&f, "mine_rerun_1", &mine);
+    assert_int_equal(judge(&f, "mine").verdict, V_FAIL);
+    fixture_free(&f);
+}
+
+static void impl_samples_that_disagree_do_not_excuse_a_large_difference(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, mine, rerun;
+    init(&f);
+    base_grads(&g);
+    mine = g;
+    mine.bias[20] *= 1.5f; /* a bug that also varies from run to run */
+    rerun = g;
+    rerun.bias[20] *= 0.5f;
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &mine);
+    add(&f, "mine_rerun_1", &rerun);
+    assert_int_equal(judge(&f, "mine").verdict, V_FAIL);
+    fixture_free(&f);
+}
+
+/* One element of a recorded tensor moved by one ULP, in place. */
+static void nudge(struct run_record *r, const char *path, int i)
+{
+    const struct run_tensor *t = run_record_find(r, path);
+    assert_non_null(t);
+    float *v = t->t.data;
+    v[i] = nextafterf(v[i], 1.0f);
+}
+
+static void tensor_after_a_noisy_step_gets_the_least_envelope(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, b1, mine;
+    init(&f);
+    base_grads(&g);
+    b1 = g;
+    b1.bias[3] = -b1.bias[3]; /* step 1 is noisy in the baselines */
+    mine = g;
+    add(&f, "baseline_0", &g);
+    add(&f, "baseline_1", &b1);
+    add(&f, "mine", &mine);
+    nudge(&f.runs[2], "final_params/l0.weight", 9); /* computed after that step */
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_NOISE);
+    assert_non_null(strstr(r.reason, "1 come after a step where noise showed"));
+    nudge(&f.runs[2], "steps/1/grads/l0.weight", 9); /* the noisy step itself: still strict */
+    assert_int_equal(judge(&f, "mine").verdict, V_FAIL);
+    fixture_free(&f);
+}
+
 static void tensor_on_one_side_only_fails_naming_the_side(void **state)
 {
     (void)state;
@@ -433,6 +518,10 @@ int main(void)
         cmocka_unit_test(weight_moved_by_1e_4_relative_fails_despite_sign_flip_noise),
         cmocka_unit_test(rerun_within_every_envelope_makes_noise),
         cmocka_unit_test(rerun_outside_too_keeps_fail),
+        cmocka_unit_test(impl_samples_that_disagree_make_a_bitwise_tensor_noisy),
+        cmocka_unit_test(impl_samples_that_agree_keep_a_bitwise_tensor_strict),
+        cmocka_unit_test(impl_samples_that_disagree_do_not_excuse_a_large_difference),
+        cmocka_unit_test(tensor_after_a_noisy_step_gets_the_least_envelope),
         cmocka_unit_test(tensor_on_one_side_only_fails_naming_the_side),
         cmocka_unit_test(run_outcomes_become_error_and_fail),
         cmocka_unit_test(expectations_default_to_pass_for_other_producers_runs),

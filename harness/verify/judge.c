@@ -1,6 +1,7 @@
 #include "judge.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,8 @@ struct envelope_check {
     struct tensor_diff diff;       /* its element-wise comparison with baseline_0 */
     double max_scaled;             /* over every differing tensor */
     int bitwise_tensors_differ;    /* differing tensors whose baselines agree bitwise */
+    int impl_varies;               /* tensors the baselines drew alike and the impl's own samples did not */
+    int downstream_of_noise;       /* tensors the baselines drew alike, computed after noise showed */
     double worst_ratio;            /* distance / envelope over differing tensors whose baselines differ */
     double worst_distance;         /* that tensor's distance at its scale */
     char worst_path[RUN_PATH_MAX];
@@ -116,11 +119,66 @@ static int tensor_spread(const struct run_record *const *baselines, int nb, cons
 /* Every in-scope tensor of run against baseline_0 and its envelope. A
  * tensor whose baselines agree bitwise must match bitwise; any other must
  * lie within JUDGE_NOISE_MARGIN times its envelope, max(spread, 1 ULP). */
-static int check_envelope(const struct run_record *const *baselines, int nb, const struct run_record *run,
-                          struct envelope_check *out)
+/* 1 when the impl's own samples of a tensor (its run and re-runs, all
+ * completed) are not all the same bits: the kernels behind it are not
+ * deterministic, whatever the baselines happened to draw. */
+static int samples_differ(const struct run_record *const *samples, int n, const char *path)
+{
+    const struct run_tensor *first = NULL;
+    for (int k = 0; k < n; k++) {
+        const struct run_tensor *t = samples[k]->outcome[0] ? NULL : run_record_find(samples[k], path);
+        if (!t)
+            continue;
+        if (!first)
+            first = t;
+        else if (host_tensor_bytes(&t->t) != host_tensor_bytes(&first->t) ||
+                 memcmp(t->t.data, first->t.data, host_tensor_bytes(&t->t)) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The step of "steps/<k>/...", 0 for anything else (final_params/...). */
+static int step_of(const char *path)
+{
+    return strncmp(path, "steps/", 6) == 0 ? atoi(path + 6) : 0;
+}
+
+#define MAX_NOISE_STEPS 1024
+
+/* The first step in which kernel noise shows: some tensor of it that the
+ * baselines, or the impl's own samples, do not all draw alike. Training
+ * carries noise forward: every later step's tensors and the final
+ * parameters are computed from it. INT_MAX when none shows. */
+static int first_noisy_step(const struct run_record *const *baselines, int nb, const struct run_record *const *samples,
+                            int n_samples, int *first)
+{
+    const struct run_record *base = baselines[0];
+    *first = INT_MAX;
+    for (int i = 0; i < base->n; i++) {
+        const struct run_tensor *ref = &base->items[i];
+        int k = step_of(ref->path);
+        if (k < 1 || k >= *first)
+            continue;
+        double spread;
+        int bitwise, st = tensor_spread(baselines, nb, ref, &spread, &bitwise);
+        if (st)
+            return st;
+        if (!bitwise || samples_differ(samples, n_samples, ref->path))
+            *first = k;
+    }
+    return ST_OK;
+}
+
+static int check_envelope(const struct run_record *const *baselines, int nb, const struct run_record *const *samples,
+                          int n_samples, const struct run_record *run, struct envelope_check *out)
 {
     memset(out, 0, sizeof *out);
     const struct run_record *base = baselines[0];
+    int noisy_from;
+    int st0 = first_noisy_step(baselines, nb, samples, n_samples, &noisy_from);
+    if (st0)
+        return st0;
     for (int i = 0; i < base->n; i++) {
         const struct run_tensor *ref = &base->items[i], *t;
         if (!in_scope(ref->path) || !(t = run_record_find(run, ref->path)))
@@ -135,6 +193,23 @@ static int check_envelope(const struct run_record *const *baselines, int nb, con
         int bitwise;
         if ((st = tensor_spread(baselines, nb, ref, &spread, &bitwise)))
             return st;
+        /* Baselines that happened to agree prove nothing when the impl's own
+         * samples of the tensor disagree: an atomic reduction can land alike
+         * in every baseline and differently in a checkpointed run. The
+         * tensor then gets the least envelope, one ULP at its scale, so a
+         * rounding-sized difference is noise there and a bug still is not. */
+        if (bitwise && samples_differ(samples, n_samples, ref->path)) {
+            bitwise = 0;
+            out->impl_varies++;
+        }
+        /* Nor do they downstream of a step where noise showed: this
+         * tensor was computed from noisy state, however alike the few
+         * baselines came out. */
+        int k = step_of(ref->path);
+        if (bitwise && noisy_from != INT_MAX && (k == 0 || k > noisy_from)) {
+            bitwise = 0;
+            out->downstream_of_noise++;
+        }
         double distance = compare_scaled_distance(&ref->t, &t->t, &scale);
         /* A tensor whose baselines differ at all comes from non-deterministic
          * kernels: its envelope is at least one ULP at its scale, since
@@ -316,7 +391,13 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
     }
     describe_tensor(base, d.first_path, &d.first, res->first_divergence, sizeof res->first_divergence);
     struct envelope_check env;
-    if ((st = check_envelope(baselines, nb, run, &env)))
+    /* The impl's samples: this run and its re-runs. */
+    const struct run_record *samples[65];
+    int n_samples = 0;
+    samples[n_samples++] = run;
+    for (int k = 0; k < n_reruns && n_samples < 65; k++)
+        samples[n_samples++] = reruns[k];
+    if ((st = check_envelope(baselines, nb, samples, n_samples, run, &env)))
         return st;
     res->max_scaled_ulp = env.max_scaled;
     res->noise_ratio = env.worst_ratio;
@@ -329,11 +410,17 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
     }
     if (!env.outside) {
         res->verdict = V_NOISE;
-        snprintf(res->reason, sizeof res->reason,
-                 "every tensor within %gx its own spread over %d baselines (at the tensor's scale): worst %s, "
-                 "%s ULP at its scale, %.3gx its spread; raw max %s ULP: kernel non-determinism, not the checkpoint",
-                 JUDGE_NOISE_MARGIN, nb, env.worst_path, scaled_format(env.worst_distance, b, sizeof b), env.worst_ratio,
-                 ulp_format(d.max_ulp, a, sizeof a));
+        int len = snprintf(res->reason, sizeof res->reason,
+                           "every tensor within %gx its own spread over %d baselines (at the tensor's scale): worst %s, "
+                           "%s ULP at its scale, %.3gx its spread; raw max %s ULP: kernel non-determinism, not the "
+                           "checkpoint",
+                           JUDGE_NOISE_MARGIN, nb, env.worst_path, scaled_format(env.worst_distance, b, sizeof b),
+                           env.worst_ratio, ulp_format(d.max_ulp, a, sizeof a));
+        if ((env.impl_varies || env.downstream_of_noise) && len > 0 && (size_t)len < sizeof res->reason)
+            snprintf(res->reason + len, sizeof res->reason - (size_t)len,
+                     " (the baselines drew %d differing tensor(s) alike: %d vary between this impl's own runs, %d "
+                     "come after a step where noise showed)",
+                     env.impl_varies + env.downstream_of_noise, env.impl_varies, env.downstream_of_noise);
         return ST_OK;
     }
     /* A correct impl on non-deterministic kernels can land on baseline_0's
@@ -344,7 +431,7 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
         struct envelope_check renv;
         if (reruns[k]->outcome[0] || (st = compare_runs(base, reruns[k], NULL, &rd)))
             continue;
-        if (rd.n_missing || rd.incomparable || (st = check_envelope(baselines, nb, reruns[k], &renv)))
+        if (rd.n_missing || rd.incomparable || (st = check_envelope(baselines, nb, samples, n_samples, reruns[k], &renv)))
             continue;
         if (!renv.outside) {
             res->verdict = V_NOISE;
