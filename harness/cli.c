@@ -332,6 +332,20 @@ static int diff_runs(const char *fa, const struct run_record *a, const char *fb,
     return beyond || missing ? EXIT_UNEXPECTED : 0;
 }
 
+/* What the runs read from files may load in all: CKPT_MEMORY_LIMIT when it
+ * is set, else H5STORE_READ_LIMIT or the machine's memory, whichever is
+ * less (a small file can declare huge or hard-linked datasets). */
+static int read_budget(uint64_t *budget)
+{
+    int64_t memory = ckpt_counting_allocator_limit();
+    if (memory < 0)
+        return error_set(ST_INPUT, "CKPT_MEMORY_LIMIT='%s': not a byte count (for example 512M or 8G)",
+                         getenv("CKPT_MEMORY_LIMIT"));
+    *budget = getenv("CKPT_MEMORY_LIMIT") || (uint64_t)memory < H5STORE_READ_LIMIT ? (uint64_t)memory
+                                                                                  : H5STORE_READ_LIMIT;
+    return ST_OK;
+}
+
 static int cmd_diff(int argc, char **argv)
 {
     struct diff_options o = {0, 0};
@@ -363,14 +377,9 @@ static int cmd_diff(int argc, char **argv)
     if ((st = split_file_run(argv[1], fa, sizeof fa, ra, sizeof ra)) ||
         (st = split_file_run(argv[2], fb, sizeof fb, rb, sizeof rb)))
         return fail(st);
-    /* Both runs together load at most CKPT_MEMORY_LIMIT when it is set,
-     * else H5STORE_READ_LIMIT or the machine's memory, whichever is less. */
-    int64_t memory = ckpt_counting_allocator_limit();
-    if (memory < 0)
-        return fail(error_set(ST_INPUT, "CKPT_MEMORY_LIMIT='%s': not a byte count (for example 512M or 8G)",
-                              getenv("CKPT_MEMORY_LIMIT")));
-    uint64_t budget = getenv("CKPT_MEMORY_LIMIT") || (uint64_t)memory < H5STORE_READ_LIMIT ? (uint64_t)memory
-                                                                                          : H5STORE_READ_LIMIT;
+    uint64_t budget;
+    if ((st = read_budget(&budget)))
+        return fail(st);
     if ((st = h5store_read_run_within(fa, ra, &budget, &a)))
         return fail(run_missing_hint(fa, st));
     if ((st = h5store_read_run_within(fb, rb, &budget, &b))) {
@@ -602,8 +611,15 @@ static int cmd_judge(int argc, char **argv)
     if (!results)
         return fail(error_set(ST_INTERNAL, "out of memory"));
     int st = ST_OK, bad = 0, unexpected = 0;
+    uint64_t budget;
+    if ((st = read_budget(&budget))) {
+        free(results);
+        return fail(st);
+    }
     for (int i = 0; i < n; i++) {
-        if ((st = judge_file(argv[first + i], &results[i]))) {
+        /* Each file gets the whole budget: its runs are freed once judged. */
+        uint64_t file_budget = budget;
+        if ((st = judge_file(argv[first + i], &file_budget, &results[i]))) {
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
             if (st != ST_INPUT)
                 break;

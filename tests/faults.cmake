@@ -110,6 +110,10 @@ set_tests_properties(faults.diff.colon_in_existing_file_name PROPERTIES FIXTURES
 add_test(NAME faults.memory.diff_hard_linked_dataset_bounded
   COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb.h5 && CKPT_MEMORY_LIMIT=64M ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb\\.h5: /runs/baseline_0/steps/1/grads/big[0-9]*: loading its 16777216 bytes would pass the [0-9]+-byte limit on what one read may load \\(CKPT_MEMORY_LIMIT\\)$' -- ${CV} diff ${FAULTS_OUT}/bomb.h5 ${FAULTS_OUT}/bomb.h5")
 set_tests_properties(faults.memory.diff_hard_linked_dataset_bounded PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
+# judge reads under the same limit.
+add_test(NAME faults.memory.judge_hard_linked_dataset_bounded
+  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb_judge.h5 && CKPT_MEMORY_LIMIT=64M ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb_judge\\.h5: /runs/baseline_0/steps/1/grads/big[0-9]*: loading its 16777216 bytes would pass the [0-9]+-byte limit on what one read may load \\(CKPT_MEMORY_LIMIT\\)$' -- ${CV} judge ${FAULTS_OUT}/bomb_judge.h5")
+set_tests_properties(faults.memory.judge_hard_linked_dataset_bounded PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
 # 30,000 cases from three sweeps: refused at once, before expanding (TIMEOUT 20).
 add_test(NAME faults.memory.too_many_cases_in_all
   COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: .*sweeps2\\.ini:2: \\[sweep:s2\\] expands to 10000 cases, more than the 20000 loaded cases allowed in all \\(20000 already\\)$"

@@ -92,7 +92,7 @@ int external_append_runs(const char *command, const char *report, struct case_re
         st = run_command(command, copy);
     if (!st)
         st = kept_runs(command, report, copy);
-    if (!st && (st = judge_file(copy, out)) == ST_INPUT)
+    if (!st && (st = judge_file(copy, NULL, out)) == ST_INPUT)
         error_wrap(st, "external command '%s' wrote a malformed run", command);
     if (!st && rename(copy, report) != 0)
         st = error_set(ST_INPUT, "%s: cannot replace it with the external runs: %s", report, strerror(errno));

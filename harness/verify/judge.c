@@ -620,8 +620,11 @@ int judge_case(const struct ckpt_case *c, const struct run_record *runs, int n,
 
 /* ---- a file ------------------------------------------------------------------- */
 
-int judge_file(const char *path, struct case_result *out)
+int judge_file(const char *path, uint64_t *budget, struct case_result *out)
 {
+    uint64_t default_budget = H5STORE_READ_LIMIT;
+    if (!budget)
+        budget = &default_budget;
     memset(out, 0, sizeof *out);
     snprintf(out->h5_path, sizeof out->h5_path, "%s", path);
     int st = h5store_check_file(path);
@@ -655,7 +658,7 @@ int judge_file(const char *path, struct case_result *out)
     if (!runs)
         st = error_set(ST_INTERNAL, "out of memory reading %s", path);
     for (int i = 0; i < count && !st; i++) {
-        if ((st = h5store_read_run(path, names[i], &runs[i])))
+        if ((st = h5store_read_run_within(path, names[i], budget, &runs[i])))
             break;
         loaded++;
         /* A run that did not complete may hold no step at all. */

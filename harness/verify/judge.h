@@ -103,7 +103,9 @@ int judge_case(const struct ckpt_case *c, const struct run_record *runs, int n,
 /* Loads a report file (any producer's) and judges it: the case from /case
  * (defaults where absent; unknown keys ignored), every run under /runs.
  * ST_INPUT, naming the file and the path inside it, for a file that is not
- * a schema file, has no baseline_0, or holds a malformed run. */
-int judge_file(const char *path, struct case_result *out);
+ * a schema file, has no baseline_0, or holds a malformed run. *budget
+ * (NULL: H5STORE_READ_LIMIT) bounds the bytes its runs may load in all
+ * (h5store_read_run_within), and is what is left afterwards. */
+int judge_file(const char *path, uint64_t *budget, struct case_result *out);
 
 #endif
