@@ -23,8 +23,14 @@ int checkpoint_env_capture(struct checkpoint_env *env, const struct checkpoint_i
     env->mutation = &impl->mutation;
     env->context = opts->context;
     env->stats = opts->stats;
+    env->state = opts->state;
     if (env->stats)
         env->stats->checkpoints++;
+    if (env->state && env->state->n) {
+        int st = module_state_snapshot(env->state, &env->forward_state);
+        if (st)
+            return st;
+    }
     if (!env->preserve_rng)
         return ST_OK;
     struct rng_device_set set;
@@ -94,6 +100,13 @@ int checkpoint_env_enter(struct checkpoint_env *env, struct recompute_frame *fra
         if (st)
             return st;
     }
+    if (env->state) {
+        int st = module_state_recompute_enter(env->state, &env->forward_state, env->mutation->state_replay,
+                                              &frame->state);
+        if (st)
+            return st;
+        frame->state_entered = 1;
+    }
     if (env->context && env->context->recompute_enter)
         env->context->recompute_enter(env->context->ctx);
     return ST_OK;
@@ -104,6 +117,8 @@ int checkpoint_env_exit(struct checkpoint_env *env, struct recompute_frame *fram
     int st = ST_OK;
     if (env->context && env->context->recompute_exit)
         env->context->recompute_exit(env->context->ctx);
+    if (frame->state_entered)
+        module_state_recompute_exit(env->state, &frame->state);
     if (frame->forked) {
         st = rng_stash_restore(&frame->surrounding_rng);
         rng_stash_free(&frame->surrounding_rng);
@@ -121,4 +136,5 @@ void checkpoint_env_free(struct checkpoint_env *env)
 {
     rng_stash_free(&env->forward_rng);
     rng_stash_free(&env->unstashed_rng);
+    state_snapshot_free(&env->forward_state);
 }

@@ -18,6 +18,8 @@ struct checkpoint_env {
      * args), watched during the forward: a draw there cannot be replayed. */
     struct rng_stash unstashed_rng;
     struct autocast_state autocast;   /* autocast when the forward began */
+    struct module_state *state;       /* the model's buffers (may be NULL) */
+    struct state_snapshot forward_state; /* the buffers when the forward began */
     const struct impl_mutation *mutation;
     const struct context_hooks *context;
     struct impl_stats *stats;
@@ -28,12 +30,15 @@ struct recompute_frame {
     struct rng_stash surrounding_rng;
     int forked;
     struct autocast_state autocast;
+    struct state_recompute state;
+    int state_entered;
     int grad_mode;
     double started_ms;
 };
 
 /* In forward, before running the segment: stashes RNG (if preserving) for
- * CPU + the devices of `in` (+ the current device, per policy). */
+ * CPU + the devices of `in` (+ the current device, per policy), and copies
+ * the model's buffers. */
 int checkpoint_env_capture(struct checkpoint_env *env, const struct checkpoint_impl *impl,
                            const struct impl_options *opts, const struct var *in);
 /* After the forward of the segment (before its output is handed out): a
@@ -42,7 +47,8 @@ int checkpoint_env_capture(struct checkpoint_env *env, const struct checkpoint_i
  * harness's counterpart of PyTorch's error for a device state initialised
  * in a checkpoint's forward. */
 int checkpoint_env_check_forward(struct checkpoint_env *env);
-/* Before a recompute: fork RNG, replay the stash, restore autocast, grad on. */
+/* Before a recompute: fork RNG, replay the stash, restore autocast, point
+ * the model's buffers at a copy of the forward's, grad on. */
 int checkpoint_env_enter(struct checkpoint_env *env, struct recompute_frame *frame);
 /* After it (always call, also on failure): restores what enter changed. */
 int checkpoint_env_exit(struct checkpoint_env *env, struct recompute_frame *frame);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "case.h"
+#include "module_state.h"
 #include "rng_stash.h"
 #include "tape.h"
 
@@ -49,6 +50,9 @@ struct impl_mutation {
                                  /* and its version no longer checked */
     int skip_replay_if_random_kept; /* rng_op_saved_without_replay: no RNG replay when the policy */
                                     /* keeps the random ops' saved tensors */
+    /* Module state in recompute (impls/faulty/state_bugs.c): what the
+     * recompute reads its buffers from and writes its updates to. */
+    enum state_replay state_replay;
 };
 
 /* Everything a run tells the impl, and what it reports back. */
@@ -66,6 +70,10 @@ struct impl_options {
     /* selective: the ops whose saved tensors are kept from forward, a bit
      * set over enum policy_op (harness/autograd/policy.h); ignored by the others. */
     unsigned policy;
+    /* The model's buffers (NULL or n = 0: a model without state). A
+     * checkpoint snapshots them in forward and replays them in recompute
+     * (module_state.h), as it does RNG and autocast. */
+    struct module_state *state;
 };
 
 struct impl_stats {

@@ -49,6 +49,9 @@ static const struct checkpoint_impl *const builtin_impls[] = {
     &impl_stale_cache,
     &impl_mutated_saved_output,
     &impl_rng_op_saved_without_replay,
+    &impl_state_double_update,
+    &impl_scale_not_restored,
+    &impl_amax_updated_in_recompute,
     NULL,
 };
 

@@ -1232,3 +1232,59 @@ int tensor_rrelu_backward(tensor **out, const tensor *grad, const tensor *x, con
                                              false);
     });
 }
+
+int tensor_batch_norm_train(tensor **out, tensor **save_mean, tensor **save_invstd, const tensor *x,
+                            const tensor *w, const tensor *b, tensor *running_mean, tensor *running_var,
+                            double momentum, double eps)
+{
+    null_outs({out, save_mean, save_invstd});
+    return guarded(__func__, [&] {
+        if (!out)
+            throw shim_error(ST_INTERNAL, "NULL output pointer");
+        c10::optional<at::Tensor> rm, rv;
+        if (running_mean)
+            rm = running_mean->t;
+        if (running_var)
+            rv = running_var->t;
+        auto r = at::native_batch_norm(ref(x), opt(w), opt(b), rm, rv, true, momentum, eps);
+        return give_all({{out, std::get<0>(r)}, {save_mean, std::get<1>(r)}, {save_invstd, std::get<2>(r)}});
+    });
+}
+
+int tensor_batch_norm_train_backward(tensor **dx, tensor **dw, tensor **db, const tensor *grad, const tensor *x,
+                                     const tensor *w, const tensor *save_mean, const tensor *save_invstd,
+                                     double eps)
+{
+    null_outs({dx, dw, db});
+    return guarded(__func__, [&] {
+        std::array<bool, 3> mask{dx != nullptr, dw != nullptr && w != nullptr, db != nullptr};
+        auto r = at::native_batch_norm_backward(ref(grad), ref(x), opt(w), c10::nullopt, c10::nullopt,
+                                                opt(save_mean), opt(save_invstd), true, eps, mask);
+        return give_all({{dx, std::get<0>(r)}, {dw, std::get<1>(r)}, {db, std::get<2>(r)}});
+    });
+}
+
+int tensor_fake_quantize(tensor **out, const tensor *x, const tensor *scale, double fp_max)
+{
+    return produce(__func__, out, [&] {
+        const at::Tensor &xt = ref(x), &s = ref(scale);
+        at::Tensor q = (xt.to(at::kFloat) * s).clamp(-fp_max, fp_max).to(at::kBFloat16).to(at::kFloat);
+        return (q / s).to(xt.scalar_type());
+    });
+}
+
+int tensor_delayed_scaling_update_(tensor *history, tensor *scale, const tensor *x, double fp_max)
+{
+    return guarded(__func__, [&] {
+        if (!history || !scale)
+            throw shim_error(ST_INTERNAL, "NULL tensor handle");
+        at::Tensor &h = history->t, &s = scale->t;
+        at::Tensor amax = ref(x).abs().max().to(at::kFloat).reshape({1});
+        at::Tensor shifted = at::cat({amax, h.narrow(0, 0, h.size(0) - 1)});
+        h.copy_(shifted);
+        at::Tensor m = h.max();
+        /* a true division (Python's 448.0 / m would multiply by a reciprocal) */
+        s.copy_(at::where(m > 0, at::full_like(m, fp_max).div(m), s));
+        return (int)ST_OK;
+    });
+}

@@ -256,6 +256,25 @@ int tensor_cross_entropy_backward(tensor **out, const tensor *grad, const tensor
 int tensor_rrelu(tensor **out, tensor **noise, const tensor *x, double lower, double upper);
 int tensor_rrelu_backward(tensor **out, const tensor *grad, const tensor *x, const tensor *noise,
                           double lower, double upper);
+/* Batch norm in training mode over dim 0 of a 2-d x [N, C], as
+ * at::native_batch_norm: out, and the batch mean and inverse std it saves;
+ * running_mean and running_var (may be NULL) are updated in place with
+ * `momentum` (unbiased variance), as nn.BatchNorm1d does in training. */
+int tensor_batch_norm_train(tensor **out, tensor **save_mean, tensor **save_invstd, const tensor *x,
+                            const tensor *w, const tensor *b, tensor *running_mean, tensor *running_var,
+                            double momentum, double eps);
+/* dx, dw, db (any may be NULL when not wanted). */
+int tensor_batch_norm_train_backward(tensor **dx, tensor **dw, tensor **db, const tensor *grad, const tensor *x,
+                                     const tensor *w, const tensor *save_mean, const tensor *save_invstd,
+                                     double eps);
+/* Fake quantisation with a per-tensor scale (a one-element float32
+ * tensor): (x·scale clamped to ±fp_max, rounded to bfloat16) / scale,
+ * computed in float32, returned in x's dtype. */
+int tensor_fake_quantize(tensor **out, const tensor *x, const tensor *scale, double fp_max);
+/* Delayed scaling, once per forward: history (float32 [H]) shifts by one
+ * and takes max|x| at index 0; scale (float32 [1]) becomes fp_max / max(history)
+ * when that max is positive, else stays. Both in place. */
+int tensor_delayed_scaling_update_(tensor *history, tensor *scale, const tensor *x, double fp_max);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,13 @@
 #include "policy.h"
 
 #define LAYER_NORM_EPS 1e-5
+/* nn.BatchNorm1d's defaults. */
+#define BATCH_NORM_EPS 1e-5
+#define BATCH_NORM_MOMENTUM 0.1
+/* scaled_mlp: FP8 E4M3's largest finite value, and the amax history length
+ * of a delayed-scaling recipe (short, so that a step's amax can leave it). */
+#define FP8_E4M3_MAX 448.0
+#define AMAX_HISTORY_LEN 4
 #define BIAS_INIT_STD 0.1
 /* RReLU's default slope range in PyTorch: [1/8, 1/3]. */
 #define RRELU_LOWER (1.0 / 8.0)
@@ -52,7 +59,43 @@ static int params_per_layer(enum model_kind kind)
     switch (kind) {
     case MODEL_GPT_BLOCK: return 12;
     case MODEL_BRANCHY: return 4;
+    case MODEL_BN_MLP: return 4;
     default: return 2;
+    }
+}
+
+static int buffers_per_layer(enum model_kind kind)
+{
+    return kind == MODEL_BN_MLP || kind == MODEL_SCALED_MLP ? 2 : 0;
+}
+
+static void add_buffer(struct model *m, int layer, const char *name, int64_t size, enum dtype dtype, double init)
+{
+    struct module_buffer *b = &m->buffers[m->n_buffers++];
+    snprintf(b->name, sizeof b->name, "%s", name);
+    b->layer = layer;
+    b->ndim = 1;
+    b->shape[0] = size;
+    b->dtype = dtype;
+    b->init = init;
+}
+
+/* Layer i's buffers: batch norm's running mean (zeros) and variance (ones),
+ * in the model's dtype; or the amax history (zeros) and scale (one), in
+ * float32 whatever the model computes in, as FP8 recipes keep them. */
+static void add_layer_buffers(struct model *m, int i)
+{
+    char name[MODULE_BUFFER_NAME_MAX];
+    if (m->kind == MODEL_BN_MLP) {
+        snprintf(name, sizeof name, "l%d.bn.running_mean", i);
+        add_buffer(m, i, name, m->hidden, m->dtype, 0.0);
+        snprintf(name, sizeof name, "l%d.bn.running_var", i);
+        add_buffer(m, i, name, m->hidden, m->dtype, 1.0);
+    } else if (m->kind == MODEL_SCALED_MLP) {
+        snprintf(name, sizeof name, "l%d.amax_history", i);
+        add_buffer(m, i, name, AMAX_HISTORY_LEN, DT_F32, 0.0);
+        snprintf(name, sizeof name, "l%d.scale", i);
+        add_buffer(m, i, name, 1, DT_F32, 1.0);
     }
 }
 
@@ -93,16 +136,28 @@ int model_create(struct model *m, const struct ckpt_case *c, int device)
             return error_wrap(st, "draw_device");
     }
     m->params = calloc((size_t)(c->layers * params_per_layer(c->model)), sizeof *m->params);
-    if (!m->params)
+    int nb = c->layers * buffers_per_layer(c->model);
+    m->buffers = nb ? calloc((size_t)nb, sizeof *m->buffers) : NULL;
+    m->state = nb ? calloc(1, sizeof *m->state) : NULL;
+    if (!m->params || (nb && (!m->buffers || !m->state))) {
+        model_free(m);
         return error_set(ST_RUN, "out of memory laying out the model");
+    }
     int64_t h = m->hidden;
     char prefix[32];
     for (int i = 0; i < m->layers; i++) {
         switch (m->kind) {
         case MODEL_MLP:
         case MODEL_RRELU_MLP:
+        case MODEL_SCALED_MLP:
             snprintf(prefix, sizeof prefix, "l%d.", i);
             add_linear(m, i, prefix, h, h);
+            break;
+        case MODEL_BN_MLP:
+            snprintf(prefix, sizeof prefix, "l%d.", i);
+            add_linear(m, i, prefix, h, h);
+            snprintf(prefix, sizeof prefix, "l%d.bn.", i);
+            add_norm(m, i, prefix);
             break;
         case MODEL_BRANCHY:
             snprintf(prefix, sizeof prefix, "b%d.a.", i);
@@ -125,6 +180,7 @@ int model_create(struct model *m, const struct ckpt_case *c, int device)
             add_linear(m, i, prefix, h, 4 * h);
             break;
         }
+        add_layer_buffers(m, i);
     }
     return ST_OK;
 }
@@ -132,8 +188,14 @@ int model_create(struct model *m, const struct ckpt_case *c, int device)
 void model_free(struct model *m)
 {
     free(m->params);
+    free(m->buffers);
+    if (m->state)
+        module_state_free(m->state);
+    free(m->state);
+    m->state = NULL;
     m->params = NULL;
-    m->n_params = 0;
+    m->buffers = NULL;
+    m->n_params = m->n_buffers = 0;
 }
 
 void model_input_shape(const struct model *m, int64_t shape[3])
@@ -147,6 +209,17 @@ void model_input_shape(const struct model *m, int64_t shape[3])
 static struct var *layer_param(const struct model *m, int layer, int k)
 {
     return m->params[layer * params_per_layer(m->kind) + k].var;
+}
+
+/* Layer i's k-th buffer as ops read it / update it now (module_state.h). */
+static tensor *layer_buffer_read(const struct model *m, int layer, int k)
+{
+    return module_state_read(m->state, layer * buffers_per_layer(m->kind) + k);
+}
+
+static tensor *layer_buffer_write(const struct model *m, int layer, int k)
+{
+    return module_state_write(m->state, layer * buffers_per_layer(m->kind) + k);
 }
 
 /* bias+GELU(tanh) on a bias-free linear output, as the case's fusion says. */
@@ -212,6 +285,47 @@ static int rrelu_layer(const struct model *m, int i, struct var *x, struct var *
     if ((st = op_linear(&y, x, layer_param(m, i, 0), layer_param(m, i, 1))))
         return st;
     if ((st = step_done(y, op_rrelu(&h, y, RRELU_LOWER, RRELU_UPPER))))
+        return st;
+    return step_done(h, op_dropout(out, h, m->dropout));
+}
+
+/* linear → batch norm (training: batch statistics, running statistics
+ * updated) → gelu_tanh → dropout. */
+static int bn_mlp_layer(const struct model *m, int i, struct var *x, struct var **out)
+{
+    struct var *y, *z, *h;
+    int st;
+    if (!m->state || !m->state->n)
+        return error_set(ST_INTERNAL, "bn_mlp runs without its buffers");
+    if ((st = op_linear(&y, x, layer_param(m, i, 0), layer_param(m, i, 1))))
+        return st;
+    if ((st = step_done(y, op_batch_norm(&z, y, layer_param(m, i, 2), layer_param(m, i, 3),
+                                         layer_buffer_write(m, i, 0), layer_buffer_write(m, i, 1),
+                                         BATCH_NORM_MOMENTUM, BATCH_NORM_EPS))))
+        return st;
+    if ((st = step_done(z, op_gelu(&h, z, 1))))
+        return st;
+    return step_done(h, op_dropout(out, h, m->dropout));
+}
+
+/* The input quantised with the scale the state holds (fake_quantize), then
+ * the amax history and scale updated from this input (once per forward:
+ * the next forward quantises with the new scale), then linear →
+ * gelu_tanh → dropout. */
+static int scaled_mlp_layer(const struct model *m, int i, struct var *x, struct var **out)
+{
+    struct var *q, *y, *h;
+    int st;
+    if (!m->state || !m->state->n)
+        return error_set(ST_INTERNAL, "scaled_mlp runs without its buffers");
+    if ((st = op_fake_quantize(&q, x, layer_buffer_read(m, i, 1), FP8_E4M3_MAX)))
+        return st;
+    if ((st = tensor_delayed_scaling_update_(layer_buffer_write(m, i, 0), layer_buffer_write(m, i, 1), x->data,
+                                             FP8_E4M3_MAX)))
+        return step_done(q, st);
+    if ((st = step_done(q, op_linear(&y, q, layer_param(m, i, 0), layer_param(m, i, 1)))))
+        return st;
+    if ((st = step_done(y, op_gelu(&h, y, 1))))
         return st;
     return step_done(h, op_dropout(out, h, m->dropout));
 }
@@ -282,6 +396,8 @@ int model_layer_forward(const struct model *m, int layer, struct var *x, struct 
     case MODEL_RRELU_MLP: return rrelu_layer(m, layer, x, out);
     case MODEL_BRANCHY: return branchy_layer(m, layer, x, out);
     case MODEL_GPT_BLOCK: return gpt_layer(m, layer, x, out);
+    case MODEL_BN_MLP: return bn_mlp_layer(m, layer, x, out);
+    case MODEL_SCALED_MLP: return scaled_mlp_layer(m, layer, x, out);
     }
     return error_set(ST_INTERNAL, "unknown model kind %d", m->kind);
 }
@@ -330,6 +446,20 @@ int model_describe(const struct model *m, char *buf, size_t len)
             n = snprintf(buf + off, len - off,
                          "layer %d: x = dropout(gelu_tanh(x·b%d.a.weightᵀ + b%d.a.bias) + (x·b%d.b.weightᵀ + "
                          "b%d.b.bias) + x, p=%g)\n",
+                         i, i, i, i, i, m->dropout);
+            break;
+        case MODEL_BN_MLP:
+            n = snprintf(buf + off, len - off,
+                         "layer %d: x = dropout(gelu_tanh(batch_norm_train(x·l%d.weightᵀ + l%d.bias over batch·seq, "
+                         "l%d.bn.weight, l%d.bn.bias, running l%d.bn.running_mean/var, momentum=0.1, eps=1e-5)), "
+                         "p=%g)\n",
+                         i, i, i, i, i, i, m->dropout);
+            break;
+        case MODEL_SCALED_MLP:
+            n = snprintf(buf + off, len - off,
+                         "layer %d: q = bf16(clamp(x·s, ±448))/s with s = l%d.scale (float32); then l%d.amax_history "
+                         "= [max|x|, history[0..2]], s = 448/max(history) if > 0; x = dropout(gelu_tanh(q·l%d.weightᵀ "
+                         "+ l%d.bias), p=%g); backward of q: straight-through\n",
                          i, i, i, i, i, m->dropout);
             break;
         default:
@@ -475,6 +605,32 @@ static void mlp_memory(const struct model *m, const struct dtype_rules *r, enum 
     lm->out = y;
 }
 
+/* bn_mlp: linear (saves its input) -> batch_norm (saves the linear's
+ * output and the batch mean and inverse std, [C] each) -> gelu (saves the
+ * normalised output) -> dropout. No autocast (case.c refuses it). */
+static void bn_mlp_memory(const struct model *m, enum dtype in, struct layer_memory *lm)
+{
+    int64_t h = m->hidden;
+    lm->input_op = POP_LINEAR;
+    lm->input_kept = 1;
+    saves(lm, POP_BATCH_NORM, act_bytes(m, h, in) + 2 * h * (int64_t)dtype_size(in));
+    saves(lm, POP_GELU_TANH, act_bytes(m, h, in));
+    saves(lm, POP_DROPOUT, dropout_mask(m, h, in));
+    lm->out = in;
+}
+
+/* scaled_mlp: fake_quantize saves nothing, so the layer's input is not
+ * kept; linear saves the quantised copy; gelu its output; dropout its mask. */
+static void scaled_mlp_memory(const struct model *m, enum dtype in, struct layer_memory *lm)
+{
+    int64_t h = m->hidden;
+    lm->input_op = POP_LINEAR;
+    saves(lm, POP_LINEAR, act_bytes(m, h, in));
+    saves(lm, POP_GELU_TANH, act_bytes(m, h, in));
+    saves(lm, POP_DROPOUT, dropout_mask(m, h, in));
+    lm->out = in;
+}
+
 /* branchy: gelu(linear_a(x)) + linear_b(x) + x, then dropout. Both linears
  * save x (or each its own cast of x); gelu saves linear_a's output; the two
  * adds save nothing, so linear_b's output and the sums are freed. */
@@ -577,6 +733,8 @@ static void layer_memory(const struct model *m, const struct dtype_rules *r, enu
     case MODEL_RRELU_MLP: mlp_memory(m, r, in, lm); break;
     case MODEL_BRANCHY: branchy_memory(m, r, in, lm); break;
     case MODEL_GPT_BLOCK: gpt_memory(m, r, in, lm); break;
+    case MODEL_BN_MLP: bn_mlp_memory(m, in, lm); break;
+    case MODEL_SCALED_MLP: scaled_mlp_memory(m, in, lm); break;
     }
 }
 
@@ -630,6 +788,9 @@ int64_t model_predict_saved_bytes_keeping(const struct model *m, const struct se
      * Its one-element result keeps the storage of the element-wise squared
      * errors it was reduced from (libtorch 1.13's mse_loss: measured, one
      * activation's bytes, not 4), so the loss itself holds an activation. */
+    /* Each checkpoint copies the model's buffers when its forward begins
+     * and holds the copy until its recompute (module_state.h). */
+    total += (int64_t)plan->count * module_state_bytes(m->buffers, m->n_buffers);
     enum dtype x = rule_fp32(&r, cur), t = rule_fp32(&r, m->dtype);
     total += act_bytes(m, m->hidden, x);
     if (t != m->dtype)

@@ -1,5 +1,5 @@
 /* model: the harness's models as lists of layers over named parameters —
- * mlp, gpt_block, branchy, rrelu_mlp — exactly as DESIGN.md and
+ * mlp, gpt_block, branchy, rrelu_mlp, bn_mlp, scaled_mlp — exactly as DESIGN.md and
  * docs/models.md define them, so other frameworks can rebuild them from the
  * HDF5 file alone. A layer maps one activation to the next; checkpoint
  * segments are runs of consecutive layers (segment_plan). It also predicts,
@@ -9,6 +9,7 @@
 #define CKPT_MODEL_H
 
 #include "case.h"
+#include "module_state.h"
 #include "tape.h"
 
 #define MODEL_PARAM_NAME_MAX 48
@@ -33,15 +34,23 @@ struct model {
     int draw_device; /* where mlp dropout draws (case key draw_device); = device when same */
     int n_params;
     struct model_param *params;
+    /* Buffers (module_state.h): bn_mlp's running statistics, scaled_mlp's
+     * amax history and scale; none for the other models. */
+    int n_buffers;
+    struct module_buffer *buffers;
+    /* The live buffers of a run: allocated here (NULL without buffers),
+     * filled by the runner for each run (module_state_init) and emptied after. */
+    struct module_state *state;
 };
 
 /* Whether this build and machine have every device the case names (device,
  * draw_device): ST_INPUT in one line naming the case's file and line
  * otherwise (a CPU build refuses any cuda device). Run before anything. */
 int model_check_devices(const struct ckpt_case *c);
-/* Lays out the model's parameters for a case (no values yet). */
+/* Lays out the model's parameters and buffers for a case (no values yet). */
 int model_create(struct model *m, const struct ckpt_case *c, int device);
 void model_free(struct model *m);
+
 /* Input and target shapes: [batch, seq, hidden]. */
 void model_input_shape(const struct model *m, int64_t shape[3]);
 /* Runs layer `layer` on x. */

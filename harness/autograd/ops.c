@@ -821,4 +821,75 @@ int op_rrelu(struct var **out, struct var *x, double lower, double upper)
     return st;
 }
 
+/* ---- batch norm (training) ------------------------------------------------------- */
+
+/* x [.., C] as [N, C] (a view: no bytes). */
+static int rows_of(tensor **out, const tensor *x)
+{
+    int64_t c = tensor_size(x, -1);
+    int64_t shape[2] = {c ? (int64_t)(tensor_numel(x) / c) : 0, c};
+    return tensor_reshape(out, x, 2, shape);
+}
+
+static int batch_norm_backward(struct node *n, tensor *const *g, tensor **gi)
+{
+    tensor *s[4] = {0}, *x2 = NULL, *g2 = NULL, *dx2 = NULL;
+    int st = saved_all(n, s, 4);
+    if (st)
+        return st;
+    if (!(st = rows_of(&x2, s[0])) && !(st = rows_of(&g2, g[0])))
+        st = tensor_batch_norm_train_backward(n->next[0].node ? &dx2 : NULL, n->next[1].node ? &gi[1] : NULL,
+                                              n->next[2].node ? &gi[2] : NULL, g2, x2, s[1], s[2], s[3],
+                                              n->scalars[0]);
+    if (!st && dx2)
+        st = tensor_reshape(&gi[0], dx2, n->in_meta[0].ndim, n->in_meta[0].shape);
+    tensor_free(dx2);
+    tensor_free(g2);
+    tensor_free(x2);
+    free_all(s, 4);
+    return st;
+}
+
+int op_batch_norm(struct var **out, struct var *x, struct var *w, struct var *b, tensor *running_mean,
+                  tensor *running_var, double momentum, double eps)
+{
+    tensor *x2 = NULL, *y2 = NULL, *y = NULL, *mean = NULL, *invstd = NULL;
+    int64_t shape[TENSOR_MAX_DIMS];
+    int ndim = tensor_shape(x->data, shape);
+    int st;
+    if ((st = rows_of(&x2, x->data)) ||
+        (st = tensor_batch_norm_train(&y2, &mean, &invstd, x2, w->data, b->data, running_mean, running_var,
+                                      momentum, eps)) ||
+        (st = tensor_reshape(&y, y2, ndim, shape)))
+        goto out;
+    struct var *inputs[3] = {x, w, b};
+    const tensor *saves[4] = {x->data, w->data, mean, invstd};
+    st = op_finish(out, y, "batch_norm", batch_norm_backward, inputs, 3, saves, 4, &eps, 1);
+    y = NULL;
+out:
+    tensor_free(x2);
+    tensor_free(y2);
+    tensor_free(y);
+    tensor_free(mean);
+    tensor_free(invstd);
+    return st;
+}
+
+/* ---- fake quantisation ------------------------------------------------------------ */
+
+static int straight_through_backward(struct node *n, tensor *const *g, tensor **gi)
+{
+    (void)n;
+    return tensor_share(&gi[0], g[0]);
+}
+
+int op_fake_quantize(struct var **out, struct var *x, const tensor *scale, double fp_max)
+{
+    tensor *y;
+    int st = tensor_fake_quantize(&y, x->data, scale, fp_max);
+    if (st)
+        return st;
+    return op_finish(out, y, "fake_quantize", straight_through_backward, &x, 1, NULL, 0, &fp_max, 1);
+}
+
 const char *op_name_of(const struct node *n) { return n ? n->name : "(none)"; }

@@ -50,6 +50,16 @@ int op_cross_entropy(struct var **out, struct var *logits, struct var *target);
 /* RReLU in training mode (random slopes from the default generator).
  * Saves: x, noise. */
 int op_rrelu(struct var **out, struct var *x, double lower, double upper);
+/* Batch norm in training mode over every position of x [batch, seq, C]
+ * (nn.BatchNorm1d on x viewed as [batch·seq, C]): running_mean and
+ * running_var (buffers, outside the graph) are updated in place with
+ * `momentum`. Saves: x, w, the batch mean and inverse std. */
+int op_batch_norm(struct var **out, struct var *x, struct var *w, struct var *b, tensor *running_mean,
+                  tensor *running_var, double momentum, double eps);
+/* Fake quantisation with a per-tensor scale (tensor_fake_quantize; scale is
+ * a buffer, outside the graph). Backward is the straight-through
+ * estimator: the gradient passes unchanged. Saves: nothing. */
+int op_fake_quantize(struct var **out, struct var *x, const tensor *scale, double fp_max);
 /* A differentiable dtype cast (autocast inserts these). Saves: nothing. */
 int op_to_dtype(struct var **out, struct var *x, enum dtype dtype);
 /* A differentiable move to another device (the gradient moves back).

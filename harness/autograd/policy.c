@@ -16,6 +16,7 @@ static const char *const op_names[POP_COUNT] = {
     [POP_DROPOUT] = "dropout",
     [POP_BIAS_DROPOUT_ADD] = "bias_dropout_add",
     [POP_RRELU] = "rrelu",
+    [POP_BATCH_NORM] = "batch_norm",
 };
 
 /* The impls that run with the case's policy (impls/selective.c and its
@@ -64,6 +65,10 @@ int policy_calls_per_layer(const struct ckpt_case *c, enum policy_op op)
         return op == POP_LINEAR || op == POP_DROPOUT || op == bias_gelu_op(c);
     case MODEL_RRELU_MLP:
         return op == POP_LINEAR || op == POP_RRELU || op == POP_DROPOUT;
+    case MODEL_BN_MLP:
+        return op == POP_LINEAR || op == POP_BATCH_NORM || op == POP_GELU_TANH || op == POP_DROPOUT;
+    case MODEL_SCALED_MLP: /* quantize saves nothing: no policy op */
+        return op == POP_LINEAR || op == POP_GELU_TANH || op == POP_DROPOUT;
     case MODEL_BRANCHY:
         return op == POP_LINEAR ? 2 : op == POP_GELU_TANH || op == POP_DROPOUT;
     case MODEL_GPT_BLOCK:
@@ -164,7 +169,6 @@ int policy_impl_uses_policy(const char *impl)
     return 0;
 }
 
-static const char *const model_names[] = {"mlp", "gpt_block", "branchy", "rrelu_mlp"};
 
 int policy_check_case(const struct ckpt_case *c, const char *path, int line)
 {
@@ -190,11 +194,11 @@ int policy_check_case(const struct ckpt_case *c, const char *path, int line)
     list_ops(have, ops, sizeof ops);
     if (strcmp(c->policy, "attention_core") == 0 && !(have & POLICY_BIT(POP_CAUSAL_ATTENTION)))
         return error_set(ST_INPUT, "%s:%d: case '%s': policy attention_core recomputes causal_attention, which "
-                         "model %s does not have (its ops: %s)", path, line, c->name, model_names[c->model], ops);
+                         "model %s does not have (its ops: %s)", path, line, c->name, case_model_name(c->model), ops);
     if (strncmp(c->policy, "save:", 5) == 0 && (keep & ~have)) {
         list_ops(keep & ~have, why, sizeof why);
         return error_set(ST_INPUT, "%s:%d: case '%s': policy names %s, which model %s (fusion as set) does not "
-                         "run (its ops: %s)", path, line, c->name, why, model_names[c->model], ops);
+                         "run (its ops: %s)", path, line, c->name, why, case_model_name(c->model), ops);
     }
     return ST_OK;
 }

@@ -22,6 +22,7 @@ enum policy_op {
     POP_DROPOUT,
     POP_BIAS_DROPOUT_ADD,
     POP_RRELU,
+    POP_BATCH_NORM,
     POP_COUNT
 };
 

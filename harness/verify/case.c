@@ -237,7 +237,7 @@ static int name_index(const char *const *names, const char *name)
 /* Keys                                                                 */
 
 /* Indexed like enum model_kind, enum fusion_kind, ... */
-static const char *const model_names[] = {"mlp", "gpt_block", "branchy", "rrelu_mlp", NULL};
+static const char *const model_names[] = {"mlp", "gpt_block", "branchy", "rrelu_mlp", "bn_mlp", "scaled_mlp", NULL};
 static const char *const fusion_names[] = {"none", "bias_gelu", "bias_gelu_atomic", NULL};
 static const char *const autocast_names[] = {"off", "bf16", "f16", NULL};
 static const char *const rng_devices_names[] = {"args+current", "args", NULL};
@@ -799,7 +799,7 @@ static void format_expect(const struct ckpt_case *c, const struct key_spec *spec
 /* Ordered as cases/README.md lists them; attributes come out in this order. */
 static const struct key_spec key_specs[K_COUNT] = {
     [K_MODEL] = {.name = "model", .parse = set_model, .format = format_model,
-                 .allowed = "one of mlp, gpt_block, branchy, rrelu_mlp"},
+                 .allowed = "one of mlp, gpt_block, branchy, rrelu_mlp, bn_mlp, scaled_mlp"},
     [K_LAYERS] = {.name = "layers", .parse = set_int, .format = format_int,
                   .offset = FIELD(layers), .min = 1, .max = MAX_LAYERS,
                   .allowed = "an integer 1..1024"},
@@ -1393,6 +1393,40 @@ static int has_impl(const struct ckpt_case *c, const char *impl)
     return 0;
 }
 
+/* The models with buffers run unfused, without autocast, in float32
+ * (bn_mlp with more than one value per channel, as batch norm in training
+ * demands). */
+static int check_stateful_model(const struct case_builder *b, const char *path, int section_line)
+{
+    const struct ckpt_case *c = &b->c;
+    const char *model = model_names[c->model];
+    if (c->fusion != FUSION_NONE) {
+        int line = latest_line(b, section_line, (enum key_id[]){K_MODEL, K_FUSION}, 2);
+        return error_set(ST_INPUT, "%s:%d: case '%s': model %s runs unfused (fusion = none)", path, line, c->name,
+                         model);
+    }
+    if (c->autocast != AUTOCAST_OFF) {
+        int line = latest_line(b, section_line, (enum key_id[]){K_MODEL, K_AUTOCAST}, 2);
+        return error_set(ST_INPUT, "%s:%d: case '%s': model %s runs without autocast", path, line, c->name, model);
+    }
+    if (c->dtype != DT_F32) {
+        int line = latest_line(b, section_line, (enum key_id[]){K_MODEL, K_DTYPE}, 2);
+        return error_set(ST_INPUT, "%s:%d: case '%s': model %s runs in float32 (scaled_mlp rounds to bfloat16 "
+                         "inside its quantiser), not %s", path, line, c->name, model, dtype_name((enum dtype)c->dtype));
+    }
+    if (c->model == MODEL_BN_MLP && (int64_t)c->batch * c->seq < 2) {
+        int line = latest_line(b, section_line, (enum key_id[]){K_MODEL, K_BATCH, K_SEQ}, 3);
+        return error_set(ST_INPUT, "%s:%d: case '%s': model bn_mlp normalises over batch x seq = 1 value per "
+                         "channel; batch norm in training needs more than one", path, line, c->name);
+    }
+    return ST_OK;
+}
+
+const char *case_model_name(enum model_kind kind)
+{
+    return kind >= MODEL_MLP && kind <= MODEL_SCALED_MLP ? model_names[kind] : "?";
+}
+
 /* Checks that span keys (a single key's range is checked when it is set). */
 static int check_consistency(const struct case_builder *b, const char *path, int section_line)
 {
@@ -1407,6 +1441,8 @@ static int check_consistency(const struct case_builder *b, const char *path, int
         return error_set(ST_INPUT, "%s:%d: case '%s': draw_device is only supported for model mlp", path,
                          line, c->name);
     }
+    if ((c->model == MODEL_BN_MLP || c->model == MODEL_SCALED_MLP) && check_stateful_model(b, path, section_line))
+        return ST_INPUT;
     if (c->segments > c->layers) {
         int line = latest_line(b, section_line, (enum key_id[]){K_SEGMENTS, K_LAYERS}, 2);
         return error_set(ST_INPUT, "%s:%d: case '%s': segments (%d) exceeds layers (%d)", path,

@@ -12,7 +12,7 @@
 #define CASE_WORD_MAX 32
 #define CASE_POLICY_MAX 160
 
-enum model_kind { MODEL_MLP = 0, MODEL_GPT_BLOCK, MODEL_BRANCHY, MODEL_RRELU_MLP };
+enum model_kind { MODEL_MLP = 0, MODEL_GPT_BLOCK, MODEL_BRANCHY, MODEL_RRELU_MLP, MODEL_BN_MLP, MODEL_SCALED_MLP };
 enum fusion_kind { FUSION_NONE = 0, FUSION_BIAS_GELU, FUSION_BIAS_GELU_ATOMIC };
 enum autocast_kind { AUTOCAST_OFF = 0, AUTOCAST_BF16, AUTOCAST_F16 };
 /* Which devices' RNG a checkpoint stashes (DESIGN.md "RNG stashing"): the
@@ -29,6 +29,8 @@ enum determinism_check { DETERMINISM_METADATA = 0, DETERMINISM_VALUES, DETERMINI
 /* Verdicts, ordered from best to worst (regression = a larger value). */
 enum verdict { V_PASS = 0, V_NOISE, V_FAIL, V_MEMFAIL, V_ERROR, V_NOT_OBSERVABLE, V_COUNT };
 const char *verdict_name(enum verdict v);
+/* "mlp", "gpt_block", ... as the case key `model` spells it. */
+const char *case_model_name(enum model_kind kind);
 int verdict_from_name(const char *name); /* -1 if unknown */
 
 struct impl_expectation {

@@ -380,13 +380,20 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
         return ST_OK;
     }
     if (!d.has_divergence) {
-        int per_step = 0;
-        for (int i = 0; i < base->n; i++)
+        int per_step = 0, buffers = 0;
+        for (int i = 0; i < base->n; i++) {
             per_step += strncmp(base->items[i].path, "steps/", 6) == 0;
+            buffers += strncmp(base->items[i].path, "steps/", 6) == 0 && strstr(base->items[i].path, "/buffers/");
+        }
         res->verdict = V_PASS;
-        snprintf(res->reason, sizeof res->reason,
-                 "bitwise identical to %s: %d per-step tensors (losses, gradients) and %d final parameters",
-                 base->name, per_step, d.n_tensors - per_step);
+        if (buffers)
+            snprintf(res->reason, sizeof res->reason,
+                     "bitwise identical to %s: %d per-step tensors (losses, gradients), %d per-step buffers and %d "
+                     "final parameters", base->name, per_step - buffers, buffers, d.n_tensors - per_step);
+        else
+            snprintf(res->reason, sizeof res->reason,
+                     "bitwise identical to %s: %d per-step tensors (losses, gradients) and %d final parameters",
+                     base->name, per_step, d.n_tensors - per_step);
         return ST_OK;
     }
     describe_tensor(base, d.first_path, &d.first, res->first_divergence, sizeof res->first_divergence);

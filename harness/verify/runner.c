@@ -369,6 +369,12 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
         if ((st = record_tensor(rec, path, x->grad)))
             goto out;
     }
+    /* Buffers as this step's forward (and any recompute) left them. */
+    for (int i = 0; i < s->model.n_buffers; i++) {
+        snprintf(path, sizeof path, "steps/%d/buffers/%s", step, s->model.buffers[i].name);
+        if ((st = record_tensor(rec, path, module_state_read(s->model.state, i))))
+            goto out;
+    }
 update:
     /* SGD, outside the tape: p ← p − lr · grad. */
     for (int i = 0; i < s->model.n_params && !st; i++)
@@ -410,6 +416,9 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         st = leaf_from_host(&x, &s->x, s->device, c->input_requires_grad, "input.x");
     if (!st)
         st = leaf_from_host(&target, &s->target, s->device, 0, "input.target");
+    /* Every run starts from the buffers' initial values, as from the parameters'. */
+    if (!st && m->n_buffers)
+        st = module_state_init(m->state, m->buffers, m->n_buffers, s->device);
     if (!st)
         st = seed_generators(s->device, c->seed);
     if (!st && m->draw_device != s->device)
@@ -422,6 +431,7 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         .disable_early_stop = !c->early_stop,
         .stats = stats,
         .policy = policy_of_case(c),
+        .state = m->state,
     };
     for (int step = 1; step <= c->steps && !st; step++)
         if ((st = run_step(s, impl, &opts, params, x, target, step, rec, &measure)) == ST_MISMATCH)
@@ -462,6 +472,8 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
     free(params);
     var_release(x);
     var_release(target);
+    if (m->state)
+        module_state_free(m->state);
     return st;
 }
 

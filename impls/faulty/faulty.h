@@ -26,6 +26,10 @@ extern const struct checkpoint_impl impl_policy_ignored;
 extern const struct checkpoint_impl impl_stale_cache;
 extern const struct checkpoint_impl impl_mutated_saved_output;
 extern const struct checkpoint_impl impl_rng_op_saved_without_replay;
+/* module state's (state_bugs.c) */
+extern const struct checkpoint_impl impl_state_double_update;
+extern const struct checkpoint_impl impl_scale_not_restored;
+extern const struct checkpoint_impl impl_amax_updated_in_recompute;
 
 /* Observability rules shared by the bugs (observable.c). Each returns 1 when
  * the condition holds, else 0 with the reason in why. */
