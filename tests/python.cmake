@@ -14,7 +14,7 @@ foreach(example transformer_torch_checkpoint planted_no_rng_stash hook_checkpoin
 endforeach()
 
 foreach(pair "nonscalar_loss NonScalarLoss" "model_not_reproducible ModelNotReproducible"
-             "run_name_clash BadRunName")
+             "run_name_clash BadRunName" "buffer_name_collision NameCollision")
   separate_arguments(pair)
   list(GET pair 0 bad)
   list(GET pair 1 error)

@@ -288,6 +288,25 @@ static void test_error_draw_device_only_for_mlp(void **state)
                  "case 'd': draw_device is only supported for model mlp");
 }
 
+static void test_error_stateful_models_run_unfused_float32_without_autocast(void **state)
+{
+    (void)state;
+    assert_int_equal(load_one("[case:a]\nmodel = bn_mlp\n").model, MODEL_BN_MLP);
+    assert_int_equal(load_one("[case:a]\nmodel = scaled_mlp\n").model, MODEL_SCALED_MLP);
+    expect_error("[case:f]\nmodel = bn_mlp\nfusion = bias_gelu\n", 3, "case 'f': model bn_mlp runs unfused");
+    expect_error("[case:a]\nmodel = scaled_mlp\nautocast = bf16\n", 3,
+                 "case 'a': model scaled_mlp runs without autocast");
+    expect_error("[case:d]\nmodel = scaled_mlp\ndtype = bf16\n", 3,
+                 "case 'd': model scaled_mlp runs in float32");
+}
+
+static void test_error_bn_mlp_needs_more_than_one_value_per_channel(void **state)
+{
+    (void)state;
+    expect_error("[case:b]\nmodel = bn_mlp\nbatch = 1\nseq = 1\n", 4,
+                 "case 'b': model bn_mlp normalises over batch x seq = 1 value per channel");
+}
+
 static void test_segments_every_sqrt_and_number(void **state)
 {
     (void)state;
@@ -842,6 +861,8 @@ int main(void)
         cmocka_unit_test(test_rng_devices_also_reads_its_former_name_and_spellings),
         cmocka_unit_test(test_draw_device_is_same_or_a_device_and_prints_back),
         cmocka_unit_test(test_error_draw_device_only_for_mlp),
+        cmocka_unit_test(test_error_stateful_models_run_unfused_float32_without_autocast),
+        cmocka_unit_test(test_error_bn_mlp_needs_more_than_one_value_per_channel),
         cmocka_unit_test(test_segments_every_sqrt_and_number),
         cmocka_unit_test(test_min_memory_saving_fraction_or_none),
         cmocka_unit_test(test_comments_indentation_and_empty_lists),

@@ -25,7 +25,8 @@ static const char *const planted[] = {
     "args_only_rng",         "autocast_not_restored",    "autocast_not_restored_nr",
     "counter_reset",         "recompute_elided",         "stale_input",
     "first_call_kernel",     "policy_ignored",           "stale_cache",
-    "mutated_saved_output",  "rng_op_saved_without_replay",
+    "mutated_saved_output",  "rng_op_saved_without_replay", "state_double_update",
+    "scale_not_restored",    "amax_updated_in_recompute",
 };
 #define N_PLANTED (sizeof planted / sizeof *planted)
 
@@ -109,6 +110,26 @@ static void test_selective_bugs_show_only_where_the_policy_gives_them_room(void 
     c.dropout = 0;
     snprintf(c.policy, sizeof c.policy, "save:dropout");
     assert_false(observable("mutated_saved_output", &c, why)); /* p = 0: dropout records no node */
+}
+
+static void test_state_bugs_need_buffers_and_a_wrong_read_needs_a_model_that_reads_them(void **state)
+{
+    (void)state;
+    struct ckpt_case c;
+    char why[200];
+    case_defaults(&c);
+    assert_false(observable("state_double_update", &c, why));
+    assert_non_null(strstr(why, "model mlp has no buffers"));
+    c.model = MODEL_BN_MLP;
+    assert_true(observable("state_double_update", &c, why));
+    assert_true(observable("amax_updated_in_recompute", &c, why));
+    assert_false(observable("scale_not_restored", &c, why)); /* batch norm in training reads no state */
+    assert_non_null(strstr(why, "reads no state"));
+    c.model = MODEL_SCALED_MLP;
+    assert_true(observable("scale_not_restored", &c, why));
+    c.segments = 1;
+    assert_false(observable("scale_not_restored", &c, why));
+    assert_non_null(strstr(why, "segments = 1"));
 }
 
 static void test_args_only_rng_shows_only_where_segments_draw_off_their_arguments_device(void **state)
@@ -219,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_planted_bugs_follow_the_references),
         cmocka_unit_test(test_rng_bugs_need_something_random_to_replay),
         cmocka_unit_test(test_args_only_rng_shows_only_where_segments_draw_off_their_arguments_device),
+        cmocka_unit_test(test_state_bugs_need_buffers_and_a_wrong_read_needs_a_model_that_reads_them),
         cmocka_unit_test(test_rules_of_the_other_bugs),
         cmocka_unit_test(test_selective_bugs_show_only_where_the_policy_gives_them_room),
         cmocka_unit_test(test_first_call_kernel_flips_the_last_bit_of_the_first_fused_output_only),

@@ -236,6 +236,29 @@ static void test_selective_prediction_is_exact_for_every_model_and_policy(void *
     assert_true(checked > 40);
 }
 
+/* The models with buffers (float32, unfused, no autocast): each checkpoint
+ * also holds its copy of the buffers until backward, predicted to the byte
+ * for the full and the selective references. */
+static void test_prediction_is_exact_for_the_models_with_state(void **state)
+{
+    (void)state;
+    static const enum model_kind models[] = {MODEL_BN_MLP, MODEL_SCALED_MLP};
+    static const double dropouts[] = {0.1, 0.0};
+    static const int segments[] = {0, 2};
+    static const char *const policies[] = {NULL, "save_matmuls", "save:dropout"};
+    int checked = 0;
+    for (size_t m = 0; m < 2; m++)
+        for (size_t d = 0; d < 2; d++)
+            for (size_t k = 0; k < 2; k++)
+                for (size_t p = 0; p < 3; p++) {
+                    struct variant v = {models[m], FUSION_NONE, DT_F32, AUTOCAST_OFF, dropouts[d], segments[k],
+                                        policies[p]};
+                    check_case(&v, "/nonexistent");
+                    checked++;
+                }
+    assert_int_equal(checked, 24);
+}
+
 int main(void)
 {
     if (aten_init() != ST_OK) {
@@ -249,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_mlp_autocast_counts_the_casts),
         cmocka_unit_test(test_prediction_is_exact_for_every_model_and_segmenting),
         cmocka_unit_test(test_selective_prediction_is_exact_for_every_model_and_policy),
+        cmocka_unit_test(test_prediction_is_exact_for_the_models_with_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

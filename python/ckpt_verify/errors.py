@@ -26,6 +26,11 @@ class BadRunName(BadInput):
     """A run name the report cannot hold: reserved (baseline_*, *_rerun_*), empty or not a word."""
 
 
+class NameCollision(BadInput):
+    """Two parameter or buffer names that the report would store at one path
+    (a name with '/' nests: 'stats/mean' puts a group where a buffer 'stats' is)."""
+
+
 class RunError(VerifyError):
     """A run raised while training; the message names the run and the step.
     Raised out of verify() only for a baseline (the plain step must run)."""

@@ -7,7 +7,7 @@ import time
 
 import torch
 
-from .errors import BadInput, ModelNotReproducible, NonScalarLoss, RunError
+from .errors import BadInput, ModelNotReproducible, NameCollision, NonScalarLoss, RunError
 from .h5report import storable
 
 
@@ -59,6 +59,22 @@ def model_state(model):
     state = {f"param {n}": p.detach().cpu().clone() for n, p in model.named_parameters()}
     state.update({f"buffer {n}": b.detach().cpu().clone() for n, b in model.named_buffers() if b is not None})
     return state
+
+
+def check_report_names(model):
+    """Parameters go to steps/<k>/grads/<name> and final_params/<name>,
+    buffers to steps/<k>/buffers/<name>: every name must be one dataset. A
+    '/' in a name makes HDF5 groups of its parts, so 'stats/mean' and a
+    buffer 'stats' would be one path, a group and a dataset at once."""
+    for kind, group, names in (("parameter", "grads", [n for n, _ in model.named_parameters()]),
+                               ("buffer", "buffers", [n for n, b in model.named_buffers() if b is not None])):
+        for name in names:
+            if "/" in name:
+                clash = name.split("/")[0]
+                what = (f"collides with {kind} {clash!r} there" if clash in names
+                        else "would make a group of its parts")
+                raise NameCollision(f"{kind} {name!r}: its dataset steps/<k>/{group}/{name} {what} "
+                                    f"(docs/schema.md: dataset names hold no '/'); rename it")
 
 
 def check_same_model(reference, model, run_name):

@@ -12,7 +12,7 @@ from .adapters import Skipped
 from .errors import BadInput, BadRunName, RunError, VerificationFailed
 from .h5report import write_report
 from .memory import NoMeter, meter_for
-from .runner import Spec, model_state, runs_identical, seed_all, tensor_leaves, to_device, train
+from .runner import Spec, check_report_names, model_state, runs_identical, seed_all, tensor_leaves, to_device, train
 
 VERDICTS = ("PASS", "NOISE", "FAIL", "MEMFAIL", "ERROR")
 _WORD = re.compile(r"^[A-Za-z0-9_]{1,63}$")
@@ -140,6 +140,7 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
     first = model_fn()
     if not isinstance(first, torch.nn.Module):
         raise BadInput(f"model_fn returned {type(first).__name__}, not a torch.nn.Module")
+    check_report_names(first)
     reference = model_state(first)
     params_init = {n: p.detach().cpu().clone() for n, p in first.named_parameters()}
     del first
