@@ -49,6 +49,24 @@ RUN_PAIRS = (("baseline_0", "torch_none"), ("reentrant", "torch_reentrant"),
              ("nonreentrant", "torch_nonreentrant"))
 STYLES = {"torch_none": None, "torch_reentrant": True, "torch_nonreentrant": False}
 
+# Models with buffers (docs/models.md): torch.utils.checkpoint recomputes
+# their forward with the live buffers, so it updates them twice (PyTorch
+# #96136) and a quantiser recomputes with the scale its forward already
+# moved. The harness's references replay the state instead. For these
+# models two more torch runs wrap each checkpointed segment in that replay
+# (a copy of the buffers when its forward starts; the recompute reads and
+# updates a copy of that copy), and the harness's runs must match those
+# bitwise; against torch's plain checkpoints they must differ, in the
+# buffers (STATE_CAUSE).
+STATEFUL_MODELS = ("bn_mlp", "scaled_mlp")
+STATE_STYLES = {"torch_reentrant_state_replay": True, "torch_nonreentrant_state_replay": False}
+STATE_PAIRS = (("reentrant", "torch_reentrant_state_replay"),
+               ("nonreentrant", "torch_nonreentrant_state_replay"))
+STATE_CAUSE = ("torch.utils.checkpoint replays no module state: its recompute runs with the live buffers "
+               "and updates them again (PyTorch #96136 for BatchNorm)")
+BATCH_NORM_MOMENTUM, BATCH_NORM_EPS = 0.1, 1e-5
+FP8_E4M3_MAX, AMAX_HISTORY_LEN = 448.0, 4
+
 # Differences planted on purpose, to show that the cross-check catches them
 # (tests/crosscheck.cmake runs them and expects a failure).
 PLANTS = {
@@ -59,6 +77,8 @@ PLANTS = {
     "sgd_mul": "SGD computed as p -= lr * grad instead of p.add_(grad, alpha=-lr)",
     # Recompute draws fresh dropout masks: the bug torch's RNG stash exists for.
     "no_rng_preserve": "checkpoint(..., preserve_rng_state=False) although the case preserves it",
+    # The state-replay runs replay nothing: torch's plain checkpoint again.
+    "no_state_replay": "the *_state_replay runs recompute with the live buffers",
 }
 
 
@@ -125,7 +145,9 @@ class Case:
         want = {"mlp": [fusion_text.get(self.fusion, "?"), "dropout("],
                 "rrelu_mlp": ["rrelu(", "1/8, 1/3, training", "dropout("],
                 "branchy": ["gelu_tanh(x·b", ") + x, p="],
-                "gpt_block": ["attn_causal(ln1(x)", fusion_text.get(self.fusion, "?"), "layer_norm eps=1e-5"]}
+                "gpt_block": ["attn_causal(ln1(x)", fusion_text.get(self.fusion, "?"), "layer_norm eps=1e-5"],
+                "bn_mlp": ["gelu_tanh(batch_norm_train(", "momentum=0.1, eps=1e-5", "dropout("],
+                "scaled_mlp": ["bf16(clamp(x·s, ±448))/s", "s = 448/max(history) if > 0", "straight-through"]}
         layers = [line for line in text.splitlines() if line.startswith("layer ")]
         bad = [f"{len(layers)} layer lines for {self.layers} layers"] if len(layers) != self.layers else []
         bad += [f"no '{w}' in layer {i}" for i, line in enumerate(layers) for w in want[self.model] if w not in line]
@@ -138,8 +160,10 @@ class Case:
     def model_param_order(self):
         names = []
         for i in range(self.layers):
-            if self.model in ("mlp", "rrelu_mlp"):
+            if self.model in ("mlp", "rrelu_mlp", "scaled_mlp"):
                 parts = [f"l{i}."]
+            elif self.model == "bn_mlp":
+                parts = [f"l{i}.", f"l{i}.bn."]
             elif self.model == "branchy":
                 parts = [f"b{i}.a.", f"b{i}.b."]
             elif self.model == "gpt_block":
@@ -149,6 +173,19 @@ class Case:
             for p in parts:
                 names += [p + "weight", p + "bias"]
         return names
+
+    def initial_buffers(self):
+        """The model's buffers at their initial values, in the harness's
+        order (harness/autograd/model.c add_layer_buffers)."""
+        S = {}
+        for i in range(self.layers):
+            if self.model == "bn_mlp":
+                S[f"l{i}.bn.running_mean"] = torch.zeros(self.hidden)
+                S[f"l{i}.bn.running_var"] = torch.ones(self.hidden)
+            elif self.model == "scaled_mlp":
+                S[f"l{i}.amax_history"] = torch.zeros(AMAX_HISTORY_LEN)
+                S[f"l{i}.scale"] = torch.ones(1)
+        return S
 
     def autocast_dtype(self):
         return {"off": None, "bf16": torch.bfloat16, "f16": torch.float16}[self.autocast]
@@ -205,6 +242,45 @@ def branchy_layer(case, P, i, x):
     return F.dropout(a + b + x, case.dropout, training=True)
 
 
+def bn_mlp_layer(case, P, S, i, x):
+    y = F.linear(x, P[f"l{i}.weight"], P[f"l{i}.bias"])
+    z = F.batch_norm(y.reshape(-1, case.hidden), S[f"l{i}.bn.running_mean"], S[f"l{i}.bn.running_var"],
+                     P[f"l{i}.bn.weight"], P[f"l{i}.bn.bias"], training=True, momentum=BATCH_NORM_MOMENTUM,
+                     eps=BATCH_NORM_EPS).reshape(y.shape)
+    return F.dropout(gelu_tanh(z), case.dropout, training=True)
+
+
+class FakeQuantize(torch.autograd.Function):
+    """(x·s clamped to ±448, rounded to bfloat16) / s in float32; the
+    gradient passes straight through (harness/aten tensor_fake_quantize)."""
+
+    @staticmethod
+    def forward(ctx, x, scale):
+        q = (x.float() * scale).clamp(-FP8_E4M3_MAX, FP8_E4M3_MAX).to(torch.bfloat16).float()
+        return (q / scale).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+def delayed_scaling_update(history, scale, x):
+    """The history shifts and takes max|x| first; scale = 448 / max(history)
+    when positive (a true division, as the harness's update does)."""
+    with torch.no_grad():
+        amax = x.abs().max().float().reshape(1)
+        history.copy_(torch.cat([amax, history[:-1]]))
+        m = history.max()
+        scale.copy_(torch.where(m > 0, torch.full_like(m, FP8_E4M3_MAX).div(m), scale))
+
+
+def scaled_mlp_layer(case, P, S, i, x):
+    q = FakeQuantize.apply(x, S[f"l{i}.scale"])
+    delayed_scaling_update(S[f"l{i}.amax_history"], S[f"l{i}.scale"], x)
+    h = gelu_tanh(F.linear(q, P[f"l{i}.weight"], P[f"l{i}.bias"]))
+    return F.dropout(h, case.dropout, training=True)
+
+
 def fp32_rule(t, rules):
     """harness/autograd/autocast.h runs softmax and layer norm in float32 under
     autocast (as torch's CUDA op lists do); torch 1.13's CPU autocast leaves
@@ -244,9 +320,13 @@ def gpt_layer(case, P, i, x, rules):
     return x1 + F.dropout(h + P[p + "mlp.proj.bias"], case.dropout, training=True)
 
 
-def layers_forward(case, P, begin, end, x, rules):
+def layers_forward(case, P, begin, end, x, rules, S=None):
     for i in range(begin, end):
-        if case.model == "mlp":
+        if case.model == "bn_mlp":
+            x = bn_mlp_layer(case, P, S, i, x)
+        elif case.model == "scaled_mlp":
+            x = scaled_mlp_layer(case, P, S, i, x)
+        elif case.model == "mlp":
             x = mlp_layer(case, P, i, x)
         elif case.model == "rrelu_mlp":
             x = rrelu_layer(case, P, i, x)
@@ -275,9 +355,11 @@ class RunResult:
 def train(case, run_name, plant=None, rules="torch", allocator=None, record=True):
     """One run: seed, then case.steps SGD steps, as harness/verify/runner.c run_once.
     allocator: the counting allocator's ctypes library, to measure peaks."""
-    reentrant = STYLES[run_name]
+    reentrant = {**STYLES, **STATE_STYLES}[run_name]
+    replay_state = run_name in STATE_STYLES and plant != "no_state_replay"
     preserve = case.preserve_rng_state and plant != "no_rng_preserve"
     ranges, plain_from = case.plan_segments()
+    S = case.initial_buffers()
     P = {n: case.params_init[n].clone().requires_grad_(True) for n in case.param_names}
     x = case.x.clone().requires_grad_(case.input_requires_grad)
     target = case.target.clone()
@@ -286,7 +368,19 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
     torch.manual_seed(case.seed)
 
     def segment(begin, end):
-        return lambda inp: layers_forward(case, P, begin, end, inp, rules)
+        if not replay_state:
+            return lambda inp: layers_forward(case, P, begin, end, inp, rules, S)
+        # Called once in forward, once in the recompute (both torch styles):
+        # the forward runs on the live buffers after copying them; the
+        # recompute on a copy of that copy, dropped after.
+        snapshot = {}
+
+        def replayed(inp):
+            if not snapshot:
+                snapshot.update({k: v.clone() for k, v in S.items()})
+                return layers_forward(case, P, begin, end, inp, rules, S)
+            return layers_forward(case, P, begin, end, inp, rules, {k: v.clone() for k, v in snapshot.items()})
+        return replayed
 
     for step in range(1, case.steps + 1):
         for t in list(P.values()) + [x]:
@@ -304,7 +398,7 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
                     cur = fn(cur)
                 else:
                     cur = checkpoint(fn, cur, use_reentrant=reentrant, preserve_rng_state=preserve)
-            cur = layers_forward(case, P, plain_from, case.layers, cur, rules)
+            cur = layers_forward(case, P, plain_from, case.layers, cur, rules, S)
             loss = F.mse_loss(cur, target)
         del cur
         t1 = time.perf_counter()
@@ -337,6 +431,8 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
                     res.tensors[f"steps/{step}/grads/{n}"] = P[n].grad.clone()
             if x.grad is not None:
                 res.tensors[f"steps/{step}/grads/input.x"] = x.grad.clone()
+            for n, b in S.items():
+                res.tensors[f"steps/{step}/buffers/{n}"] = b.clone()
         del loss
         with torch.no_grad():
             for n in case.param_names:
@@ -496,6 +592,34 @@ def check_pair(ckpt_verify, ours_file, ours_run, theirs_file, theirs_run, case, 
     return False, f"beyond the documented bound: {measured}; documented: {why}"
 
 
+def check_state_difference(ours_file, ours_run, theirs_file, theirs_run, case):
+    """Against torch's plain checkpoint a model with buffers must differ, and
+    first in the buffers: step 1's buffers differ (the second update), and
+    for bn_mlp, whose batch norm in training reads no state, nothing else
+    does. A pair that agrees means torch now replays state (or the rebuild
+    lost its buffers): the documented cause is stale, and that fails."""
+    differ, others = [], []
+    with h5py.File(ours_file, "r") as fa, h5py.File(theirs_file, "r") as fb:
+        ga, gb = fa[f"runs/{ours_run}"], fb[f"runs/{theirs_run}"]
+        paths = []
+        ga.visititems(lambda name, obj: paths.append(name) if isinstance(obj, h5py.Dataset) else None)
+        for path in paths:
+            if not (path.startswith("steps/") or path.startswith("final_params/")):
+                continue
+            if path not in gb:
+                return False, f"{path} missing from {theirs_run}"
+            if not np.array_equal(ga[path][()], gb[path][()], equal_nan=True):
+                (differ if "/buffers/" in path else others).append(path)
+    step1 = [p for p in differ if p.startswith("steps/1/buffers/")]
+    if not step1:
+        return False, f"expected to differ in step 1's buffers ({STATE_CAUSE}), but they agree: the cause is stale"
+    if case.model == "bn_mlp" and others:
+        return False, (f"differs beyond the buffers ({others[0]}), where batch norm in training reads no state: "
+                       "unexplained")
+    where = f"{len(differ)} buffer and {len(others)} other tensor(s) differ, first {step1[0]}"
+    return True, f"differs as documented: {where}; {STATE_CAUSE}"
+
+
 # ---- writing the file ---------------------------------------------------------
 
 def string_type(text):
@@ -589,7 +713,9 @@ def crosscheck_one(report, out, args):
                   + ("the torch 2.x selective cross-check is not built yet" if have else
                      f"torch {torch.__version__} has no selective checkpointing "
                      "(create_selective_checkpoint_contexts is torch 2.x)"), file=sys.stderr)
-        runs = [train(case, name, args.plant, args.rules) for name in STYLES]
+        stateful = case.model in STATEFUL_MODELS
+        styles = list(STYLES) + (list(STATE_STYLES) if stateful else [])
+        runs = [train(case, name, args.plant, args.rules) for name in styles]
         write_report(out, src, case, runs)
     print(f"torch_crosscheck: {case.name}: torch {torch.__version__}, autocast rules {args.rules}"
           + (f", PLANTED: {PLANTS[args.plant]}" if args.plant else "") + f" -> {out}")
@@ -603,11 +729,17 @@ def crosscheck_one(report, out, args):
                   f"{CAUSES[c][2]}")
         return 0
     ok = True
-    for ours, theirs in RUN_PAIRS:
+    pairs = [(o, t) for o, t in RUN_PAIRS if not (stateful and o != "baseline_0")]
+    for ours, theirs in pairs + (list(STATE_PAIRS) if stateful else []):
         print(f"  {ours} vs {theirs}:")
         good, verdict = check_pair(args.check, report, ours, out, theirs, case, causes)
         print(f"  -> {'ok' if good else 'UNEXPLAINED'}: {case.name} {ours} vs {theirs}: {verdict}")
         ok = ok and good
+    if stateful:
+        for ours, theirs in RUN_PAIRS[1:]:
+            good, verdict = check_state_difference(report, ours, out, theirs, case)
+            print(f"  -> {'ok' if good else 'UNEXPLAINED'}: {case.name} {ours} vs {theirs}: {verdict}")
+            ok = ok and good
     return 0 if ok else 1
 
 

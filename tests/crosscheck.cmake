@@ -41,7 +41,22 @@ add_test(NAME crosscheck.autocast_gpt_torch_rules
   COMMAND ${CC_RUN} 0 "ok: autocast_gpt_bf16 reentrant vs torch_reentrant: within the documented bound"
   -- ${CC_SCRIPT} --out ${CC_OUT}/autocast_gpt_torch autocast_gpt_bf16)
 
+# Models with buffers: bitwise against torch checkpoints that replay the
+# buffers (BatchNorm's native kernels included), and different, in the
+# buffers, from torch's own checkpoint, which updates them twice.
+set(CC_STATE "ok: [a-z0-9_]+ baseline_0 vs torch_none: bitwise identical"
+  "ok: [a-z0-9_]+ reentrant vs torch_reentrant_state_replay: bitwise identical"
+  "ok: [a-z0-9_]+ nonreentrant vs torch_nonreentrant_state_replay: bitwise identical"
+  "ok: state_bn_mlp_segevery nonreentrant vs torch_nonreentrant: differs as documented: [0-9]+ buffer and 0 other"
+  "ok: state_scaled_mlp_seg2 reentrant vs torch_reentrant: differs as documented: .*first steps/1/buffers/l0.amax_history")
+add_test(NAME crosscheck.state_models
+  COMMAND ${CC_RUN} 0 ${CC_STATE} -- ${CC_SCRIPT} --out ${CC_OUT}/state state_bn_mlp_segevery state_scaled_mlp_seg2)
+
 # The check can fail: planted differences must be reported.
+# torch's checkpoint without the state replay: the replay pairs differ.
+add_test(NAME crosscheck.planted_no_state_replay_is_caught
+  COMMAND ${CC_RUN} 1 "UNEXPLAINED: state_bn_mlp_segevery reentrant vs torch_reentrant_state_replay: differs where"
+  -- ${CC_SCRIPT} --plant no_state_replay --out ${CC_OUT}/planted_state state_bn_mlp_segevery)
 # SGD as p -= lr * grad: a few ULP in step 2 and the final parameters.
 add_test(NAME crosscheck.planted_sgd_rounding_is_caught
   COMMAND ${CC_RUN} 1 "UNEXPLAINED: none_bs4 baseline_0 vs torch_none: differs where"
@@ -54,6 +69,7 @@ add_test(NAME crosscheck.planted_rng_beyond_bound_is_caught
 
 set_tests_properties(crosscheck.mlp crosscheck.gpt crosscheck.branchy_autocast_mlp crosscheck.fused_bias_gelu
   crosscheck.autocast_gpt_harness_rules crosscheck.autocast_gpt_torch_rules crosscheck.planted_sgd_rounding_is_caught crosscheck.planted_rng_beyond_bound_is_caught
+  crosscheck.state_models crosscheck.planted_no_state_replay_is_caught
   PROPERTIES LABELS "crosscheck")
 
 # Side-by-side benchmark (label `bench`): the same model in ckpt-verify and
