@@ -24,6 +24,14 @@ foreach(case mlp_seg2 gpt_bias_gelu)
        --out ${CMAKE_BINARY_DIR}/it/plugin_${case})
   set_tests_properties(plugin.example_${case} PROPERTIES LABELS "plugin")
 endforeach()
+# A model with buffers: the example replays them (PASS, buffers bitwise); the
+# harness's own state_double_update beside it shows what not replaying does.
+add_test(NAME plugin.example_replays_module_state
+  COMMAND ${EXPECT} 0 "example_checkpoint +PASS +yes +0 .*" "per-step buffers"
+          "state_double_update +FAIL +yes .*steps/1/buffers/l0.bn.running_mean"
+  -- ${CV} --impl-lib ${EXAMPLE_PLUGIN} --case state_bn_mlp_segevery --impl example_checkpoint,state_double_update
+     --out ${CMAKE_BINARY_DIR}/it/plugin_state)
+set_tests_properties(plugin.example_replays_module_state PROPERTIES LABELS "plugin")
 add_test(NAME plugin.listed_in_help
   COMMAND ${EXPECT} 0 "example_checkpoint +plugin example" -- ${CV} --impl-lib ${EXAMPLE_PLUGIN} --help)
 add_test(NAME plugin.wrong_abi_version_is_input_error

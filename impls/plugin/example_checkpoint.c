@@ -9,7 +9,10 @@
  *                         device; backward restores those states (and
  *                         puts the surrounding ones back afterwards),
  *                         recomputes with grad and runs a nested backward.
- *                         Claims to be right: expected PASS.
+ *                         The model's buffers (opts->state) are copied in
+ *                         forward and replayed in the recompute
+ *                         (module_state.h), so batch-norm statistics move
+ *                         once. Claims to be right: expected PASS.
  *   example_no_rng_replay the same with the replay left out: recompute
  *                         draws fresh dropout masks. A planted bug:
  *                         expected FAIL where the segment draws. */
@@ -32,6 +35,8 @@ struct example_ctx {
     uint8_t *state[DEVICES];
     size_t len[DEVICES];
     struct autocast_state autocast;
+    struct module_state *buffers;  /* NULL: the model has none */
+    struct state_snapshot buffers_at_forward;
 };
 
 static void example_ctx_free(void *p)
@@ -39,6 +44,7 @@ static void example_ctx_free(void *p)
     struct example_ctx *c = p;
     for (int i = 0; i < c->n_devices; i++)
         free(c->state[i]);
+    state_snapshot_free(&c->buffers_at_forward);
     free(c);
 }
 
@@ -70,11 +76,17 @@ static int example_backward(struct node *n, tensor *const *g, tensor **gi)
         return st;
     if (c->replay_rng && (st = swap_rng(c, prev, prev_len)))
         goto out;
+    struct state_recompute buffers_frame;
+    if (c->buffers && (st = module_state_recompute_enter(c->buffers, &c->buffers_at_forward, STATE_REPLAY,
+                                                         &buffers_frame)))
+        goto out;
     struct autocast_state outer = autocast_set(c->autocast);
     int grad = grad_mode_set(1);
     st = c->seg.call(c->seg.ctx, leaf, &out);
     grad_mode_set(grad);
     autocast_set(outer);
+    if (c->buffers)
+        module_state_recompute_exit(c->buffers, &buffers_frame);
     for (int i = 0; i < c->n_devices && prev[i]; i++) {
         int put = aten_rng_set_state(c->device[i], prev[i], prev_len[i]);
         st = st ? st : put;
@@ -94,10 +106,17 @@ out:
 static int example_run(const struct checkpoint_impl *impl, const struct impl_options *opts,
                        const struct segment_fn *seg, struct var *in, struct var **out)
 {
-    (void)opts;
     struct example_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return error_set(ST_RUN, "example checkpoint: out of memory");
+    if (opts->state && opts->state->n) {
+        c->buffers = opts->state;
+        int st = module_state_snapshot(opts->state, &c->buffers_at_forward);
+        if (st) {
+            example_ctx_free(c);
+            return st;
+        }
+    }
     c->seg = *seg;
     c->replay_rng = impl->is_reference;
     c->input_requires_grad = in->requires_grad;
