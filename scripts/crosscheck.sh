@@ -12,9 +12,13 @@
 #   --out DIR            reports go here, torch's under DIR/torch/
 #                        (default: reports/crosscheck-<UTC time>)
 #   --rules torch|harness, --plant KIND   passed to torch_crosscheck.py
+#   --selective          also selective vs torch_selective (torch 2.x's
+#                        create_selective_checkpoint_contexts); exit 77
+#                        (skipped) with the reason where torch lacks it
 #
 # Exit: 0 every pair bitwise or within its bound, 1 an unexplained
-# difference, 2 usage error or the harness run itself failed.
+# difference, 2 usage error or the harness run itself failed, 77 skipped
+# (--selective where torch has no selective checkpointing).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cv=$root/build/ckpt-verify
@@ -29,7 +33,8 @@ while [ $# -gt 0 ]; do
     --python) py=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --rules|--plant) extra+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --selective) extra+=("$1"); shift ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "crosscheck.sh: unknown option $1" >&2; exit 2 ;;
     *) cases+=("$1"); shift ;;
   esac
@@ -40,6 +45,14 @@ if [ ${#cases[@]} -eq 0 ]; then
 fi
 [ -n "$out" ] || out=$root/reports/crosscheck-$(date -u +%Y%m%d-%H%M%S)
 mkdir -p "$out/torch" || exit 2
+
+# --selective needs torch 2.x: say so before running anything.
+for e in ${extra[@]+"${extra[@]}"}; do
+  if [ "$e" = --selective ] && ! "$py" -c 'import sys, torch.utils.checkpoint as c; sys.exit(0 if hasattr(c, "create_selective_checkpoint_contexts") else 1)'; then
+    echo "crosscheck: skipped: $("$py" -c 'import torch; print("torch", torch.__version__)') has no selective checkpointing (create_selective_checkpoint_contexts is torch 2.x)"
+    exit 77
+  fi
+done
 
 args=()
 for c in "${cases[@]}"; do args+=(--case "$c"); done
@@ -54,6 +67,10 @@ reports=()
 for c in "${cases[@]}"; do reports+=("$out/$c.h5"); done
 "$py" "$root/scripts/torch_crosscheck.py" "${reports[@]}" --out-dir "$out/torch" --check "$cv" ${extra[@]+"${extra[@]}"}
 status=$?
+if [ $status -eq 77 ]; then
+  echo "crosscheck: skipped (see the reason above)"
+  exit 77
+fi
 if [ $status -gt 1 ]; then
   echo "crosscheck.sh: torch_crosscheck.py failed (exit $status)" >&2
   exit 2

@@ -65,6 +65,58 @@ STATE_PAIRS = (("reentrant", "torch_reentrant_state_replay"),
 STATE_CAUSE = ("torch.utils.checkpoint replays no module state: its recompute runs with the live buffers "
                "and updates them again (PyTorch #96136 for BatchNorm)")
 BATCH_NORM_MOMENTUM, BATCH_NORM_EPS = 0.1, 1e-5
+
+# Selective checkpointing (the harness's `selective` impl and its `policy`)
+# against torch 2.x's create_selective_checkpoint_contexts: a non-reentrant
+# checkpoint whose context_fn saves the outputs of the ATen ops that the
+# policy's ops run as (MUST_SAVE) and recomputes the rest (PREFER_RECOMPUTE).
+# The two cache different things (torch an op's output, the harness what an
+# op saves for backward), which changes what is held, not what is computed:
+# the gradients must agree bitwise. torch 1.13 has no such API: exit 77
+# (skipped) with the reason when --selective asks for it.
+SELECTIVE_STYLE = "torch_selective"
+SELECTIVE_PAIR = ("selective", SELECTIVE_STYLE)
+POLICY_ATEN_OPS = {
+    "linear": ("addmm", "mm"),
+    "causal_attention": ("bmm", "_softmax", "masked_fill"),
+    "layer_norm": ("native_layer_norm",),
+    "gelu": ("gelu",), "gelu_tanh": ("gelu",),
+    "bias_gelu_fused": ("gelu",), "bias_gelu_fused_atomic": ("gelu",),
+    "dropout": ("native_dropout", "bernoulli", "bernoulli_"),
+    "bias_dropout_add": ("native_dropout", "bernoulli", "bernoulli_"),
+    "rrelu": ("rrelu_with_noise",),
+    "batch_norm": ("native_batch_norm", "_native_batch_norm_legit"),
+}
+POLICY_NAMED = {"save_matmuls": ("linear", "causal_attention")}
+
+
+def has_selective_checkpointing():
+    return hasattr(torch.utils.checkpoint, "create_selective_checkpoint_contexts")
+
+
+def policy_ops(policy, model_ops=tuple(POLICY_ATEN_OPS)):
+    """The harness's policy (cases/README.md `policy`) as ATen op names."""
+    if policy == "attention_core":
+        kept = [op for op in model_ops if op != "causal_attention"]
+    elif policy in POLICY_NAMED:
+        kept = POLICY_NAMED[policy]
+    elif policy.startswith("save:"):
+        kept = policy[5:].split(",")
+    else:
+        raise CrosscheckError(f"policy '{policy}' has no torch counterpart here")
+    return {aten for op in kept for aten in POLICY_ATEN_OPS.get(op.strip(), ())}
+
+
+def selective_context(policy):
+    """context_fn for torch.utils.checkpoint (torch 2.x)."""
+    import functools
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+    saved = policy_ops(policy)
+
+    def policy_fn(ctx, op, *args, **kwargs):
+        name = getattr(getattr(op, "overloadpacket", op), "__name__", str(op))
+        return CheckpointPolicy.MUST_SAVE if name in saved else CheckpointPolicy.PREFER_RECOMPUTE
+    return functools.partial(create_selective_checkpoint_contexts, policy_fn)
 FP8_E4M3_MAX, AMAX_HISTORY_LEN = 448.0, 4
 
 # Differences planted on purpose, to show that the cross-check catches them
@@ -355,8 +407,11 @@ class RunResult:
 def train(case, run_name, plant=None, rules="torch", allocator=None, record=True):
     """One run: seed, then case.steps SGD steps, as harness/verify/runner.c run_once.
     allocator: the counting allocator's ctypes library, to measure peaks."""
-    reentrant = {**STYLES, **STATE_STYLES}[run_name]
+    reentrant = {**STYLES, **STATE_STYLES, SELECTIVE_STYLE: False}[run_name]
     replay_state = run_name in STATE_STYLES and plant != "no_state_replay"
+    context = {}
+    if run_name == SELECTIVE_STYLE:
+        context = {"context_fn": selective_context(case.attrs.get("policy", "none"))}
     preserve = case.preserve_rng_state and plant != "no_rng_preserve"
     ranges, plain_from = case.plan_segments()
     S = case.initial_buffers()
@@ -397,7 +452,7 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
                 if reentrant is None:
                     cur = fn(cur)
                 else:
-                    cur = checkpoint(fn, cur, use_reentrant=reentrant, preserve_rng_state=preserve)
+                    cur = checkpoint(fn, cur, use_reentrant=reentrant, preserve_rng_state=preserve, **context)
             cur = layers_forward(case, P, plain_from, case.layers, cur, rules, S)
             loss = F.mse_loss(cur, target)
         del cur
@@ -702,19 +757,25 @@ def crosscheck_one(report, out, args):
         if case.threads > 0:
             torch.set_num_threads(case.threads)
         policy = case.attrs.get("policy", "none")
-        if policy != "none":
+        selective = policy != "none" and has_selective_checkpointing()
+        if args.selective and not selective:
+            why = (f"case {case.name} has no policy" if policy == "none" else
+                   f"torch {torch.__version__} has no selective checkpointing "
+                   "(create_selective_checkpoint_contexts is torch 2.x)")
+            print(f"torch_crosscheck: --selective: skipped: {why}", file=sys.stderr)
+            return 77
+        if policy != "none" and not selective:
             # Selective checkpointing (the harness's `selective` impl) has no
             # counterpart here: torch.utils.checkpoint gained
             # create_selective_checkpoint_contexts in torch 2.x; the 1.13
             # this script runs on CPU lacks it. Its cross-check is GPU /
             # torch 2.x work, not built yet; the other styles still run.
-            have = hasattr(torch.utils.checkpoint, "create_selective_checkpoint_contexts")
             print(f"torch_crosscheck: case {case.name}: selective runs (policy = {policy}) skipped: "
-                  + ("the torch 2.x selective cross-check is not built yet" if have else
-                     f"torch {torch.__version__} has no selective checkpointing "
-                     "(create_selective_checkpoint_contexts is torch 2.x)"), file=sys.stderr)
+                  f"torch {torch.__version__} has no selective checkpointing "
+                  "(create_selective_checkpoint_contexts is torch 2.x)", file=sys.stderr)
         stateful = case.model in STATEFUL_MODELS
-        styles = list(STYLES) + (list(STATE_STYLES) if stateful else [])
+        styles = list(STYLES) + (list(STATE_STYLES) if stateful else []) + ([SELECTIVE_STYLE] if selective else [])
+        harness_runs = set(src["runs"].keys())
         runs = [train(case, name, args.plant, args.rules) for name in styles]
         write_report(out, src, case, runs)
     print(f"torch_crosscheck: {case.name}: torch {torch.__version__}, autocast rules {args.rules}"
@@ -730,13 +791,16 @@ def crosscheck_one(report, out, args):
         return 0
     ok = True
     pairs = [(o, t) for o, t in RUN_PAIRS if not (stateful and o != "baseline_0")]
-    for ours, theirs in pairs + (list(STATE_PAIRS) if stateful else []):
+    pairs += (list(STATE_PAIRS) if stateful else []) + ([SELECTIVE_PAIR] if selective else [])
+    # A case need not run every style (selective cases often run no reentrant).
+    pairs = [(o, t) for o, t in pairs if o in harness_runs]
+    for ours, theirs in pairs:
         print(f"  {ours} vs {theirs}:")
         good, verdict = check_pair(args.check, report, ours, out, theirs, case, causes)
         print(f"  -> {'ok' if good else 'UNEXPLAINED'}: {case.name} {ours} vs {theirs}: {verdict}")
         ok = ok and good
     if stateful:
-        for ours, theirs in RUN_PAIRS[1:]:
+        for ours, theirs in [p for p in RUN_PAIRS[1:] if p[0] in harness_runs]:
             good, verdict = check_state_difference(report, ours, out, theirs, case)
             print(f"  -> {'ok' if good else 'UNEXPLAINED'}: {case.name} {ours} vs {theirs}: {verdict}")
             ok = ok and good
@@ -755,6 +819,9 @@ def main(argv=None):
                     help="autocast op lists: torch's own (default) or harness/autograd/autocast.h's "
                          "(softmax and layer norm in float32)")
     ap.add_argument("--plant", choices=sorted(PLANTS), help="plant a known difference (tests)")
+    ap.add_argument("--selective", action="store_true",
+                    help="require the torch 2.x selective cross-check (selective vs torch_selective); "
+                         "exit 77 (skipped) with the reason where torch lacks it or a case has no policy")
     args = ap.parse_args(argv)
     if args.out and len(args.reports) > 1:
         ap.error("-o takes a single REPORT; use --out-dir for several")
@@ -769,7 +836,10 @@ def main(argv=None):
         else:
             out = os.path.splitext(report)[0] + ".torch.h5"
         try:
-            worst = max(worst, crosscheck_one(report, out, args))
+            status = crosscheck_one(report, out, args)
+            if status == 77:
+                return 77
+            worst = max(worst, status)
         except (CrosscheckError, OSError, KeyError) as e:
             print(f"torch_crosscheck: {report}: {e}", file=sys.stderr)
             worst = 2

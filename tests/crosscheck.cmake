@@ -52,6 +52,18 @@ set(CC_STATE "ok: [a-z0-9_]+ baseline_0 vs torch_none: bitwise identical"
 add_test(NAME crosscheck.state_models
   COMMAND ${CC_RUN} 0 ${CC_STATE} -- ${CC_SCRIPT} --out ${CC_OUT}/state state_bn_mlp_segevery state_scaled_mlp_seg2)
 
+# Selective checkpointing against torch 2.x's
+# create_selective_checkpoint_contexts (same policy as ATen ops): bitwise.
+# torch 1.13 has none: Skipped, with the reason in the output. It runs
+# where torch 2.x is installed (scripts/gpu-build.sh's ctest step).
+add_test(NAME crosscheck.selective_torch2
+  COMMAND ${CC_RUN} 0 "ok: selective_mlp_none selective vs torch_selective: bitwise identical"
+    "ok: selective_gpt_attention_core_segevery selective vs torch_selective: bitwise identical"
+    "ok: state_bn_mlp_selective selective vs torch_selective: bitwise identical"
+  -- ${CC_SCRIPT} --selective --out ${CC_OUT}/selective selective_mlp_none selective_gpt_attention_core_segevery
+     state_bn_mlp_selective)
+set_tests_properties(crosscheck.selective_torch2 PROPERTIES SKIP_RETURN_CODE 77)
+
 # The check can fail: planted differences must be reported.
 # torch's checkpoint without the state replay: the replay pairs differ.
 add_test(NAME crosscheck.planted_no_state_replay_is_caught
@@ -69,7 +81,7 @@ add_test(NAME crosscheck.planted_rng_beyond_bound_is_caught
 
 set_tests_properties(crosscheck.mlp crosscheck.gpt crosscheck.branchy_autocast_mlp crosscheck.fused_bias_gelu
   crosscheck.autocast_gpt_harness_rules crosscheck.autocast_gpt_torch_rules crosscheck.planted_sgd_rounding_is_caught crosscheck.planted_rng_beyond_bound_is_caught
-  crosscheck.state_models crosscheck.planted_no_state_replay_is_caught
+  crosscheck.state_models crosscheck.planted_no_state_replay_is_caught crosscheck.selective_torch2
   PROPERTIES LABELS "crosscheck")
 
 # Side-by-side benchmark (label `bench`): the same model in ckpt-verify and
