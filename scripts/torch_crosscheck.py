@@ -82,8 +82,8 @@ POLICY_ATEN_OPS = {
     "layer_norm": ("native_layer_norm",),
     "gelu": ("gelu",), "gelu_tanh": ("gelu",),
     "bias_gelu_fused": ("gelu",), "bias_gelu_fused_atomic": ("gelu",),
-    "dropout": ("native_dropout", "bernoulli", "bernoulli_"),
-    "bias_dropout_add": ("native_dropout", "bernoulli", "bernoulli_"),
+    "dropout": ("native_dropout", "bernoulli"),
+    "bias_dropout_add": ("native_dropout", "bernoulli"),
     "rrelu": ("rrelu_with_noise",),
     "batch_norm": ("native_batch_norm", "_native_batch_norm_legit"),
 }
