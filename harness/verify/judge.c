@@ -116,9 +116,49 @@ static int tensor_spread(const struct run_record *const *baselines, int nb, cons
     return ST_OK;
 }
 
-/* Every in-scope tensor of run against baseline_0 and its envelope. A
- * tensor whose baselines agree bitwise must match bitwise; any other must
- * lie within JUDGE_NOISE_MARGIN times its envelope, max(spread, 1 ULP). */
+/* Every in-scope tensor's spread over the baselines, in baseline_0's
+ * order, computed once per judged run: the envelope checks of the run and
+ * of each re-run, and the search for the first noisy step, all read it. */
+struct spread_table {
+    const struct run_record *const *baselines;
+    int nb;
+    double *spread;          /* per item of baselines[0]; NAN: out of scope */
+    unsigned char *bitwise;
+};
+
+static void spread_table_free(struct spread_table *tab)
+{
+    free(tab->spread);
+    free(tab->bitwise);
+    tab->spread = NULL;
+    tab->bitwise = NULL;
+}
+
+static int spread_table_build(const struct run_record *const *baselines, int nb, struct spread_table *tab)
+{
+    const struct run_record *base = baselines[0];
+    tab->baselines = baselines;
+    tab->nb = nb;
+    tab->spread = calloc((size_t)base->n + 1, sizeof *tab->spread);
+    tab->bitwise = calloc((size_t)base->n + 1, 1);
+    if (!tab->spread || !tab->bitwise) {
+        spread_table_free(tab);
+        return error_set(ST_RUN, "out of memory for the baselines' spreads");
+    }
+    for (int i = 0; i < base->n; i++) {
+        tab->spread[i] = NAN;
+        if (!in_scope(base->items[i].path))
+            continue;
+        int bitwise, st = tensor_spread(baselines, nb, &base->items[i], &tab->spread[i], &bitwise);
+        if (st) {
+            spread_table_free(tab);
+            return st;
+        }
+        tab->bitwise[i] = (unsigned char)bitwise;
+    }
+    return ST_OK;
+}
+
 /* 1 when the impl's own samples of a tensor (its run and re-runs, all
  * completed) are not all the same bits: the kernels behind it are not
  * deterministic, whatever the baselines happened to draw. */
@@ -150,35 +190,30 @@ static int step_of(const char *path)
  * baselines, or the impl's own samples, do not all draw alike. Training
  * carries noise forward: every later step's tensors and the final
  * parameters are computed from it. INT_MAX when none shows. */
-static int first_noisy_step(const struct run_record *const *baselines, int nb, const struct run_record *const *samples,
-                            int n_samples, int *first)
+static int first_noisy_step(const struct spread_table *tab, const struct run_record *const *samples, int n_samples)
 {
-    const struct run_record *base = baselines[0];
-    *first = INT_MAX;
+    const struct run_record *base = tab->baselines[0];
+    int first = INT_MAX;
     for (int i = 0; i < base->n; i++) {
         const struct run_tensor *ref = &base->items[i];
         int k = step_of(ref->path);
-        if (k < 1 || k >= *first)
+        if (k < 1 || k >= first)
             continue;
-        double spread;
-        int bitwise, st = tensor_spread(baselines, nb, ref, &spread, &bitwise);
-        if (st)
-            return st;
-        if (!bitwise || samples_differ(samples, n_samples, ref->path))
-            *first = k;
+        if (!tab->bitwise[i] || samples_differ(samples, n_samples, ref->path))
+            first = k;
     }
-    return ST_OK;
+    return first;
 }
 
-static int check_envelope(const struct run_record *const *baselines, int nb, const struct run_record *const *samples,
-                          int n_samples, const struct run_record *run, struct envelope_check *out)
+/* Every in-scope tensor of run against baseline_0 and its envelope. A
+ * tensor whose baselines agree bitwise must match bitwise; any other must
+ * lie within JUDGE_NOISE_MARGIN times its envelope, max(spread, 1 ULP). */
+static int check_envelope(const struct spread_table *tab, const struct run_record *const *samples, int n_samples,
+                          const struct run_record *run, struct envelope_check *out)
 {
     memset(out, 0, sizeof *out);
-    const struct run_record *base = baselines[0];
-    int noisy_from;
-    int st0 = first_noisy_step(baselines, nb, samples, n_samples, &noisy_from);
-    if (st0)
-        return st0;
+    const struct run_record *base = tab->baselines[0];
+    int noisy_from = first_noisy_step(tab, samples, n_samples);
     for (int i = 0; i < base->n; i++) {
         const struct run_tensor *ref = &base->items[i], *t;
         if (!in_scope(ref->path) || !(t = run_record_find(run, ref->path)))
@@ -189,10 +224,8 @@ static int check_envelope(const struct run_record *const *baselines, int nb, con
             return error_wrap(st, "%s", ref->path);
         if (d.bitwise_equal)
             continue;
-        double spread, scale;
-        int bitwise;
-        if ((st = tensor_spread(baselines, nb, ref, &spread, &bitwise)))
-            return st;
+        double spread = tab->spread[i], scale;
+        int bitwise = tab->bitwise[i];
         /* Baselines that happened to agree prove nothing when the impl's own
          * samples of the tensor disagree: an atomic reduction can land alike
          * in every baseline and differently in a checkpointed run. The
@@ -351,13 +384,17 @@ static void run_figures(const struct run_record *runs, int n, const char *family
 }
 
 /* PASS, NOISE or FAIL from the tensors alone (the run completed). */
+static int judge_envelope(const struct ckpt_case *c, const struct spread_table *tab,
+                          const struct run_record *const *samples, int n_samples,
+                          const struct run_record *const *reruns, int n_reruns, const struct run_record *run,
+                          const struct run_diff *diff, struct impl_result *res);
+
 static int judge_tensors(const struct ckpt_case *c, const struct run_record *const *baselines, int nb,
                          const struct run_record *const *reruns, int n_reruns, const struct run_record *run,
                          struct impl_result *res)
 {
     const struct run_record *base = baselines[0];
     struct run_diff d;
-    char a[32], b[32], e[32];
     int st = compare_runs(base, run, NULL, &d);
     if (st)
         return st;
@@ -397,14 +434,33 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
         return ST_OK;
     }
     describe_tensor(base, d.first_path, &d.first, res->first_divergence, sizeof res->first_divergence);
-    struct envelope_check env;
     /* The impl's samples: this run and its re-runs. */
     const struct run_record *samples[65];
     int n_samples = 0;
     samples[n_samples++] = run;
     for (int k = 0; k < n_reruns && n_samples < 65; k++)
         samples[n_samples++] = reruns[k];
-    if ((st = check_envelope(baselines, nb, samples, n_samples, run, &env)))
+    struct spread_table tab;
+    if ((st = spread_table_build(baselines, nb, &tab)))
+        return st;
+    st = judge_envelope(c, &tab, samples, n_samples, reruns, n_reruns, run, &d, res);
+    spread_table_free(&tab);
+    return st;
+}
+
+/* The verdict of a run that differs from baseline_0 somewhere (d), from
+ * its envelope check and those of its re-runs. */
+static int judge_envelope(const struct ckpt_case *c, const struct spread_table *tab,
+                          const struct run_record *const *samples, int n_samples,
+                          const struct run_record *const *reruns, int n_reruns, const struct run_record *run,
+                          const struct run_diff *diff, struct impl_result *res)
+{
+    const struct run_record *base = tab->baselines[0];
+    const struct run_diff d = *diff;
+    int nb = tab->nb, st;
+    char a[32], b[32], e[32];
+    struct envelope_check env;
+    if ((st = check_envelope(tab, samples, n_samples, run, &env)))
         return st;
     res->max_scaled_ulp = env.max_scaled;
     res->noise_ratio = env.worst_ratio;
@@ -438,7 +494,7 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
         struct envelope_check renv;
         if (reruns[k]->outcome[0] || (st = compare_runs(base, reruns[k], NULL, &rd)))
             continue;
-        if (rd.n_missing || rd.incomparable || (st = check_envelope(baselines, nb, samples, n_samples, reruns[k], &renv)))
+        if (rd.n_missing || rd.incomparable || (st = check_envelope(tab, samples, n_samples, reruns[k], &renv)))
             continue;
         if (!renv.outside) {
             res->verdict = V_NOISE;
