@@ -169,9 +169,9 @@ static int forward_segments(const struct case_setup *s, const struct checkpoint_
     struct var *cur = var_retain(x);
     int st = ST_OK;
     for (int i = 0; i < s->n_segments && !st; i++) {
-        struct segment_fn fn = {layer_range_call, &s->segments[i]};
+        struct segment_fn fn = {.call = layer_range_call, .ctx = &s->segments[i]};
         struct var *next = NULL;
-        st = impl->run(impl, opts, &fn, cur, &next);
+        st = impl->run(impl, opts, &fn, &cur, &next);
         var_release(cur);
         cur = next;
     }
