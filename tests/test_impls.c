@@ -1052,6 +1052,64 @@ static void test_reentrant_refuses_a_region_with_no_output_that_requires_grad(vo
     region_release(out, 2);
 }
 
+/* ---- nested checkpoints ------------------------------------------------------------ */
+
+/* One level of checkpoint(lambda x: checkpoint(...)): the level's function
+ * checkpoints the next level with the same impl; the last runs the segment.
+ * Levels live as long as the graph: recompute calls them in backward. */
+struct nest_level {
+    struct fixture *f;
+    const struct checkpoint_impl *impl;
+    struct nest_level *inner; /* NULL: run seg_call */
+};
+
+static int nested_call(void *ctx, struct var *in, struct var **out)
+{
+    struct nest_level *l = ctx;
+    if (!l->inner)
+        return seg_call(&l->f->seg, in, out);
+    struct segment_fn fn = segment_of(nested_call, l->inner);
+    return l->impl->run(l->impl, &l->f->opts, &fn, &in, out);
+}
+
+/* Three checkpoints of impl_name, one inside the other, against the plain
+ * run; *forwards: checkpoint forwards run (recomputes included). Returns
+ * the recomputes they made. */
+static int nested_three_deep_matches_plain(struct fixture *f, const char *impl_name, int *forwards)
+{
+    tensor *ref[3];
+    reference_grads(f, 41, ref);
+    const struct checkpoint_impl *impl = impl_find(impl_name);
+    struct nest_level levels[3] = {{f, impl, &levels[1]}, {f, impl, &levels[2]}, {f, impl, NULL}};
+    aten_rng_manual_seed(DEVICE_CPU, 41);
+    assert_int_equal(run_segment(f, impl_name, segment_of(nested_call, &levels[0]), NULL), ST_OK);
+    assert_same_grads(f, ref);
+    free3(ref);
+    *forwards = f->stats.checkpoints;
+    return f->stats.recomputes;
+}
+
+/* Reentrant inside reentrant works through the nested backward: the outer
+ * recompute runs the inner checkpoints' forwards again, and the node of the
+ * next one recomputes in its turn — one recompute per level, and 3 + 2 + 1
+ * checkpoint forwards. */
+static void test_reentrant_nested_three_deep_matches_plain_recomputing_once_per_level(void **state)
+{
+    int forwards;
+    assert_int_equal(nested_three_deep_matches_plain(*state, "reentrant", &forwards), 3);
+    assert_int_equal(forwards, 6);
+}
+
+/* Non-reentrant: only the innermost saved-tensor hook applies, so the
+ * innermost frame holds every handle and recomputes once; the outer ones,
+ * holding none, never do. */
+static void test_nonreentrant_nested_three_deep_matches_plain_recomputing_in_the_innermost(void **state)
+{
+    int forwards;
+    assert_int_equal(nested_three_deep_matches_plain(*state, "nonreentrant", &forwards), 1);
+    assert_int_equal(forwards, 3);
+}
+
 /* The case loader's list of the impls that take a policy (policy.c) and
  * the registry agree: exactly the impls that run selective. */
 static void test_policy_impls_are_the_registry_selective_impls(void **state)
@@ -1104,6 +1162,8 @@ int main(void)
         FIXTURE_TEST(test_region_output_made_under_no_grad_needs_no_grad_but_under_reentrant),
         FIXTURE_TEST(test_region_non_tensor_argument_reaches_the_recompute),
         FIXTURE_TEST(test_reentrant_refuses_a_region_with_no_output_that_requires_grad),
+        FIXTURE_TEST(test_reentrant_nested_three_deep_matches_plain_recomputing_once_per_level),
+        FIXTURE_TEST(test_nonreentrant_nested_three_deep_matches_plain_recomputing_in_the_innermost),
         FIXTURE_TEST(test_selective_refuses_a_cached_tensor_changed_in_place_after_forward),
         cmocka_unit_test(test_policy_impls_are_the_registry_selective_impls),
         cmocka_unit_test(test_device_set_puts_cpu_first_then_args_then_current),
