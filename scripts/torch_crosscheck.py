@@ -106,6 +106,8 @@ class Case:
         self.preserve_rng_state = a["preserve_rng_state"] == "true"
         self.input_requires_grad = a["input_requires_grad"] == "true"
         self.device = a["device"]
+        # Checkpoints nested around each segment (reports before the key: 1).
+        self.nest = int(a.get("nest", 1))
         # The harness records the intra-op thread count it actually used;
         # reductions split across threads, so use the same number.
         self.threads = int(f.attrs.get("threads", 0))
@@ -312,6 +314,15 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
     def segment(begin, end):
         return lambda inp: layers_forward(case, P, begin, end, inp, rules)
 
+    def ckpt(fn, *args):
+        return checkpoint(fn, *args, use_reentrant=reentrant, preserve_rng_state=preserve)
+
+    def nested(fn):
+        """nest = N: fn inside N - 1 checkpoints (the caller adds the outermost)."""
+        for _ in range(case.nest - 1):
+            fn = (lambda inner: lambda *a: ckpt(inner, *a))(fn)
+        return fn
+
     def two_stream_forward():
         """Regions of three tensors and the scale, a plain number, passed
         through torch.utils.checkpoint as a non-tensor argument."""
@@ -322,7 +333,7 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
             if reentrant is None:
                 cur = fn(*cur, TWO_STREAM_SCALE)
             else:
-                cur = checkpoint(fn, *cur, TWO_STREAM_SCALE, use_reentrant=reentrant, preserve_rng_state=preserve)
+                cur = ckpt(nested(fn), *cur, TWO_STREAM_SCALE)
         xs, rs, _ = two_stream_layers(case, P, plain_from, case.layers, *cur, TWO_STREAM_SCALE)
         return xs + rs
 
@@ -344,7 +355,7 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
                     if reentrant is None:
                         cur = fn(cur)
                     else:
-                        cur = checkpoint(fn, cur, use_reentrant=reentrant, preserve_rng_state=preserve)
+                        cur = ckpt(nested(fn), cur)
                 cur = layers_forward(case, P, plain_from, case.layers, cur, rules)
             loss = F.mse_loss(cur, target)
         del cur
