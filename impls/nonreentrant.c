@@ -11,7 +11,12 @@
  * Selective checkpointing (selective.c) is this with a policy: the saved
  * tensors of the ops it names are cached in forward (version counter
  * noted) and handed back as they are; the recompute fills only the other
- * handles and stops after the last of them. */
+ * handles and stops after the last of them.
+ * Nested (a checkpoint inside the segment): the inner checkpoint saves its
+ * inputs through this one's pack hook, like any op; unpacking them in
+ * backward recomputes this checkpoint, whose recompute re-runs the inner
+ * checkpoint's forward up to that save and stops there, as PyTorch's
+ * nested non-reentrant checkpoints do. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,13 +46,14 @@ struct nr_frame {
     int refcount;
     struct checkpoint_env env;
     struct segment_fn seg;
-    /* The tensor inputs, kept for the recompute, with their version
-     * counters then (PyTorch keeps them through save_for_backward, and so
-     * checks them the same way). */
+    /* The tensor inputs, saved for the recompute on a node of their own
+     * (PyTorch's _NoopSaveInputs) through whatever saved-tensor hook is
+     * active when the checkpoint starts: none at the top level, so the
+     * tape keeps them and checks their version counters at unpack; the
+     * enclosing checkpoint's when nested, which then recomputes them. */
     int n_in, n_out;
-    tensor *inputs[REGION_MAX_TENSORS];
+    struct node *input_saver;
     int input_requires_grad[REGION_MAX_TENSORS];
-    int64_t input_version[REGION_MAX_TENSORS];
     enum determinism_check check;
     int early_stop;
     const struct impl_mutation *mutation;
@@ -96,8 +102,7 @@ static void frame_release(struct nr_frame *f)
     free(f->recompute_ops);
     free(f->kept);
     free(f->meta);
-    for (int i = 0; i < f->n_in; i++)
-        tensor_free(f->inputs[i]);
+    node_release(f->input_saver);
     checkpoint_env_free(&f->env);
     free(f);
 }
@@ -313,18 +318,15 @@ static int check_metadata(const struct nr_frame *f, int k, const tensor *t)
     return ST_OK;
 }
 
-/* The recompute's inputs: the kept tensors, refused when changed in place
- * since forward, as leaves cut from the outer graph that require grad as
+/* The recompute's inputs, unpacked from the input saver (refused when
+ * changed in place since forward; recomputed by the enclosing checkpoint
+ * when nested), as leaves cut from the outer graph that require grad as
  * the forward's inputs did. */
 static int recompute_inputs(struct nr_frame *f, struct var **detached)
 {
     for (int i = 0; i < f->n_in; i++) {
-        char what[96];
-        snprintf(what, sizeof what, "input #%d of checkpoint_nonreentrant", i);
         tensor *in;
-        int st = tape_check_version(f->inputs[i], f->input_version[i], what);
-        if (!st)
-            st = tensor_share(&in, f->inputs[i]);
+        int st = node_saved(f->input_saver, i, &in);
         if (!st)
             st = var_leaf(&detached[i], in, f->input_requires_grad[i], "checkpoint.input");
         if (st)
@@ -497,11 +499,11 @@ int impl_run_nonreentrant_keeping(const struct checkpoint_impl *impl, const stru
     f->mutation = &impl->mutation;
     f->forward_hooks = (struct saved_hooks){forward_pack, forward_unpack, handle_free, f};
     f->recompute_hooks = (struct saved_hooks){recompute_pack, recompute_unpack, NULL, f};
-    int st = ST_OK;
-    for (; f->n_in < n_in && !st; f->n_in++) {
-        f->input_requires_grad[f->n_in] = in[f->n_in]->requires_grad;
-        f->input_version[f->n_in] = tensor_version(in[f->n_in]->data);
-        st = tensor_share(&f->inputs[f->n_in], in[f->n_in]->data);
+    f->n_in = n_in;
+    int st = node_create(&f->input_saver, "checkpoint_nonreentrant_inputs", NULL, NULL, 0, 0);
+    for (int i = 0; i < n_in && !st; i++) {
+        f->input_requires_grad[i] = in[i]->requires_grad;
+        st = node_save(f->input_saver, in[i]->data);
     }
     if (!st)
         st = checkpoint_env_capture(&f->env, impl, opts, in, n_in);

@@ -853,21 +853,22 @@ static void test_reentrant_refuses_an_input_changed_in_place_after_forward(void 
     assert_int_equal(f->stats.recomputes, 0);
 }
 
-/* Non-reentrant keeps its inputs in the frame, with their versions. */
+/* Non-reentrant keeps its inputs on a node of their own (PyTorch's
+ * _NoopSaveInputs), so the same version check refuses them. */
 static void test_nonreentrant_refuses_an_input_changed_in_place_after_forward(void **state)
 {
     struct fixture *f = *state;
     long long v;
     assert_int_equal(backward_after_changing_the_input(f, "nonreentrant", &v), ST_MISMATCH);
-    assert_non_null(strstr(error_message(), version_error("input #0 of checkpoint_nonreentrant", v)));
+    assert_non_null(strstr(error_message(), version_error("saved tensor #0 of checkpoint_nonreentrant_inputs", v)));
     assert_int_equal(f->stats.recomputes, 0);
 }
 
 /* ---- regions: several tensors in and out, a non-tensor argument ------------------- */
 
-/* (x, r, c; s) -> (y, r', c'):
+/* (x, r, c; s) -> (y, r', c', d):
  *   h = gelu_tanh(x·Wᵀ + b);  r' = r + s·h;  y = dropout(h + c, p);
- *   c' = gelu_tanh(r') computed under no_grad: a detached output. */
+ *   c' = gelu_tanh(r') computed under no_grad; d = h detached. */
 struct region_state {
     struct seg_state *seg;
     int calls;
@@ -897,6 +898,8 @@ static int region_call(void *ctx, struct var *const *in, const struct region_arg
         st = op_gelu(&out[2], out[1], 1);
         grad_mode_set(grad);
     }
+    if (!st)
+        st = var_detach(&out[3], h, 0);
     var_release(a);
     var_release(h);
     var_release(sh);
@@ -907,11 +910,12 @@ static int region_call(void *ctx, struct var *const *in, const struct region_arg
 struct region_run {
     struct var *r, *c;
     tensor *grads[4]; /* w, b, x, r */
-    int out_requires_grad[3];
+    int out_requires_grad[4];
 };
 
-/* Forward through impl with x, r (requires grad) and c (does not), loss
- * mse(y) + mse(r') + mse(c'), full backward; keeps copies of the grads. */
+/* Forward through impl with x, r (requires grad) and c (does not), losses
+ * mse(y), mse(r'), mse(c'), mse(d), full backward; keeps copies of the
+ * grads. */
 static int run_region(struct fixture *f, const char *impl_name, struct region_state *rs, uint64_t seed,
                       struct region_run *run)
 {
@@ -923,24 +927,24 @@ static int run_region(struct fixture *f, const char *impl_name, struct region_st
     var_zero_grad(f->seg.w);
     var_zero_grad(f->seg.b);
     var_zero_grad(f->x);
-    struct segment_fn fn = {.call_region = region_call, .ctx = rs, .n_in = 3, .n_out = 3, .arg = {.scalar = 0.375}};
-    struct var *in[3] = {f->x, run->r, run->c}, *out[3] = {0}, *loss[3] = {0}, *target = NULL;
+    struct segment_fn fn = {.call_region = region_call, .ctx = rs, .n_in = 3, .n_out = 4, .arg = {.scalar = 0.375}};
+    struct var *in[3] = {f->x, run->r, run->c}, *out[4] = {0}, *loss[4] = {0}, *target = NULL;
     tensor *t;
     assert_int_equal(tensor_zeros(&t, DT_F32, 2, xs, DEVICE_CPU), ST_OK);
     assert_int_equal(var_constant(&target, t), ST_OK);
     aten_rng_manual_seed(DEVICE_CPU, seed);
     int st = impl->run(impl, &f->opts, &fn, in, out);
-    for (int k = 0; k < 3 && !st; k++) {
+    for (int k = 0; k < 4 && !st; k++) {
         run->out_requires_grad[k] = out[k]->requires_grad;
         st = op_mse_loss(&loss[k], out[k], target);
     }
     if (!st)
-        st = tape_backward(loss, NULL, 3);
+        st = tape_backward(loss, NULL, 4);
     struct var *with_grads[4] = {f->seg.w, f->seg.b, f->x, run->r};
     for (int i = 0; i < 4 && !st; i++)
         run->grads[i] = with_grads[i]->grad ? clone_of(with_grads[i]->grad) : NULL;
-    region_release(loss, 3);
-    region_release(out, 3);
+    region_release(loss, 4);
+    region_release(out, 4);
     var_release(target);
     return st;
 }
@@ -990,10 +994,11 @@ static void test_selective_region_of_three_tensors_matches_plain_bitwise(void **
     expect_region_matches_plain(f, "selective");
 }
 
-/* The output computed under no_grad stays a constant under non-reentrant,
- * as in the plain run; reentrant's outputs are all its node's, as a custom
- * Function's are in PyTorch (the gradient reaching that one is dropped). */
-static void test_region_output_made_under_no_grad_needs_no_grad_but_under_reentrant(void **state)
+/* The outputs computed under no_grad or detached stay constants under
+ * non-reentrant, as in the plain run; reentrant's outputs are all its
+ * node's, as a custom Function's are in PyTorch (the gradients reaching
+ * those two are dropped). */
+static void test_region_outputs_made_under_no_grad_or_detached_need_no_grad_but_under_reentrant(void **state)
 {
     struct fixture *f = *state;
     struct region_state rs = {.seg = &f->seg};
@@ -1003,6 +1008,7 @@ static void test_region_output_made_under_no_grad_needs_no_grad_but_under_reentr
         assert_int_equal(run_region(f, impls[i], &rs, 5, &run), ST_OK);
         assert_true(run.out_requires_grad[0] && run.out_requires_grad[1]);
         assert_int_equal(run.out_requires_grad[2], i == 2);
+        assert_int_equal(run.out_requires_grad[3], i == 2);
         region_run_free(&run);
     }
 }
@@ -1100,13 +1106,17 @@ static void test_reentrant_nested_three_deep_matches_plain_recomputing_once_per_
     assert_int_equal(forwards, 6);
 }
 
-/* Non-reentrant: only the innermost saved-tensor hook applies, so the
- * innermost frame holds every handle and recomputes once; the outer ones,
- * holding none, never do. */
-static void test_nonreentrant_nested_three_deep_matches_plain_recomputing_in_the_innermost(void **state)
+/* Non-reentrant, PyTorch's nesting: only the innermost saved-tensor hook
+ * applies, so the innermost frame holds the segment's saved tensors; each
+ * inner checkpoint saved its inputs through the enclosing one's hook. The
+ * innermost recompute unpacks its input, which recomputes the enclosing
+ * checkpoint — whose recompute re-runs the inner checkpoint's forward only
+ * up to its input save (early stop, before that forward counts) — and so
+ * on outward: one recompute per level, 3 checkpoint forwards. */
+static void test_nonreentrant_nested_three_deep_matches_plain_recomputing_each_level_from_the_inside(void **state)
 {
     int forwards;
-    assert_int_equal(nested_three_deep_matches_plain(*state, "nonreentrant", &forwards), 1);
+    assert_int_equal(nested_three_deep_matches_plain(*state, "nonreentrant", &forwards), 3);
     assert_int_equal(forwards, 3);
 }
 
@@ -1159,11 +1169,11 @@ int main(void)
         FIXTURE_TEST(test_reentrant_region_of_three_tensors_matches_plain_bitwise),
         FIXTURE_TEST(test_nonreentrant_region_of_three_tensors_matches_plain_bitwise),
         FIXTURE_TEST(test_selective_region_of_three_tensors_matches_plain_bitwise),
-        FIXTURE_TEST(test_region_output_made_under_no_grad_needs_no_grad_but_under_reentrant),
+        FIXTURE_TEST(test_region_outputs_made_under_no_grad_or_detached_need_no_grad_but_under_reentrant),
         FIXTURE_TEST(test_region_non_tensor_argument_reaches_the_recompute),
         FIXTURE_TEST(test_reentrant_refuses_a_region_with_no_output_that_requires_grad),
         FIXTURE_TEST(test_reentrant_nested_three_deep_matches_plain_recomputing_once_per_level),
-        FIXTURE_TEST(test_nonreentrant_nested_three_deep_matches_plain_recomputing_in_the_innermost),
+        FIXTURE_TEST(test_nonreentrant_nested_three_deep_matches_plain_recomputing_each_level_from_the_inside),
         FIXTURE_TEST(test_selective_refuses_a_cached_tensor_changed_in_place_after_forward),
         cmocka_unit_test(test_policy_impls_are_the_registry_selective_impls),
         cmocka_unit_test(test_device_set_puts_cpu_first_then_args_then_current),
