@@ -14,7 +14,10 @@
  * Caught by: the tape's version check (tape_check_version) when backward
  * unpacks the checkpoint's saved input at step 1, before any gradient is
  * computed from it: a FAIL whose reason is "modified by an inplace
- * operation". */
+ * operation". Observable wherever a segment is checkpointed (the rule);
+ * where no checkpoint input requires grad the reentrant checkpoint records
+ * and saves nothing, so there is nothing to check: the run fails as the
+ * reentrant reference does there (parameters left without gradients). */
 #include <string.h>
 
 #include "../../harness/error.h"
