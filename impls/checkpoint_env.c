@@ -15,7 +15,7 @@ double monotonic_ms(void)
 }
 
 int checkpoint_env_capture(struct checkpoint_env *env, const struct checkpoint_impl *impl,
-                           const struct impl_options *opts, const struct var *in)
+                           const struct impl_options *opts, struct var *const *in, int n_in)
 {
     memset(env, 0, sizeof *env);
     env->preserve_rng = opts->preserve_rng_state;
@@ -34,9 +34,12 @@ int checkpoint_env_capture(struct checkpoint_env *env, const struct checkpoint_i
     if (!env->preserve_rng)
         return ST_OK;
     struct rng_device_set set;
-    int arg_device = tensor_device(in->data);
+    int arg_devices[REGION_MAX_TENSORS];
+    for (int i = 0; i < n_in && i < REGION_MAX_TENSORS; i++)
+        arg_devices[i] = tensor_device(in[i]->data);
     enum rng_devices policy = impl->mutation.force_args_only_rng ? RNG_ARGS_ONLY : opts->rng_devices;
-    rng_device_set_build(&set, &arg_device, 1, opts->current_device, policy);
+    rng_device_set_build(&set, arg_devices, n_in < REGION_MAX_TENSORS ? n_in : REGION_MAX_TENSORS,
+                         opts->current_device, policy);
     int st = rng_stash_capture(&env->forward_rng, &set);
     struct rng_device_set unstashed;
     rng_device_set_unstashed(&unstashed, &set, &opts->current_device, 1);

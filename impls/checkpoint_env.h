@@ -37,10 +37,10 @@ struct recompute_frame {
 };
 
 /* In forward, before running the segment: stashes RNG (if preserving) for
- * CPU + the devices of `in` (+ the current device, per policy), and copies
- * the model's buffers. */
+ * CPU + the devices of the tensor inputs in[0..n_in) (+ the current
+ * device, per policy), and copies the model's buffers. */
 int checkpoint_env_capture(struct checkpoint_env *env, const struct checkpoint_impl *impl,
-                           const struct impl_options *opts, const struct var *in);
+                           const struct impl_options *opts, struct var *const *in, int n_in);
 /* After the forward of the segment (before its output is handed out): a
  * device the stash left out whose generator drew during the forward is
  * ST_MISMATCH, naming it — the recompute cannot replay those draws. The

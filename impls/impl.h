@@ -14,11 +14,37 @@
 #include "rng_stash.h"
 #include "tape.h"
 
-/* The function a checkpoint wraps: out = f(in). */
+/* A region holds at most this many tensor inputs and as many outputs. */
+#define REGION_MAX_TENSORS 4
+
+/* The non-tensor argument of a region, handed to its function unchanged in
+ * forward and in every recompute, as torch.utils.checkpoint passes
+ * non-tensor args through: never saved as a tensor, never differentiated. */
+struct region_arg {
+    double scalar;
+    int integer;
+};
+
+/* The function a checkpoint wraps. Either one tensor in, one out (call:
+ * out = f(in)), or a region (call_region, set instead): n_in tensor inputs,
+ * any of which may require no grad, the non-tensor arg, and n_out tensor
+ * outputs, any of which may require no grad (computed under no_grad, or
+ * detached). n_in, n_out 0 mean 1, so {call, ctx} stays a one-tensor
+ * segment. segment_call runs either kind. */
 struct segment_fn {
     int (*call)(void *ctx, struct var *in, struct var **out);
     void *ctx;
+    int (*call_region)(void *ctx, struct var *const *in, const struct region_arg *arg, struct var **out);
+    int n_in, n_out;
+    struct region_arg arg;
 };
+
+static inline int segment_n_in(const struct segment_fn *seg) { return seg->n_in > 0 ? seg->n_in : 1; }
+static inline int segment_n_out(const struct segment_fn *seg) { return seg->n_out > 0 ? seg->n_out : 1; }
+/* out[0..n_out) = seg(in[0..n_in), arg); on error every out[k] is NULL. */
+int segment_call(const struct segment_fn *seg, struct var *const *in, struct var **out);
+/* Releases out[0..n) and sets them to NULL. */
+void region_release(struct var **out, int n);
 
 /* PyTorch's context_fn: a pair of callbacks around the original forward and
  * around the recompute (enter before, exit after). Any may be NULL. */
@@ -92,9 +118,10 @@ struct impl_stats {
 struct checkpoint_impl {
     const char *name;
     const char *summary; /* one line for --help / the README */
-    /* out = seg(in), checkpointed as this impl does it. */
+    /* out[0..n_out) = seg(in[0..n_in)) (counts from seg), checkpointed as
+     * this impl does it. */
     int (*run)(const struct checkpoint_impl *impl, const struct impl_options *opts,
-               const struct segment_fn *seg, struct var *in, struct var **out);
+               const struct segment_fn *seg, struct var *const *in, struct var **out);
     struct impl_mutation mutation;
     int is_reference; /* none, reentrant, nonreentrant, selective */
     /* Planted bugs: whether the bug can show in case c at all (NULL: it
@@ -116,17 +143,17 @@ int impl_is_reentrant(const struct checkpoint_impl *impl);
 
 /* Shared by the reference impls and their mutations. */
 int impl_run_none(const struct checkpoint_impl *impl, const struct impl_options *opts,
-                  const struct segment_fn *seg, struct var *in, struct var **out);
+                  const struct segment_fn *seg, struct var *const *in, struct var **out);
 int impl_run_reentrant(const struct checkpoint_impl *impl, const struct impl_options *opts,
-                       const struct segment_fn *seg, struct var *in, struct var **out);
+                       const struct segment_fn *seg, struct var *const *in, struct var **out);
 int impl_run_nonreentrant(const struct checkpoint_impl *impl, const struct impl_options *opts,
-                          const struct segment_fn *seg, struct var *in, struct var **out);
+                          const struct segment_fn *seg, struct var *const *in, struct var **out);
 /* Non-reentrant that caches the saved tensors of the ops in `keep` (a bit
  * set over enum policy_op) from forward and recomputes only the others. */
 int impl_run_nonreentrant_keeping(const struct checkpoint_impl *impl, const struct impl_options *opts,
-                                  const struct segment_fn *seg, struct var *in, struct var **out, unsigned keep);
+                                  const struct segment_fn *seg, struct var *const *in, struct var **out, unsigned keep);
 /* impl_run_nonreentrant_keeping with the case's policy (impls/selective.c). */
 int impl_run_selective(const struct checkpoint_impl *impl, const struct impl_options *opts,
-                       const struct segment_fn *seg, struct var *in, struct var **out);
+                       const struct segment_fn *seg, struct var *const *in, struct var **out);
 
 #endif

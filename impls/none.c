@@ -3,9 +3,9 @@
 #include "impl.h"
 
 int impl_run_none(const struct checkpoint_impl *impl, const struct impl_options *opts,
-                  const struct segment_fn *seg, struct var *in, struct var **out)
+                  const struct segment_fn *seg, struct var *const *in, struct var **out)
 {
     (void)impl;
     (void)opts;
-    return seg->call(seg->ctx, in, out);
+    return segment_call(seg, in, out);
 }

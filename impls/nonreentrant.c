@@ -11,7 +11,12 @@
  * Selective checkpointing (selective.c) is this with a policy: the saved
  * tensors of the ops it names are cached in forward (version counter
  * noted) and handed back as they are; the recompute fills only the other
- * handles and stops after the last of them. */
+ * handles and stops after the last of them.
+ * Nested (a checkpoint inside the segment): the inner checkpoint saves its
+ * inputs through this one's pack hook, like any op; unpacking them in
+ * backward recomputes this checkpoint, whose recompute re-runs the inner
+ * checkpoint's forward up to that save and stops there, as PyTorch's
+ * nested non-reentrant checkpoints do. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +46,14 @@ struct nr_frame {
     int refcount;
     struct checkpoint_env env;
     struct segment_fn seg;
-    tensor *input;
-    int input_requires_grad;
+    /* The tensor inputs, saved for the recompute on a node of their own
+     * (PyTorch's _NoopSaveInputs) through whatever saved-tensor hook is
+     * active when the checkpoint starts: none at the top level, so the
+     * tape keeps them and checks their version counters at unpack; the
+     * enclosing checkpoint's when nested, which then recomputes them. */
+    int n_in, n_out;
+    struct node *input_saver;
+    int input_requires_grad[REGION_MAX_TENSORS];
     enum determinism_check check;
     int early_stop;
     const struct impl_mutation *mutation;
@@ -91,7 +102,7 @@ static void frame_release(struct nr_frame *f)
     free(f->recompute_ops);
     free(f->kept);
     free(f->meta);
-    tensor_free(f->input);
+    node_release(f->input_saver);
     checkpoint_env_free(&f->env);
     free(f);
 }
@@ -307,6 +318,23 @@ static int check_metadata(const struct nr_frame *f, int k, const tensor *t)
     return ST_OK;
 }
 
+/* The recompute's inputs, unpacked from the input saver (refused when
+ * changed in place since forward; recomputed by the enclosing checkpoint
+ * when nested), as leaves cut from the outer graph that require grad as
+ * the forward's inputs did. */
+static int recompute_inputs(struct nr_frame *f, struct var **detached)
+{
+    for (int i = 0; i < f->n_in; i++) {
+        tensor *in;
+        int st = node_saved(f->input_saver, i, &in);
+        if (!st)
+            st = var_leaf(&detached[i], in, f->input_requires_grad[i], "checkpoint.input");
+        if (st)
+            return st;
+    }
+    return ST_OK;
+}
+
 static int recompute(struct nr_frame *f)
 {
     int st;
@@ -315,26 +343,21 @@ static int recompute(struct nr_frame *f)
     if (!f->recompute_ops && !(f->recompute_ops = calloc((size_t)f->n_handles + 1, sizeof *f->recompute_ops)))
         return error_set(ST_RUN, "out of memory recomputing a checkpoint");
     f->recompute_counter = 0;
-    tensor *in;
-    if ((st = tensor_share(&in, f->input)))
-        return st;
-    struct var *detached = NULL, *out = NULL;
-    if ((st = var_leaf(&detached, in, f->input_requires_grad, "checkpoint.input")))
-        return st;
-    struct recompute_frame frame;
-    if ((st = saved_hooks_push(&f->recompute_hooks))) {
-        var_release(detached);
+    struct var *detached[REGION_MAX_TENSORS] = {0}, *out[REGION_MAX_TENSORS] = {0};
+    if ((st = recompute_inputs(f, detached)) || (st = saved_hooks_push(&f->recompute_hooks))) {
+        region_release(detached, f->n_in);
         return st;
     }
+    struct recompute_frame frame;
     st = checkpoint_env_enter(&f->env, &frame);
     if (!st)
-        st = f->seg.call(f->seg.ctx, detached, &out);
+        st = segment_call(&f->seg, detached, out);
     if (st == ST_STOP)
         st = ST_OK;
     int exit_st = checkpoint_env_exit(&f->env, &frame);
     saved_hooks_pop();
-    var_release(out);
-    var_release(detached);
+    region_release(out, f->n_out);
+    region_release(detached, f->n_in);
     if (!st)
         st = exit_st;
     if (st)
@@ -390,12 +413,14 @@ static int cached_unpack(struct nr_frame *f, int k, tensor **out)
     const struct saved_meta *m = &f->meta[k], *e = &f->meta[j];
     if (!f->kept[j])
         return error_set(ST_INTERNAL, "cached saved tensor #%d (op %s) was already freed", k, m->op);
-    int64_t now = tensor_version(f->kept[j]);
-    if (!f->mutation->mutate_cached_output && now != e->version)
-        return error_set(ST_MISMATCH,
-                         "saved tensor #%d (op %s, call %d) kept by the selective policy was modified by an in-place "
-                         "operation after forward (version %lld, saved at version %lld)",
-                         k, m->op, m->invocation, (long long)now, (long long)e->version);
+    if (!f->mutation->mutate_cached_output) {
+        char what[128];
+        snprintf(what, sizeof what, "saved tensor #%d (op %s, call %d) kept by the selective policy", k, m->op,
+                 m->invocation);
+        int st = tape_check_version(f->kept[j], e->version, what);
+        if (st)
+            return st;
+    }
     return tensor_share(out, f->kept[j]);
 }
 
@@ -446,14 +471,19 @@ static int mutate_cached(struct nr_frame *f)
 }
 
 int impl_run_nonreentrant_keeping(const struct checkpoint_impl *impl, const struct impl_options *opts,
-                                  const struct segment_fn *seg, struct var *in, struct var **out, unsigned keep)
+                                  const struct segment_fn *seg, struct var *const *in, struct var **out,
+                                  unsigned keep)
 {
+    int n_in = segment_n_in(seg), n_out = segment_n_out(seg);
+    if (n_in > REGION_MAX_TENSORS || n_out > REGION_MAX_TENSORS)
+        return error_set(ST_INTERNAL, "a region takes at most %d tensors in and %d out", REGION_MAX_TENSORS,
+                         REGION_MAX_TENSORS);
     struct nr_frame *f = calloc(1, sizeof *f);
     if (!f)
         return error_set(ST_RUN, "out of memory creating a checkpoint");
     f->refcount = 1;
     f->seg = *seg;
-    f->input_requires_grad = in->requires_grad;
+    f->n_out = n_out;
     f->check = opts->determinism_check;
     f->early_stop = !opts->disable_early_stop;
     f->recomputed_for = NO_RECOMPUTE;
@@ -469,9 +499,14 @@ int impl_run_nonreentrant_keeping(const struct checkpoint_impl *impl, const stru
     f->mutation = &impl->mutation;
     f->forward_hooks = (struct saved_hooks){forward_pack, forward_unpack, handle_free, f};
     f->recompute_hooks = (struct saved_hooks){recompute_pack, recompute_unpack, NULL, f};
-    int st = tensor_share(&f->input, in->data);
+    f->n_in = n_in;
+    int st = node_create(&f->input_saver, "checkpoint_nonreentrant_inputs", NULL, NULL, 0, 0);
+    for (int i = 0; i < n_in && !st; i++) {
+        f->input_requires_grad[i] = in[i]->requires_grad;
+        st = node_save(f->input_saver, in[i]->data);
+    }
     if (!st)
-        st = checkpoint_env_capture(&f->env, impl, opts, in);
+        st = checkpoint_env_capture(&f->env, impl, opts, in, n_in);
     if (!st)
         st = saved_hooks_push(&f->forward_hooks);
     if (st) {
@@ -480,24 +515,20 @@ int impl_run_nonreentrant_keeping(const struct checkpoint_impl *impl, const stru
     }
     if (opts->context && opts->context->forward_enter)
         opts->context->forward_enter(opts->context->ctx);
-    st = seg->call(seg->ctx, in, out);
+    st = segment_call(seg, in, out);
     if (opts->context && opts->context->forward_exit)
         opts->context->forward_exit(opts->context->ctx);
     saved_hooks_pop();
-    if (!st && (st = checkpoint_env_check_forward(&f->env))) {
-        var_release(*out);
-        *out = NULL;
-    }
-    if (!st && f->mutation->mutate_cached_output && (st = mutate_cached(f))) {
-        var_release(*out);
-        *out = NULL;
-    }
+    if (!st && (st = checkpoint_env_check_forward(&f->env)))
+        region_release(out, n_out);
+    if (!st && f->mutation->mutate_cached_output && (st = mutate_cached(f)))
+        region_release(out, n_out);
     frame_release(f); /* the handles keep it alive as long as nodes hold them */
     return st;
 }
 
 int impl_run_nonreentrant(const struct checkpoint_impl *impl, const struct impl_options *opts,
-                          const struct segment_fn *seg, struct var *in, struct var **out)
+                          const struct segment_fn *seg, struct var *const *in, struct var **out)
 {
     return impl_run_nonreentrant_keeping(impl, opts, seg, in, out, 0);
 }

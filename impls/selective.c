@@ -19,7 +19,7 @@
 #include "impl.h"
 
 int impl_run_selective(const struct checkpoint_impl *impl, const struct impl_options *opts,
-                       const struct segment_fn *seg, struct var *in, struct var **out)
+                       const struct segment_fn *seg, struct var *const *in, struct var **out)
 {
     return impl_run_nonreentrant_keeping(impl, opts, seg, in, out, opts->policy);
 }

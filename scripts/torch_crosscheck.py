@@ -42,6 +42,9 @@ from torch.utils.checkpoint import checkpoint
 
 SCHEMA_VERSION = 1
 LAYER_NORM_EPS = 1e-5
+# two_stream's residual scale, the non-tensor argument of its regions
+# (harness/autograd/model.c TWO_STREAM_SCALE).
+TWO_STREAM_SCALE = 0.5
 RRELU_LOWER, RRELU_UPPER = 1.0 / 8.0, 1.0 / 3.0
 
 # (harness run, torch run) pairs that are compared.
@@ -175,6 +178,8 @@ class Case:
         self.preserve_rng_state = a["preserve_rng_state"] == "true"
         self.input_requires_grad = a["input_requires_grad"] == "true"
         self.device = a["device"]
+        # Checkpoints nested around each segment (reports before the key: 1).
+        self.nest = int(a.get("nest", 1))
         # The harness records the intra-op thread count it actually used;
         # reductions split across threads, so use the same number.
         self.threads = int(f.attrs.get("threads", 0))
@@ -197,13 +202,16 @@ class Case:
         want = {"mlp": [fusion_text.get(self.fusion, "?"), "dropout("],
                 "rrelu_mlp": ["rrelu(", "1/8, 1/3, training", "dropout("],
                 "branchy": ["gelu_tanh(x·b", ") + x, p="],
+                "two_stream": [fusion_text.get(self.fusion, "?"), f"r = r + s·h (s={TWO_STREAM_SCALE:g}",
+                               "x = dropout(h + c", "c = gelu_tanh(r) under no_grad"],
                 "gpt_block": ["attn_causal(ln1(x)", fusion_text.get(self.fusion, "?"), "layer_norm eps=1e-5"],
                 "bn_mlp": ["gelu_tanh(batch_norm_train(", "momentum=0.1, eps=1e-5", "dropout("],
                 "scaled_mlp": ["bf16(clamp(x·s, ±448))/s", "s = 448/max(history) if > 0", "straight-through"]}
         layers = [line for line in text.splitlines() if line.startswith("layer ")]
         bad = [f"{len(layers)} layer lines for {self.layers} layers"] if len(layers) != self.layers else []
         bad += [f"no '{w}' in layer {i}" for i, line in enumerate(layers) for w in want[self.model] if w not in line]
-        if "loss = mean((x - target)^2)" not in text:
+        loss = "loss = mean((x + r - target)^2)" if self.model == "two_stream" else "loss = mean((x - target)^2)"
+        if loss not in text:
             bad.append("no mse loss")
         if bad:
             raise CrosscheckError(f"{self.name}: /case/model_definition is not the model rebuilt "
@@ -212,7 +220,7 @@ class Case:
     def model_param_order(self):
         names = []
         for i in range(self.layers):
-            if self.model in ("mlp", "rrelu_mlp", "scaled_mlp"):
+            if self.model in ("mlp", "rrelu_mlp", "scaled_mlp", "two_stream"):
                 parts = [f"l{i}."]
             elif self.model == "bn_mlp":
                 parts = [f"l{i}.", f"l{i}.bn."]
@@ -273,13 +281,31 @@ def bias_gelu(case, y, b):
     return gelu_tanh(z).to(y.dtype)
 
 
-def mlp_layer(case, P, i, x):
+def linear_gelu(case, P, i, x):
     w, b = P[f"l{i}.weight"], P[f"l{i}.bias"]
     if case.fusion == "none":
-        h = gelu_tanh(F.linear(x, w, b))
-    else:
-        h = bias_gelu(case, F.linear(x, w), b)
-    return F.dropout(h, case.dropout, training=True)
+        return gelu_tanh(F.linear(x, w, b))
+    return bias_gelu(case, F.linear(x, w), b)
+
+
+def mlp_layer(case, P, i, x):
+    return F.dropout(linear_gelu(case, P, i, x), case.dropout, training=True)
+
+
+def two_stream_layer(case, P, i, x, r, c, s):
+    """(x, r, c) -> (x', r', c'), s a plain number: c' is made under no_grad."""
+    h = linear_gelu(case, P, i, x)
+    r = r + h * s
+    x = F.dropout(h + c, case.dropout, training=True)
+    with torch.no_grad():
+        c = gelu_tanh(r)
+    return x, r, c
+
+
+def two_stream_layers(case, P, begin, end, x, r, c, s):
+    for i in range(begin, end):
+        x, r, c = two_stream_layer(case, P, i, x, r, c, s)
+    return x, r, c
 
 
 def rrelu_layer(case, P, i, x):
@@ -437,6 +463,29 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
             return layers_forward(case, P, begin, end, inp, rules, {k: v.clone() for k, v in snapshot.items()})
         return replayed
 
+    def ckpt(fn, *args):
+        return checkpoint(fn, *args, use_reentrant=reentrant, preserve_rng_state=preserve, **context)
+
+    def nested(fn):
+        """nest = N: fn inside N - 1 checkpoints (the caller adds the outermost)."""
+        for _ in range(case.nest - 1):
+            fn = (lambda inner: lambda *a: ckpt(inner, *a))(fn)
+        return fn
+
+    def two_stream_forward():
+        """Regions of three tensors and the scale, a plain number, passed
+        through torch.utils.checkpoint as a non-tensor argument."""
+        cur = (x, torch.zeros_like(x), torch.zeros_like(x))
+        for begin, end in ranges:
+            def fn(xi, ri, ci, s, begin=begin, end=end):
+                return two_stream_layers(case, P, begin, end, xi, ri, ci, s)
+            if reentrant is None:
+                cur = fn(*cur, TWO_STREAM_SCALE)
+            else:
+                cur = ckpt(nested(fn), *cur, TWO_STREAM_SCALE)
+        xs, rs, _ = two_stream_layers(case, P, plain_from, case.layers, *cur, TWO_STREAM_SCALE)
+        return xs + rs
+
     for step in range(1, case.steps + 1):
         for t in list(P.values()) + [x]:
             t.grad = None
@@ -446,14 +495,17 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
         t0 = time.perf_counter()
         ctx = torch.autocast("cpu", dtype=ac_dtype) if ac_dtype is not None else nullcontext()
         with ctx:
-            cur = x
-            for begin, end in ranges:
-                fn = segment(begin, end)
-                if reentrant is None:
-                    cur = fn(cur)
-                else:
-                    cur = checkpoint(fn, cur, use_reentrant=reentrant, preserve_rng_state=preserve, **context)
-            cur = layers_forward(case, P, plain_from, case.layers, cur, rules, S)
+            if case.model == "two_stream":
+                cur = two_stream_forward()
+            else:
+                cur = x
+                for begin, end in ranges:
+                    fn = segment(begin, end)
+                    if reentrant is None:
+                        cur = fn(cur)
+                    else:
+                        cur = ckpt(nested(fn), cur)
+                cur = layers_forward(case, P, plain_from, case.layers, cur, rules, S)
             loss = F.mse_loss(cur, target)
         del cur
         t1 = time.perf_counter()

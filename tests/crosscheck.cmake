@@ -26,6 +26,17 @@ add_test(NAME crosscheck.gpt
 # mlp under torch's own CPU autocast (bfloat16).
 add_test(NAME crosscheck.branchy_autocast_mlp
   COMMAND ${CC_RUN} 0 ${CC_BITWISE} -- ${CC_SCRIPT} --out ${CC_OUT}/branchy branchy_bs4 autocast_mlp_bf16)
+# Bitwise: regions of three tensors in and out (one needing no grad in, one
+# made under no_grad out) with the scale passed to torch.utils.checkpoint as
+# a non-tensor argument; plain and under autocast.
+add_test(NAME crosscheck.two_stream_regions
+  COMMAND ${CC_RUN} 0 ${CC_BITWISE} "every pair bitwise identical"
+  -- ${CC_SCRIPT} --out ${CC_OUT}/two_stream two_stream_every two_stream_seg2 two_stream_bf16)
+# Bitwise: checkpoints nested 3 deep (mlp) and 2 deep around regions
+# (two_stream), torch's checkpoint inside checkpoint, both styles.
+add_test(NAME crosscheck.nested
+  COMMAND ${CC_RUN} 0 ${CC_BITWISE} "every pair bitwise identical"
+  -- ${CC_SCRIPT} --out ${CC_OUT}/nested nest_mlp_seg2 nest_two_stream)
 # Documented bound: the harness's own fused bias+GELU kernel.
 add_test(NAME crosscheck.fused_bias_gelu
   COMMAND ${CC_RUN} 0 "ok: bias_gelu_bs1 nonreentrant vs torch_nonreentrant: within the documented bound"
@@ -79,7 +90,8 @@ add_test(NAME crosscheck.planted_rng_beyond_bound_is_caught
   "ok: bias_gelu_bs1 baseline_0 vs torch_none: within"
   -- ${CC_SCRIPT} --plant no_rng_preserve --out ${CC_OUT}/planted_rng bias_gelu_bs1)
 
-set_tests_properties(crosscheck.mlp crosscheck.gpt crosscheck.branchy_autocast_mlp crosscheck.fused_bias_gelu
+set_tests_properties(crosscheck.mlp crosscheck.gpt crosscheck.branchy_autocast_mlp crosscheck.two_stream_regions
+  crosscheck.nested crosscheck.fused_bias_gelu
   crosscheck.autocast_gpt_harness_rules crosscheck.autocast_gpt_torch_rules crosscheck.planted_sgd_rounding_is_caught crosscheck.planted_rng_beyond_bound_is_caught
   crosscheck.state_models crosscheck.planted_no_state_replay_is_caught crosscheck.selective_torch2
   PROPERTIES LABELS "crosscheck")

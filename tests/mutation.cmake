@@ -17,7 +17,7 @@ add_test(NAME mutation.suite
     "counter_reset +FAIL +yes .*step 1: .*recomputed saved tensor #0 \\(op linear\\) differs from the forward's \\(value fingerprint\\)"
     "counter_reset +FAIL +yes .*step 1: .*recomputed saved tensor #0 \\(op layer_norm\\) differs from the forward's \\(value fingerprint\\)"
     "first_call_kernel +FAIL +yes .*step 1: .*recomputed saved tensor #[0-9]+ \\(op linear\\) differs from the forward's"
-    "stale_input +FAIL +yes .*steps/1/grads/"
+    "stale_input +FAIL +yes .*step 1: backward of checkpoint_reentrant: saved tensor #0 of checkpoint_reentrant was modified by an inplace operation after it was saved"
     "recompute_elided +MEMFAIL +yes"
     "state_double_update +FAIL +yes .*steps/1/buffers/l0.bn.running_mean"
     "amax_updated_in_recompute +FAIL +yes .*steps/1/buffers/l0.amax_history"

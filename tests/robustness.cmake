@@ -31,6 +31,12 @@ bad_case_file(policy_without_selective "4: case 'a': policy applies to selective
 bad_case_file(policy_op_not_in_model "5: case 'a': policy names layer_norm, which model mlp \\(fusion as set\\) does not run \\(its ops: linear, gelu_tanh, dropout\\)$")
 bad_case_file(policy_attention_core_no_attention "5: case 'a': policy attention_core recomputes causal_attention, which model branchy does not have")
 bad_case_file(selective_without_policy "3: case 'a': impl 'selective' needs a policy")
+# Checkpoints nest at most CASE_MAX_NEST (8) deep; running such a case
+# writes nothing.
+bad_case_file(nest_too_deep "3: bad value '9' for 'nest' in \\[case:a\\]: expected an integer 1\\.\\.8 ")
+add_test(NAME robust.cases.nest_too_deep_writes_nothing
+  COMMAND bash -c "rm -rf ${ROBUST_OUT}/nest_too_deep && ${EXPECT_ERROR} 2 \"nest_too_deep\\.ini:3: bad value '9' for 'nest'\" -- ${CV} --cases ${BAD_CASES}/nest_too_deep.ini --case a --out ${ROBUST_OUT}/nest_too_deep && test ! -e ${ROBUST_OUT}/nest_too_deep")
+set_tests_properties(robust.cases.nest_too_deep_writes_nothing PROPERTIES LABELS "robust")
 
 add_test(NAME robust.cases.missing_file
   COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: .*no_such_file\\.ini: No such file or directory$"

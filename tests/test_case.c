@@ -785,7 +785,7 @@ static void test_attrs_cover_every_key_and_load_back(void **state)
                                   "expect = no_rng_stash:FAIL|MEMFAIL\nlabels = smoke\n");
     struct attr_text first = {.ini = "[case:a]\n"};
     case_foreach_attr(&c, collect_attr, &first);
-    assert_int_equal(first.count, 3 + 30); /* name, file, line + every key */
+    assert_int_equal(first.count, 3 + 31); /* name, file, line + every key */
     assert_non_null(strstr(first.ini, "lr = 0.003\n"));
     assert_non_null(strstr(first.ini, "expect = no_rng_stash:FAIL|MEMFAIL\n"));
     assert_non_null(strstr(first.ini, "impls = reentrant,no_rng_stash\n"));

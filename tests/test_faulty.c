@@ -210,14 +210,14 @@ static void test_first_call_kernel_flips_the_last_bit_of_the_first_fused_output_
     assert_int_equal(aten_init(), ST_OK);
     const int64_t xs[2] = {3, 5}, bs[1] = {5};
     struct var *x = leaf(xs, 2, 1), *b = leaf(bs, 1, 2), *plain = NULL, *cold = NULL, *warm = NULL;
-    struct segment_fn seg = {fused_segment, b};
+    struct segment_fn seg = {.call = fused_segment, .ctx = b};
     struct impl_stats stats = {0};
     struct impl_options opts = {.preserve_rng_state = 1, .current_device = DEVICE_CPU, .stats = &stats};
     const struct checkpoint_impl *bug = impl_find("first_call_kernel");
-    assert_int_equal(impl_find("none")->run(impl_find("none"), &opts, &seg, x, &plain), ST_OK);
+    assert_int_equal(impl_find("none")->run(impl_find("none"), &opts, &seg, &x, &plain), ST_OK);
     stats.checkpoints = 0;
-    assert_int_equal(bug->run(bug, &opts, &seg, x, &cold), ST_OK);
-    assert_int_equal(bug->run(bug, &opts, &seg, x, &warm), ST_OK);
+    assert_int_equal(bug->run(bug, &opts, &seg, &x, &cold), ST_OK);
+    assert_int_equal(bug->run(bug, &opts, &seg, &x, &warm), ST_OK);
     uint32_t want[15], got_cold[15], got_warm[15];
     host_bits(plain, want, 15);
     host_bits(cold, got_cold, 15);

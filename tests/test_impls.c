@@ -242,8 +242,15 @@ static int teardown(void **state)
     return 0;
 }
 
+/* A one-tensor segment: y = fn(ctx, x). */
+static struct segment_fn segment_of(int (*fn)(void *ctx, struct var *in, struct var **out), void *ctx)
+{
+    return (struct segment_fn){.call = fn, .ctx = ctx};
+}
+
 /* Forward through impl, sum-of-squares loss, full backward. Returns the
  * backward's status; the caller reads ->grad. */
+
 static int run_segment(struct fixture *f, const char *impl_name, struct segment_fn fn, int *forward_status)
 {
     const struct checkpoint_impl *impl = impl_find(impl_name);
@@ -255,7 +262,7 @@ static int run_segment(struct fixture *f, const char *impl_name, struct segment_
     var_zero_grad(f->seg.w);
     var_zero_grad(f->seg.b);
     var_zero_grad(f->x);
-    int st = impl->run(impl, &f->opts, &fn, f->x, &y);
+    int st = impl->run(impl, &f->opts, &fn, &f->x, &y);
     if (forward_status)
         *forward_status = st;
     if (!st)
@@ -270,7 +277,7 @@ static int run_segment(struct fixture *f, const char *impl_name, struct segment_
 
 static int run_checkpointed(struct fixture *f, const char *impl_name, int *forward_status)
 {
-    return run_segment(f, impl_name, (struct segment_fn){seg_call, &f->seg}, forward_status);
+    return run_segment(f, impl_name, segment_of(seg_call, &f->seg), forward_status);
 }
 
 static tensor *clone_of(const tensor *t)
@@ -332,12 +339,12 @@ static void test_nonreentrant_replays_dropout_and_matches_plain_bitwise(void **s
 static void expect_surrounding_stream_untouched(struct fixture *f, const char *impl_name)
 {
     const struct checkpoint_impl *impl = impl_find(impl_name);
-    struct segment_fn fn = {seg_call, &f->seg};
+    struct segment_fn fn = {.call = seg_call, .ctx = &f->seg};
     struct var *y = NULL, *loss = NULL;
     uint8_t *after_forward, *after_backward;
     size_t len_f, len_b;
     aten_rng_manual_seed(DEVICE_CPU, 13);
-    assert_int_equal(impl->run(impl, &f->opts, &fn, f->x, &y), ST_OK);
+    assert_int_equal(impl->run(impl, &f->opts, &fn, &f->x, &y), ST_OK);
     assert_int_equal(op_mse_loss(&loss, y, y), ST_OK);
     tensor *later_draw;
     int64_t n = 16;
@@ -381,10 +388,10 @@ static void test_reentrant_refuses_a_partial_backward(void **state)
 {
     struct fixture *f = *state;
     const struct checkpoint_impl *impl = impl_find("reentrant");
-    struct segment_fn fn = {seg_call, &f->seg};
+    struct segment_fn fn = {.call = seg_call, .ctx = &f->seg};
     struct var *y = NULL, *loss = NULL;
     tensor *grads[1];
-    assert_int_equal(impl->run(impl, &f->opts, &fn, f->x, &y), ST_OK);
+    assert_int_equal(impl->run(impl, &f->opts, &fn, &f->x, &y), ST_OK);
     assert_int_equal(op_mse_loss(&loss, y, y), ST_OK);
     int st = tape_grad(&loss, NULL, 1, &f->x, 1, grads);
     assert_int_equal(st, ST_RUN);
@@ -524,7 +531,7 @@ static void test_nonreentrant_reports_a_recomputed_shape_mismatch_with_the_op_lo
 {
     struct fixture *f = *state;
     struct probe p = {.narrow_on_call = 2, .reads = 1};
-    assert_int_equal(run_segment(f, "nonreentrant", (struct segment_fn){probe_segment, &p}, NULL), ST_MISMATCH);
+    assert_int_equal(run_segment(f, "nonreentrant", segment_of(probe_segment, &p), NULL), ST_MISMATCH);
     assert_non_null(strstr(error_message(), "recomputed saved tensor #0 (op probe) has a different shape"));
     assert_null(strchr(error_message(), '\n'));
     assert_string_equal(f->stats.op_log, "saved tensor | forward op | recompute op\n"
@@ -539,7 +546,7 @@ static void test_nonreentrant_reports_a_recomputed_tensor_on_another_device(void
     if (!aten_cuda_available())
         skip();
     struct probe p = {.move_on_call = 2, .reads = 1};
-    assert_int_equal(run_segment(f, "nonreentrant", (struct segment_fn){probe_segment, &p}, NULL), ST_MISMATCH);
+    assert_int_equal(run_segment(f, "nonreentrant", segment_of(probe_segment, &p), NULL), ST_MISMATCH);
     assert_non_null(strstr(error_message(), "recomputed saved tensor #0 (op probe) is on another device than in "
                                             "forward"));
 }
@@ -548,7 +555,7 @@ static void test_nonreentrant_reports_a_saved_tensor_unpacked_twice_in_one_backw
 {
     struct fixture *f = *state;
     struct probe p = {.reads = 2};
-    assert_int_equal(run_segment(f, "nonreentrant", (struct segment_fn){probe_segment, &p}, NULL), ST_MISMATCH);
+    assert_int_equal(run_segment(f, "nonreentrant", segment_of(probe_segment, &p), NULL), ST_MISMATCH);
     assert_non_null(strstr(error_message(), "saved tensor #0 (op probe) was unpacked twice in one backward"));
     assert_int_equal(p.calls, 2); /* one recompute, not one per read */
 }
@@ -603,7 +610,7 @@ static void test_determinism_check_none_skips_the_metadata_check(void **state)
     struct fixture *f = *state;
     struct probe p = {.narrow_on_call = 2, .reads = 1};
     f->opts.determinism_check = DETERMINISM_NONE;
-    assert_int_equal(run_segment(f, "nonreentrant", (struct segment_fn){probe_segment, &p}, NULL), ST_OK);
+    assert_int_equal(run_segment(f, "nonreentrant", segment_of(probe_segment, &p), NULL), ST_OK);
     f->seg.skip_dropout_on_call = 2;
     assert_int_equal(run_checkpointed(f, "nonreentrant", NULL), ST_MISMATCH);
     assert_non_null(strstr(error_message(), "was not recomputed"));
@@ -625,7 +632,7 @@ static void test_reentrant_refuses_a_recompute_whose_output_needs_no_grad(void *
 {
     struct fixture *f = *state;
     int forward = -1;
-    assert_int_equal(run_segment(f, "reentrant", (struct segment_fn){detaching_segment, NULL}, &forward), ST_RUN);
+    assert_int_equal(run_segment(f, "reentrant", segment_of(detaching_segment, NULL), &forward), ST_RUN);
     assert_int_equal(forward, ST_OK);
     assert_non_null(strstr(error_message(), "no output of the segment requires grad"));
 }
@@ -773,27 +780,344 @@ static void test_selective_keeping_every_op_never_recomputes(void **state)
 }
 
 /* PyTorch's saved-tensor version check, for the cache: linear keeps the
- * segment's input x; an in-place op on x after forward is refused. */
+ * segment's input x; an in-place op on x after forward is refused. Every
+ * op is kept, so nothing is recomputed and the cache's check is the one
+ * that fires (a recompute would refuse the changed input first). */
 static void test_selective_refuses_a_cached_tensor_changed_in_place_after_forward(void **state)
 {
     struct fixture *f = *state;
     const struct checkpoint_impl *impl = impl_find("selective");
-    struct segment_fn fn = {seg_call, &f->seg};
+    struct segment_fn fn = {.call = seg_call, .ctx = &f->seg};
     struct var *y = NULL, *loss = NULL, *target = NULL;
     tensor *t;
     int64_t xs[2] = {4, HIDDEN};
     assert_int_equal(tensor_zeros(&t, DT_F32, 2, xs, DEVICE_CPU), ST_OK);
     assert_int_equal(var_constant(&target, t), ST_OK);
-    f->opts.policy = POLICY_BIT(POP_LINEAR);
-    assert_int_equal(impl->run(impl, &f->opts, &fn, f->x, &y), ST_OK);
+    f->opts.policy = POLICY_BIT(POP_LINEAR) | POLICY_BIT(POP_GELU_TANH) | POLICY_BIT(POP_DROPOUT);
+    assert_int_equal(impl->run(impl, &f->opts, &fn, &f->x, &y), ST_OK);
     assert_int_equal(op_mse_loss(&loss, y, target), ST_OK);
+    long long v = (long long)tensor_version(f->x->data);
     assert_int_equal(tensor_add_(f->x->data, f->x->data, 1.0), ST_OK);
     assert_int_equal(tape_backward(&loss, NULL, 1), ST_MISMATCH);
-    assert_non_null(strstr(error_message(), "(op linear, call 0) kept by the selective policy was modified by an "
-                                            "in-place operation after forward"));
+    char want[192];
+    snprintf(want, sizeof want, "(op linear, call 0) kept by the selective policy was modified by an inplace "
+             "operation after it was saved: it is at version %lld, saved at version %lld", v + 1, v);
+    assert_non_null(strstr(error_message(), want));
     var_release(loss);
     var_release(y);
     var_release(target);
+}
+
+/* ---- version counter on a checkpoint's inputs ------------------------------------ */
+
+/* The tape's version-check message for `what`, saved at `version` and
+ * changed once since. */
+static const char *version_error(const char *what, long long version)
+{
+    static char msg[192];
+    snprintf(msg, sizeof msg, "%s was modified by an inplace operation after it was saved: it is at version %lld, "
+             "saved at version %lld", what, version + 1, version);
+    return msg;
+}
+
+/* Forward through impl, an in-place op on the input x, then backward;
+ * version: x's version counter at forward. */
+static int backward_after_changing_the_input(struct fixture *f, const char *impl_name, long long *version)
+{
+    const struct checkpoint_impl *impl = impl_find(impl_name);
+    struct segment_fn fn = segment_of(seg_call, &f->seg);
+    struct var *y = NULL, *loss = NULL, *target = NULL;
+    tensor *t;
+    int64_t xs[2] = {4, HIDDEN};
+    assert_int_equal(tensor_zeros(&t, DT_F32, 2, xs, DEVICE_CPU), ST_OK);
+    assert_int_equal(var_constant(&target, t), ST_OK);
+    assert_int_equal(impl->run(impl, &f->opts, &fn, &f->x, &y), ST_OK);
+    assert_int_equal(op_mse_loss(&loss, y, target), ST_OK);
+    *version = (long long)tensor_version(f->x->data);
+    assert_int_equal(tensor_add_(f->x->data, f->x->data, 1.0), ST_OK);
+    int st = tape_backward(&loss, NULL, 1);
+    var_release(loss);
+    var_release(y);
+    var_release(target);
+    return st;
+}
+
+/* Reentrant keeps its input as a saved tensor of its node: the tape's
+ * version check refuses the recompute from a changed input. */
+static void test_reentrant_refuses_an_input_changed_in_place_after_forward(void **state)
+{
+    struct fixture *f = *state;
+    long long v;
+    assert_int_equal(backward_after_changing_the_input(f, "reentrant", &v), ST_MISMATCH);
+    assert_non_null(strstr(error_message(), version_error("saved tensor #0 of checkpoint_reentrant", v)));
+    assert_int_equal(f->stats.recomputes, 0);
+}
+
+/* Non-reentrant keeps its inputs on a node of their own (PyTorch's
+ * _NoopSaveInputs), so the same version check refuses them. */
+static void test_nonreentrant_refuses_an_input_changed_in_place_after_forward(void **state)
+{
+    struct fixture *f = *state;
+    long long v;
+    assert_int_equal(backward_after_changing_the_input(f, "nonreentrant", &v), ST_MISMATCH);
+    assert_non_null(strstr(error_message(), version_error("saved tensor #0 of checkpoint_nonreentrant_inputs", v)));
+    assert_int_equal(f->stats.recomputes, 0);
+}
+
+/* ---- regions: several tensors in and out, a non-tensor argument ------------------- */
+
+/* (x, r, c; s) -> (y, r', c', d):
+ *   h = gelu_tanh(x·Wᵀ + b);  r' = r + s·h;  y = dropout(h + c, p);
+ *   c' = gelu_tanh(r') computed under no_grad; d = h detached. */
+struct region_state {
+    struct seg_state *seg;
+    int calls;
+    double args_seen[8];
+};
+
+static int region_call(void *ctx, struct var *const *in, const struct region_arg *arg, struct var **out)
+{
+    struct region_state *rs = ctx;
+    if (rs->calls < 8)
+        rs->args_seen[rs->calls] = arg->scalar;
+    rs->calls++;
+    struct var *a = NULL, *h = NULL, *sh = NULL, *hc = NULL;
+    int st = op_linear(&a, in[0], rs->seg->w, rs->seg->b);
+    if (!st)
+        st = op_gelu(&h, a, 1);
+    if (!st)
+        st = op_scale(&sh, h, arg->scalar);
+    if (!st)
+        st = op_add(&out[1], in[1], sh);
+    if (!st)
+        st = op_add(&hc, h, in[2]);
+    if (!st)
+        st = op_dropout(&out[0], hc, rs->seg->p);
+    if (!st) {
+        int grad = grad_mode_set(0);
+        st = op_gelu(&out[2], out[1], 1);
+        grad_mode_set(grad);
+    }
+    if (!st)
+        st = var_detach(&out[3], h, 0);
+    var_release(a);
+    var_release(h);
+    var_release(sh);
+    var_release(hc);
+    return st;
+}
+
+struct region_run {
+    struct var *r, *c;
+    tensor *grads[4]; /* w, b, x, r */
+    int out_requires_grad[4];
+};
+
+/* Forward through impl with x, r (requires grad) and c (does not), losses
+ * mse(y), mse(r'), mse(c'), mse(d), full backward; keeps copies of the
+ * grads. */
+static int run_region(struct fixture *f, const char *impl_name, struct region_state *rs, uint64_t seed,
+                      struct region_run *run)
+{
+    const struct checkpoint_impl *impl = impl_find(impl_name);
+    int64_t xs[2] = {4, HIDDEN};
+    aten_rng_manual_seed(DEVICE_CPU, 99);
+    run->r = random_leaf(2, xs, 1, "r");
+    run->c = random_leaf(2, xs, 0, "c");
+    var_zero_grad(f->seg.w);
+    var_zero_grad(f->seg.b);
+    var_zero_grad(f->x);
+    struct segment_fn fn = {.call_region = region_call, .ctx = rs, .n_in = 3, .n_out = 4, .arg = {.scalar = 0.375}};
+    struct var *in[3] = {f->x, run->r, run->c}, *out[4] = {0}, *loss[4] = {0}, *target = NULL;
+    tensor *t;
+    assert_int_equal(tensor_zeros(&t, DT_F32, 2, xs, DEVICE_CPU), ST_OK);
+    assert_int_equal(var_constant(&target, t), ST_OK);
+    aten_rng_manual_seed(DEVICE_CPU, seed);
+    int st = impl->run(impl, &f->opts, &fn, in, out);
+    for (int k = 0; k < 4 && !st; k++) {
+        run->out_requires_grad[k] = out[k]->requires_grad;
+        st = op_mse_loss(&loss[k], out[k], target);
+    }
+    if (!st)
+        st = tape_backward(loss, NULL, 4);
+    struct var *with_grads[4] = {f->seg.w, f->seg.b, f->x, run->r};
+    for (int i = 0; i < 4 && !st; i++)
+        run->grads[i] = with_grads[i]->grad ? clone_of(with_grads[i]->grad) : NULL;
+    region_release(loss, 4);
+    region_release(out, 4);
+    var_release(target);
+    return st;
+}
+
+static void region_run_free(struct region_run *run)
+{
+    for (int i = 0; i < 4; i++)
+        tensor_free(run->grads[i]);
+    var_release(run->r);
+    var_release(run->c);
+}
+
+/* Each reference checkpoints the region with the plain run's gradients,
+ * bitwise, for the parameters and both inputs that require grad; the input
+ * that requires none gets none. */
+static void expect_region_matches_plain(struct fixture *f, const char *impl_name)
+{
+    struct seg_state seg = f->seg;
+    struct region_state plain_rs = {.seg = &seg}, rs = {.seg = &seg};
+    struct region_run plain = {0}, ckpt = {0};
+    assert_int_equal(run_region(f, "none", &plain_rs, 31, &plain), ST_OK);
+    assert_int_equal(run_region(f, impl_name, &rs, 31, &ckpt), ST_OK);
+    for (int i = 0; i < 4; i++) {
+        assert_non_null(ckpt.grads[i]);
+        assert_true(tensor_bitwise_equal(ckpt.grads[i], plain.grads[i]));
+    }
+    assert_null(ckpt.c->grad);
+    assert_int_equal(f->stats.recomputes, 1);
+    region_run_free(&plain);
+    region_run_free(&ckpt);
+}
+
+static void test_reentrant_region_of_three_tensors_matches_plain_bitwise(void **state)
+{
+    expect_region_matches_plain(*state, "reentrant");
+}
+
+static void test_nonreentrant_region_of_three_tensors_matches_plain_bitwise(void **state)
+{
+    expect_region_matches_plain(*state, "nonreentrant");
+}
+
+static void test_selective_region_of_three_tensors_matches_plain_bitwise(void **state)
+{
+    struct fixture *f = *state;
+    f->opts.policy = POLICY_BIT(POP_LINEAR);
+    expect_region_matches_plain(f, "selective");
+}
+
+/* The outputs computed under no_grad or detached stay constants under
+ * non-reentrant, as in the plain run; reentrant's outputs are all its
+ * node's, as a custom Function's are in PyTorch (the gradients reaching
+ * those two are dropped). */
+static void test_region_outputs_made_under_no_grad_or_detached_need_no_grad_but_under_reentrant(void **state)
+{
+    struct fixture *f = *state;
+    struct region_state rs = {.seg = &f->seg};
+    const char *impls[3] = {"none", "nonreentrant", "reentrant"};
+    for (int i = 0; i < 3; i++) {
+        struct region_run run = {0};
+        assert_int_equal(run_region(f, impls[i], &rs, 5, &run), ST_OK);
+        assert_true(run.out_requires_grad[0] && run.out_requires_grad[1]);
+        assert_int_equal(run.out_requires_grad[2], i == 2);
+        assert_int_equal(run.out_requires_grad[3], i == 2);
+        region_run_free(&run);
+    }
+}
+
+/* The non-tensor argument reaches the forward and the recompute unchanged. */
+static void test_region_non_tensor_argument_reaches_the_recompute(void **state)
+{
+    struct fixture *f = *state;
+    const char *impls[2] = {"reentrant", "nonreentrant"};
+    for (int i = 0; i < 2; i++) {
+        struct region_state rs = {.seg = &f->seg};
+        struct region_run run = {0};
+        assert_int_equal(run_region(f, impls[i], &rs, 5, &run), ST_OK);
+        assert_int_equal(rs.calls, 2);
+        assert_true(rs.args_seen[0] == 0.375 && rs.args_seen[1] == 0.375);
+        region_run_free(&run);
+    }
+}
+
+/* Reentrant needs some output that requires grad in the recompute to
+ * backward from; a region whose outputs all come from no_grad is refused. */
+static int all_no_grad_region(void *ctx, struct var *const *in, const struct region_arg *arg, struct var **out)
+{
+    (void)ctx;
+    (void)arg;
+    int grad = grad_mode_set(0);
+    int st = op_gelu(&out[0], in[0], 1);
+    if (!st)
+        st = op_gelu(&out[1], in[1], 1);
+    grad_mode_set(grad);
+    return st;
+}
+
+static void test_reentrant_refuses_a_region_with_no_output_that_requires_grad(void **state)
+{
+    struct fixture *f = *state;
+    const struct checkpoint_impl *impl = impl_find("reentrant");
+    struct segment_fn fn = {.call_region = all_no_grad_region, .n_in = 2, .n_out = 2};
+    struct var *in[2] = {f->x, f->x}, *out[2] = {0}, *loss = NULL, *sum = NULL;
+    assert_int_equal(impl->run(impl, &f->opts, &fn, in, out), ST_OK);
+    assert_int_equal(op_add(&sum, out[0], out[1]), ST_OK);
+    assert_int_equal(op_mse_loss(&loss, sum, out[0]), ST_OK);
+    assert_int_equal(tape_backward(&loss, NULL, 1), ST_RUN);
+    assert_non_null(strstr(error_message(), "no output of the segment requires grad"));
+    var_release(loss);
+    var_release(sum);
+    region_release(out, 2);
+}
+
+/* ---- nested checkpoints ------------------------------------------------------------ */
+
+/* One level of checkpoint(lambda x: checkpoint(...)): the level's function
+ * checkpoints the next level with the same impl; the last runs the segment.
+ * Levels live as long as the graph: recompute calls them in backward. */
+struct nest_level {
+    struct fixture *f;
+    const struct checkpoint_impl *impl;
+    struct nest_level *inner; /* NULL: run seg_call */
+};
+
+static int nested_call(void *ctx, struct var *in, struct var **out)
+{
+    struct nest_level *l = ctx;
+    if (!l->inner)
+        return seg_call(&l->f->seg, in, out);
+    struct segment_fn fn = segment_of(nested_call, l->inner);
+    return l->impl->run(l->impl, &l->f->opts, &fn, &in, out);
+}
+
+/* Three checkpoints of impl_name, one inside the other, against the plain
+ * run; *forwards: checkpoint forwards run (recomputes included). Returns
+ * the recomputes they made. */
+static int nested_three_deep_matches_plain(struct fixture *f, const char *impl_name, int *forwards)
+{
+    tensor *ref[3];
+    reference_grads(f, 41, ref);
+    const struct checkpoint_impl *impl = impl_find(impl_name);
+    struct nest_level levels[3] = {{f, impl, &levels[1]}, {f, impl, &levels[2]}, {f, impl, NULL}};
+    aten_rng_manual_seed(DEVICE_CPU, 41);
+    assert_int_equal(run_segment(f, impl_name, segment_of(nested_call, &levels[0]), NULL), ST_OK);
+    assert_same_grads(f, ref);
+    free3(ref);
+    *forwards = f->stats.checkpoints;
+    return f->stats.recomputes;
+}
+
+/* Reentrant inside reentrant works through the nested backward: the outer
+ * recompute runs the inner checkpoints' forwards again, and the node of the
+ * next one recomputes in its turn — one recompute per level, and 3 + 2 + 1
+ * checkpoint forwards. */
+static void test_reentrant_nested_three_deep_matches_plain_recomputing_once_per_level(void **state)
+{
+    int forwards;
+    assert_int_equal(nested_three_deep_matches_plain(*state, "reentrant", &forwards), 3);
+    assert_int_equal(forwards, 6);
+}
+
+/* Non-reentrant, PyTorch's nesting: only the innermost saved-tensor hook
+ * applies, so the innermost frame holds the segment's saved tensors; each
+ * inner checkpoint saved its inputs through the enclosing one's hook. The
+ * innermost recompute unpacks its input, which recomputes the enclosing
+ * checkpoint — whose recompute re-runs the inner checkpoint's forward only
+ * up to its input save (early stop, before that forward counts) — and so
+ * on outward: one recompute per level, 3 checkpoint forwards. */
+static void test_nonreentrant_nested_three_deep_matches_plain_recomputing_each_level_from_the_inside(void **state)
+{
+    int forwards;
+    assert_int_equal(nested_three_deep_matches_plain(*state, "nonreentrant", &forwards), 3);
+    assert_int_equal(forwards, 3);
 }
 
 /* The case loader's list of the impls that take a policy (policy.c) and
@@ -840,6 +1164,16 @@ int main(void)
     const struct CMUnitTest tests[] = {
         FIXTURE_TEST(test_selective_keeping_linear_replays_dropout_and_matches_plain_bitwise),
         FIXTURE_TEST(test_selective_keeping_every_op_never_recomputes),
+        FIXTURE_TEST(test_reentrant_refuses_an_input_changed_in_place_after_forward),
+        FIXTURE_TEST(test_nonreentrant_refuses_an_input_changed_in_place_after_forward),
+        FIXTURE_TEST(test_reentrant_region_of_three_tensors_matches_plain_bitwise),
+        FIXTURE_TEST(test_nonreentrant_region_of_three_tensors_matches_plain_bitwise),
+        FIXTURE_TEST(test_selective_region_of_three_tensors_matches_plain_bitwise),
+        FIXTURE_TEST(test_region_outputs_made_under_no_grad_or_detached_need_no_grad_but_under_reentrant),
+        FIXTURE_TEST(test_region_non_tensor_argument_reaches_the_recompute),
+        FIXTURE_TEST(test_reentrant_refuses_a_region_with_no_output_that_requires_grad),
+        FIXTURE_TEST(test_reentrant_nested_three_deep_matches_plain_recomputing_once_per_level),
+        FIXTURE_TEST(test_nonreentrant_nested_three_deep_matches_plain_recomputing_each_level_from_the_inside),
         FIXTURE_TEST(test_selective_refuses_a_cached_tensor_changed_in_place_after_forward),
         cmocka_unit_test(test_policy_impls_are_the_registry_selective_impls),
         cmocka_unit_test(test_device_set_puts_cpu_first_then_args_then_current),

@@ -176,7 +176,8 @@ static void check_case(const struct variant *v, const char *out_dir)
 static void test_prediction_is_exact_for_every_model_and_segmenting(void **state)
 {
     (void)state;
-    static const enum model_kind models[] = {MODEL_MLP, MODEL_GPT_BLOCK, MODEL_BRANCHY, MODEL_RRELU_MLP};
+    static const enum model_kind models[] = {MODEL_MLP, MODEL_GPT_BLOCK, MODEL_BRANCHY, MODEL_RRELU_MLP,
+                                             MODEL_TWO_STREAM};
     static const enum fusion_kind fusions[] = {FUSION_NONE, FUSION_BIAS_GELU};
     static const struct {
         enum dtype dtype;
@@ -205,7 +206,8 @@ static void test_prediction_is_exact_for_every_model_and_segmenting(void **state
 static void test_selective_prediction_is_exact_for_every_model_and_policy(void **state)
 {
     (void)state;
-    static const enum model_kind models[] = {MODEL_MLP, MODEL_GPT_BLOCK, MODEL_BRANCHY, MODEL_RRELU_MLP};
+    static const enum model_kind models[] = {MODEL_MLP, MODEL_GPT_BLOCK, MODEL_BRANCHY, MODEL_RRELU_MLP,
+                                             MODEL_TWO_STREAM};
     static const enum fusion_kind fusions[] = {FUSION_NONE, FUSION_BIAS_GELU};
     static const struct {
         enum dtype dtype;

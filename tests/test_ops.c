@@ -682,6 +682,21 @@ static void add_all_shapes(enum dtype da, enum dtype db)
         add_case(da, db, &k_add_shapes[i], 40 + 10 * (uint64_t)i);
 }
 
+/* x · s by a number: the two-stream model's residual scale. */
+static void test_scale_by_a_number_is_bitwise_torch(void **state)
+{
+    (void)state;
+    const int64_t shape[3] = {2, 3, 5};
+    struct var *x = leaf(randn_t(DT_F32, 3, shape, 90, 1.0), "x");
+    struct var *y = NULL;
+    assert_ok(op_scale(&y, x, 0.37));
+    struct oracle_case c = {.op = "scale", .in = {x}, .n_in = 1, .params = {0.37}, .n_params = 1};
+    snprintf(c.label, sizeof c.label, "scale float32 [2, 3, 5] by 0.37");
+    check_bitwise_against_torch(&c, y, 91);
+    var_release(y);
+    var_release(x);
+}
+
 static void test_add_broadcasting_float32_is_bitwise_torch(void **state)
 {
     (void)state;
@@ -1927,6 +1942,7 @@ int main(void)
         T(test_gelu_tanh_bfloat16_is_bitwise_torch),
         T(test_gelu_float16_is_bitwise_torch_or_an_error_as_in_torch),
         T(test_add_broadcasting_float32_is_bitwise_torch),
+        T(test_scale_by_a_number_is_bitwise_torch),
         T(test_add_broadcasting_bfloat16_is_bitwise_torch),
         T(test_add_broadcasting_float16_is_bitwise_torch),
         T(test_add_mixed_dtypes_promotes_and_casts_gradients_back_like_torch),

@@ -59,6 +59,39 @@ static void test_grad_mode_off_records_no_node(void **state)
     var_release(b);
 }
 
+/* PyTorch's version counter: a tensor the tape keeps for backward that is
+ * changed in place afterwards is refused when backward unpacks it, naming
+ * the op, the saved tensor and both versions. */
+static void test_saved_tensor_changed_in_place_is_refused_at_backward(void **state)
+{
+    (void)state;
+    struct var *x = leaf_of(0.5, 8, 1), *y;
+    assert_int_equal(op_gelu(&y, x, 1), ST_OK);
+    long long saved = (long long)tensor_version(x->data);
+    assert_int_equal(tensor_add_(x->data, x->data, 1.0), ST_OK);
+    assert_int_equal(tape_backward(&y, (tensor *const[]){y->data}, 1), ST_MISMATCH);
+    char want[160];
+    snprintf(want, sizeof want, "saved tensor #0 of gelu_tanh was modified by an inplace operation after it was saved: "
+             "it is at version %lld, saved at version %lld", saved + 1, saved);
+    assert_non_null(strstr(error_message(), want));
+    assert_null(x->grad);
+    var_release(y);
+    var_release(x);
+}
+
+/* An in-place change before the op saved the tensor is no concern. */
+static void test_tensor_changed_in_place_before_it_is_saved_is_fine(void **state)
+{
+    (void)state;
+    struct var *x = leaf_of(0.5, 8, 1), *y;
+    assert_int_equal(tensor_add_(x->data, x->data, 1.0), ST_OK);
+    assert_int_equal(op_gelu(&y, x, 1), ST_OK);
+    assert_int_equal(tape_backward(&y, (tensor *const[]){y->data}, 1), ST_OK);
+    assert_non_null(x->grad);
+    var_release(y);
+    var_release(x);
+}
+
 static void test_op_on_inputs_without_grad_records_no_node(void **state)
 {
     (void)state;
@@ -369,6 +402,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grad_mode_off_records_no_node),
+        cmocka_unit_test(test_saved_tensor_changed_in_place_is_refused_at_backward),
+        cmocka_unit_test(test_tensor_changed_in_place_before_it_is_saved_is_fine),
         cmocka_unit_test(test_leaf_keeps_a_name_of_the_longest_length_whole),
         cmocka_unit_test(test_leaf_name_too_long_is_an_error_not_cut),
         cmocka_unit_test(test_op_on_inputs_without_grad_records_no_node),

@@ -69,6 +69,7 @@ const oracle_op k_ops[] = {
                                          .eps(p[0]));
      }},
     {"add", 2, 2, 0, [](const tensors &in, const double *) { return in[0] + in[1]; }},
+    {"scale", 1, 1, 1, [](const tensors &in, const double *p) { return in[0] * p[0]; }},
     {"bias_dropout_add", 3, 3, 1,
      [](const tensors &in, const double *p) { return in[2] + dropout(in[0] + in[1], p[0]); }},
     {"causal_attention", 3, 3, 0,

@@ -22,6 +22,8 @@
 /* RReLU's default slope range in PyTorch: [1/8, 1/3]. */
 #define RRELU_LOWER (1.0 / 8.0)
 #define RRELU_UPPER (1.0 / 3.0)
+/* two_stream's residual scale: r' = r + s·h. */
+#define TWO_STREAM_SCALE 0.5
 
 static int add_param(struct model *m, int layer, const char *name, int64_t d0, int64_t d1, double init_std)
 {
@@ -150,6 +152,7 @@ int model_create(struct model *m, const struct ckpt_case *c, int device)
         case MODEL_MLP:
         case MODEL_RRELU_MLP:
         case MODEL_SCALED_MLP:
+        case MODEL_TWO_STREAM:
             snprintf(prefix, sizeof prefix, "l%d.", i);
             add_linear(m, i, prefix, h, h);
             break;
@@ -258,23 +261,60 @@ static int dropout_on_draw_device(const struct model *m, struct var *h, struct v
     return step_done(dropped, op_to_device(out, dropped, m->device));
 }
 
-/* linear → bias-GELU (per fusion) → dropout; the contract of DESIGN.md. */
-static int mlp_layer(const struct model *m, int i, struct var *x, struct var **out)
+/* h = bias-GELU(x·Wᵀ, b) of layer i, per fusion. */
+static int linear_gelu(const struct model *m, int i, struct var *x, struct var **h)
 {
-    struct var *w = layer_param(m, i, 0), *b = layer_param(m, i, 1), *y, *h;
+    struct var *w = layer_param(m, i, 0), *b = layer_param(m, i, 1), *y;
     int st;
     if (m->fusion == FUSION_NONE) {
         if ((st = op_linear(&y, x, w, b)))
             return st;
-        if ((st = step_done(y, op_gelu(&h, y, 1))))
-            return st;
-    } else {
-        if ((st = op_linear(&y, x, w, NULL)))
-            return st;
-        if ((st = step_done(y, bias_gelu(m, y, b, &h))))
-            return st;
+        return step_done(y, op_gelu(h, y, 1));
     }
+    if ((st = op_linear(&y, x, w, NULL)))
+        return st;
+    return step_done(y, bias_gelu(m, y, b, h));
+}
+
+/* linear → bias-GELU (per fusion) → dropout; the contract of DESIGN.md. */
+static int mlp_layer(const struct model *m, int i, struct var *x, struct var **out)
+{
+    struct var *h;
+    int st = linear_gelu(m, i, x, &h);
+    if (st)
+        return st;
     return step_done(h, dropout_on_draw_device(m, h, out));
+}
+
+/* two_stream, (x, r, c) -> (x', r', c') with s the non-tensor argument:
+ *   h = bias-GELU(x·Wᵀ, b) (as mlp);  r' = r + s·h;  x' = dropout(h + c, p);
+ *   c' = gelu_tanh(r') under no_grad: a constant, the detached output. */
+static int two_stream_layer(const struct model *m, int i, struct var *const *in, double s, struct var **out)
+{
+    struct var *h = NULL, *sh = NULL, *hc = NULL;
+    int st = linear_gelu(m, i, in[0], &h);
+    if (!st)
+        st = op_scale(&sh, h, s);
+    if (!st)
+        st = op_add(&out[1], in[1], sh);
+    if (!st)
+        st = op_add(&hc, h, in[2]);
+    if (!st)
+        st = op_dropout(&out[0], hc, m->dropout);
+    if (!st) {
+        int grad = grad_mode_set(0);
+        st = op_gelu(&out[2], out[1], 1);
+        grad_mode_set(grad);
+    }
+    var_release(h);
+    var_release(sh);
+    var_release(hc);
+    if (st)
+        for (int k = 0; k < 3; k++) {
+            var_release(out[k]);
+            out[k] = NULL;
+        }
+    return st;
 }
 
 /* linear → RReLU (training, random slopes) → dropout. */
@@ -398,8 +438,9 @@ int model_layer_forward(const struct model *m, int layer, struct var *x, struct 
     case MODEL_GPT_BLOCK: return gpt_layer(m, layer, x, out);
     case MODEL_BN_MLP: return bn_mlp_layer(m, layer, x, out);
     case MODEL_SCALED_MLP: return scaled_mlp_layer(m, layer, x, out);
+    case MODEL_TWO_STREAM: break;
     }
-    return error_set(ST_INTERNAL, "unknown model kind %d", m->kind);
+    return error_set(ST_INTERNAL, "model kind %d has no one-tensor layer", m->kind);
 }
 
 int model_layers_forward(const struct model *m, int begin, int end, struct var *x, struct var **out)
@@ -421,6 +462,56 @@ int model_loss(const struct model *m, struct var *x, struct var *target, struct 
 {
     (void)m;
     return op_mse_loss(loss, x, target);
+}
+
+int model_streams(const struct model *m) { return m->kind == MODEL_TWO_STREAM ? 3 : 1; }
+
+double model_region_scalar(const struct model *m) { return m->kind == MODEL_TWO_STREAM ? TWO_STREAM_SCALE : 0.0; }
+
+int model_streams_begin(const struct model *m, struct var *x, struct var **streams)
+{
+    streams[0] = var_retain(x);
+    for (int k = 1; k < model_streams(m); k++) {
+        tensor *zeros;
+        int st = tensor_zeros_like(&zeros, x->data);
+        if (!st)
+            st = var_constant(&streams[k], zeros);
+        if (st) {
+            while (k--)
+                var_release(streams[k]);
+            return st;
+        }
+    }
+    return ST_OK;
+}
+
+int model_layers_forward_streams(const struct model *m, int begin, int end, struct var *const *in, double scalar,
+                                 struct var **out)
+{
+    if (m->kind != MODEL_TWO_STREAM)
+        return model_layers_forward(m, begin, end, in[0], out);
+    struct var *cur[3] = {var_retain(in[0]), var_retain(in[1]), var_retain(in[2])};
+    int st = ST_OK;
+    for (int i = begin; i < end && !st; i++) {
+        struct var *next[3] = {0};
+        st = two_stream_layer(m, i, cur, scalar, next);
+        for (int k = 0; k < 3; k++) {
+            var_release(cur[k]);
+            cur[k] = next[k];
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        out[k] = cur[k];
+    return st;
+}
+
+int model_streams_end(const struct model *m, struct var *const *streams, struct var **out)
+{
+    if (m->kind != MODEL_TWO_STREAM) {
+        *out = var_retain(streams[0]);
+        return ST_OK;
+    }
+    return op_add(out, streams[0], streams[1]);
 }
 
 int model_describe(const struct model *m, char *buf, size_t len)
@@ -462,6 +553,12 @@ int model_describe(const struct model *m, char *buf, size_t len)
                          "+ l%d.bias), p=%g); backward of q: straight-through\n",
                          i, i, i, i, i, m->dropout);
             break;
+        case MODEL_TWO_STREAM:
+            n = snprintf(buf + off, len - off,
+                         "layer %d: h = %s(x·l%d.weightᵀ, l%d.bias); r = r + s·h (s=%g, the region's non-tensor "
+                         "argument); x = dropout(h + c, p=%g); c = gelu_tanh(r) under no_grad (a constant)\n",
+                         i, fusion_text[m->fusion], i, i, TWO_STREAM_SCALE, m->dropout);
+            break;
         default:
             n = snprintf(buf + off, len - off,
                          "layer %d: x1 = x + dropout(attn_causal(ln1(x)·h%d.attn.qkv.weightᵀ + qkv.bias, heads=%d)"
@@ -474,7 +571,9 @@ int model_describe(const struct model *m, char *buf, size_t len)
             break;
         off += (size_t)n;
     }
-    if (off < len)
+    if (off < len && m->kind == MODEL_TWO_STREAM)
+        off += (size_t)snprintf(buf + off, len - off, "r = c = zeros before layer 0; loss = mean((x + r - target)^2)\n");
+    else if (off < len)
         off += (size_t)snprintf(buf + off, len - off, "loss = mean((x - target)^2)\n");
     return ST_OK;
 }
@@ -582,9 +681,11 @@ static int64_t dropout_mask(const struct model *m, int64_t width, enum dtype d)
     return m->dropout > 0 && m->draw_device == m->device ? act_bytes(m, width, d) : 0;
 }
 
-/* mlp: linear (saves its input and the weight) -> bias-GELU -> dropout.
- * rrelu_mlp: linear -> rrelu (saves its input and its random slopes) -> dropout. */
-static void mlp_memory(const struct model *m, const struct dtype_rules *r, enum dtype in, struct layer_memory *lm)
+/* mlp's linear (saves its input and the weight) and bias-GELU, or
+ * rrelu_mlp's linear and rrelu (saves its input and its random slopes);
+ * returns the dtype of their output. */
+static enum dtype linear_activation_memory(const struct model *m, const struct dtype_rules *r, enum dtype in,
+                                           struct layer_memory *lm)
 {
     int64_t h = m->hidden;
     linear_input(m, r, in, 1, lm);
@@ -601,7 +702,14 @@ static void mlp_memory(const struct model *m, const struct dtype_rules *r, enum 
         saves(lm, act_op, act_bytes(m, h, y)); /* rrelu's slopes */
     else if (m->fusion != FUSION_NONE && m->dtype != y)
         saves(lm, act_op, h * (int64_t)dtype_size(y)); /* the fused kernel saves the bias cast to y's dtype */
-    saves(lm, POP_DROPOUT, dropout_mask(m, h, y));
+    return y;
+}
+
+/* mlp, rrelu_mlp: linear -> bias-GELU or rrelu -> dropout (saves its mask). */
+static void mlp_memory(const struct model *m, const struct dtype_rules *r, enum dtype in, struct layer_memory *lm)
+{
+    enum dtype y = linear_activation_memory(m, r, in, lm);
+    saves(lm, POP_DROPOUT, dropout_mask(m, m->hidden, y));
     lm->out = y;
 }
 
@@ -629,6 +737,26 @@ static void scaled_mlp_memory(const struct model *m, enum dtype in, struct layer
     saves(lm, POP_GELU_TANH, act_bytes(m, h, in));
     saves(lm, POP_DROPOUT, dropout_mask(m, h, in));
     lm->out = in;
+}
+
+/* The dtypes of two_stream's r and c streams, layer to layer. */
+struct stream_dtypes {
+    enum dtype r, c;
+};
+
+/* two_stream: mlp's linear and bias-GELU; the scale and the two adds save
+ * nothing; dropout saves its mask, in the dtype of h + c; c' is made under
+ * no_grad and saves nothing. Advances the stream dtypes past the layer. */
+static void two_stream_memory(const struct model *m, const struct dtype_rules *r, enum dtype in,
+                              struct stream_dtypes *sd, struct layer_memory *lm)
+{
+    memset(lm, 0, sizeof *lm);
+    enum dtype y = linear_activation_memory(m, r, in, lm);
+    enum dtype hc = promote(y, sd->c);
+    saves(lm, POP_DROPOUT, dropout_mask(m, m->hidden, hc));
+    sd->r = promote(sd->r, y); /* r + s·h: the scale keeps h's dtype */
+    sd->c = sd->r;             /* gelu_tanh(r') */
+    lm->out = hc;
 }
 
 /* branchy: gelu(linear_a(x)) + linear_b(x) + x, then dropout. Both linears
@@ -735,6 +863,7 @@ static void layer_memory(const struct model *m, const struct dtype_rules *r, enu
     case MODEL_GPT_BLOCK: gpt_memory(m, r, in, lm); break;
     case MODEL_BN_MLP: bn_mlp_memory(m, in, lm); break;
     case MODEL_SCALED_MLP: scaled_mlp_memory(m, in, lm); break;
+    case MODEL_TWO_STREAM: break; /* two_stream_memory, which follows its streams */
     }
 }
 
@@ -763,9 +892,14 @@ int64_t model_predict_saved_bytes_keeping(const struct model *m, const struct se
     struct dtype_rules r = {m->autocast != AUTOCAST_OFF, m->autocast == AUTOCAST_F16 ? DT_F16 : DT_BF16};
     int64_t total = 0;
     enum dtype cur = m->dtype;
+    struct stream_dtypes streams = {m->dtype, m->dtype};
     for (int i = 0; i < m->layers; i++) {
         struct layer_memory lm;
-        layer_memory(m, &r, cur, &lm);
+        struct stream_dtypes entering = streams;
+        if (m->kind == MODEL_TWO_STREAM)
+            two_stream_memory(m, &r, cur, &streams, &lm);
+        else
+            layer_memory(m, &r, cur, &lm);
         int plain = i >= plan->plain_from;
         if (plain) {
             if (lm.input_kept && i > 0)
@@ -775,6 +909,10 @@ int64_t model_predict_saved_bytes_keeping(const struct model *m, const struct se
             int starts_segment = plan->size > 0 && i % plan->size == 0;
             if (starts_segment && i > 0)
                 total += act_bytes(m, m->hidden, cur);
+            /* two_stream's r and c enter the segment too; at layer 0 they
+             * are the zeros made in forward, so they count there as well. */
+            if (starts_segment && m->kind == MODEL_TWO_STREAM)
+                total += act_bytes(m, m->hidden, entering.r) + act_bytes(m, m->hidden, entering.c);
             for (int op = 0; op < POP_COUNT; op++)
                 if (keep & POLICY_BIT(op))
                     total += lm.by_op[op];
@@ -783,6 +921,8 @@ int64_t model_predict_saved_bytes_keeping(const struct model *m, const struct se
         }
         cur = lm.out;
     }
+    if (m->kind == MODEL_TWO_STREAM)
+        cur = promote(cur, streams.r); /* the loss reads x + r */
     /* mse_loss saves the last activation and the target, each as is or as
      * its float32 cast (autocast; the uncast activation is then freed).
      * Its one-element result keeps the storage of the element-wise squared

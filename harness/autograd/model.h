@@ -1,5 +1,5 @@
 /* model: the harness's models as lists of layers over named parameters —
- * mlp, gpt_block, branchy, rrelu_mlp, bn_mlp, scaled_mlp — exactly as DESIGN.md and
+ * mlp, gpt_block, branchy, rrelu_mlp, bn_mlp, scaled_mlp, two_stream — exactly as DESIGN.md and
  * docs/models.md define them, so other frameworks can rebuild them from the
  * HDF5 file alone. A layer maps one activation to the next; checkpoint
  * segments are runs of consecutive layers (segment_plan). It also predicts,
@@ -59,6 +59,26 @@ int model_layer_forward(const struct model *m, int layer, struct var *x, struct 
 int model_layers_forward(const struct model *m, int begin, int end, struct var *x, struct var **out);
 /* The loss on the last activation: mean((x - target)^2). */
 int model_loss(const struct model *m, struct var *x, struct var *target, struct var **loss);
+
+/* The tensors that flow from layer to layer (the streams): one, the
+ * activation x, for every model but two_stream, which carries three — x,
+ * the residual stream r, and c, made under no_grad in the layer before (a
+ * constant). A checkpointed run of layers is then a region of that many
+ * tensors in and out, whose non-tensor argument is model_region_scalar. */
+#define MODEL_MAX_STREAMS 3
+int model_streams(const struct model *m);
+/* two_stream's residual scale s (r' = r + s·h), handed to a run of layers
+ * as its non-tensor argument; unused by the other models. */
+double model_region_scalar(const struct model *m);
+/* The streams entering layer 0: x (a new reference) and, for two_stream,
+ * r and c as zeros of x's shape and dtype — made here, in forward. */
+int model_streams_begin(const struct model *m, struct var *x, struct var **streams);
+/* Runs layers [begin, end) on the streams; scalar: the non-tensor argument.
+ * out[0..model_streams) are new references. */
+int model_layers_forward_streams(const struct model *m, int begin, int end, struct var *const *in, double scalar,
+                                 struct var **out);
+/* The activation the loss reads: streams[0], or x + r for two_stream. */
+int model_streams_end(const struct model *m, struct var *const *streams, struct var **out);
 /* One line per layer: "layer 0: linear(l0.weight, l0.bias) -> gelu_tanh -> dropout(p)". */
 int model_describe(const struct model *m, char *buf, size_t len);
 

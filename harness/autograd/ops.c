@@ -241,6 +241,22 @@ int op_add(struct var **out, struct var *a, struct var *b)
     return op_finish(out, y, "add", add_backward, inputs, 2, NULL, 0, NULL, 0);
 }
 
+/* ---- scale by a non-tensor factor -------------------------------------------- */
+
+static int scale_backward(struct node *n, tensor *const *g, tensor **gi)
+{
+    return tensor_mul_scalar(&gi[0], g[0], n->scalars[0]);
+}
+
+int op_scale(struct var **out, struct var *x, double s)
+{
+    tensor *y;
+    int st = tensor_mul_scalar(&y, x->data, s);
+    if (st)
+        return st;
+    return op_finish(out, y, "scale", scale_backward, &x, 1, NULL, 0, &s, 1);
+}
+
 int op_bias_gelu_unfused(struct var **out, struct var *x, struct var *b)
 {
     struct var *sum;

@@ -20,6 +20,9 @@ int op_linear(struct var **out, struct var *x, struct var *w, struct var *b);
 int op_gelu(struct var **out, struct var *x, int tanh_approx);
 /* Saves: nothing. a + b with broadcasting (residual add, bias add). */
 int op_add(struct var **out, struct var *a, struct var *b);
+/* Saves: nothing. x · s for a number s (ATen's mul by a scalar, as torch's
+ * `x * s`); backward: g · s. */
+int op_scale(struct var **out, struct var *x, double s);
 /* Unfused bias+GELU: op_add then op_gelu(tanh) — two ATen kernels.
  * Saves: (x + b) for the gelu. */
 int op_bias_gelu_unfused(struct var **out, struct var *x, struct var *b);

@@ -62,6 +62,7 @@ int policy_calls_per_layer(const struct ckpt_case *c, enum policy_op op)
 {
     switch (c->model) {
     case MODEL_MLP:
+    case MODEL_TWO_STREAM: /* its second gelu runs under no_grad and saves nothing */
         return op == POP_LINEAR || op == POP_DROPOUT || op == bias_gelu_op(c);
     case MODEL_RRELU_MLP:
         return op == POP_LINEAR || op == POP_RRELU || op == POP_DROPOUT;

@@ -1,5 +1,6 @@
 #include "tape.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -276,6 +277,7 @@ int node_save(struct node *n, const tensor *t)
         slot->hooks = hooks;
     } else {
         st = tensor_share(&slot->kept, t);
+        slot->version = tensor_version(t);
     }
     if (st)
         return st;
@@ -291,9 +293,24 @@ int node_saved(struct node *n, int i, tensor **out)
                          "op %s: saved tensor %d was already freed (backward through the graph a second time?)",
                          n->name, i);
     struct saved_tensor *s = &n->saved[i];
-    if (s->kept)
-        return tensor_share(out, s->kept);
-    return s->hooks->unpack(s->hooks->ctx, s->packed, out);
+    if (!s->kept)
+        return s->hooks->unpack(s->hooks->ctx, s->packed, out);
+    char what[96];
+    snprintf(what, sizeof what, "saved tensor #%d of %s", i, n->name);
+    int st = tape_check_version(s->kept, s->version, what);
+    return st ? st : tensor_share(out, s->kept);
+}
+
+int tape_check_version(const tensor *t, int64_t saved_version, const char *what)
+{
+    int64_t now = tensor_version(t);
+    if (now == saved_version)
+        return ST_OK;
+    return error_set(ST_MISMATCH,
+                     "%s was modified by an inplace operation after it was saved: it is at version %lld, saved at "
+                     "version %lld (PyTorch: one of the variables needed for gradient computation has been modified "
+                     "by an inplace operation)",
+                     what, (long long)now, (long long)saved_version);
 }
 
 int var_from_op(struct var **out, tensor *data, struct node *n, int output_nr)

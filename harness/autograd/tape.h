@@ -40,6 +40,9 @@ struct saved_tensor {
     void *packed;
     const struct saved_hooks *hooks;
     int used; /* slot filled */
+    /* kept: the storage's version counter when saved; unpacking checks it
+     * (packed tensors are the hook's business, as in PyTorch). */
+    int64_t version;
 };
 
 struct output_meta {
@@ -132,8 +135,17 @@ struct node *node_retain(struct node *n);
 void node_release(struct node *n);
 /* Saves t in the next slot through the current hook (or keeps it). */
 int node_save(struct node *n, const tensor *t);
-/* A new handle to saved tensor i (unpacking through its hook). */
+/* A new handle to saved tensor i (unpacking through its hook). A kept
+ * tensor changed in place since node_save is ST_MISMATCH (see
+ * tape_check_version). */
 int node_saved(struct node *n, int i, tensor **out);
+/* PyTorch's saved-tensor version check, the one mechanism every saved
+ * tensor goes through (the tape's kept tensors, a non-reentrant
+ * checkpoint's inputs, selective checkpointing's cached ones): when t's
+ * version counter is no longer saved_version, ST_MISMATCH with one line
+ * naming `what` (the tensor and the op that saved it), both versions, and
+ * PyTorch's words ("modified by an inplace operation"). */
+int tape_check_version(const tensor *t, int64_t saved_version, const char *what);
 /* Frees every saved tensor (the engine does this after running the node). */
 void node_release_saved(struct node *n);
 /* Wraps an op output: takes ownership of data; with n == NULL the var is a

@@ -593,7 +593,8 @@ static int name_index(const char *const *names, const char *name)
  * build does not know. */
 static double predict(const struct def *d, int layers, int segments)
 {
-    static const char *const models[] = {"mlp", "gpt_block", "branchy", "rrelu_mlp", "bn_mlp", "scaled_mlp", NULL};
+    static const char *const models[] = {"mlp", "gpt_block", "branchy", "rrelu_mlp", "bn_mlp", "scaled_mlp", "two_stream",
+                                         NULL};
     static const char *const fusions[] = {"none", "bias_gelu", "bias_gelu_atomic", NULL};
     static const char *const autocasts[] = {"off", "bf16", "f16", NULL};
     struct ckpt_case c;

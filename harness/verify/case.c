@@ -237,7 +237,8 @@ static int name_index(const char *const *names, const char *name)
 /* Keys                                                                 */
 
 /* Indexed like enum model_kind, enum fusion_kind, ... */
-static const char *const model_names[] = {"mlp", "gpt_block", "branchy", "rrelu_mlp", "bn_mlp", "scaled_mlp", NULL};
+static const char *const model_names[] = {"mlp", "gpt_block", "branchy", "rrelu_mlp", "bn_mlp", "scaled_mlp",
+                                           "two_stream", NULL};
 static const char *const fusion_names[] = {"none", "bias_gelu", "bias_gelu_atomic", NULL};
 static const char *const autocast_names[] = {"off", "bf16", "f16", NULL};
 static const char *const rng_devices_names[] = {"args+current", "args", NULL};
@@ -250,7 +251,7 @@ enum key_id {
     K_AUTOCAST, K_FUSION, K_DEVICE, K_DRAW_DEVICE, K_STEPS, K_SEED, K_SEGMENTS, K_LR,
     K_TOLERANCE, K_MIN_MEMORY_SAVING, K_PRESERVE_RNG_STATE,
     K_INPUT_REQUIRES_GRAD, K_VERIFY_VALUES, K_DETERMINISM_CHECK, K_EARLY_STOP, K_RNG_DEVICES, K_NOISE_RUNS,
-    K_THREADS, K_POLICY, K_IMPLS, K_EXPECT, K_LABELS, K_COUNT
+    K_THREADS, K_NEST, K_POLICY, K_IMPLS, K_EXPECT, K_LABELS, K_COUNT
 };
 
 /* A case while its keys are applied: the case plus what only matters until
@@ -799,7 +800,7 @@ static void format_expect(const struct ckpt_case *c, const struct key_spec *spec
 /* Ordered as cases/README.md lists them; attributes come out in this order. */
 static const struct key_spec key_specs[K_COUNT] = {
     [K_MODEL] = {.name = "model", .parse = set_model, .format = format_model,
-                 .allowed = "one of mlp, gpt_block, branchy, rrelu_mlp, bn_mlp, scaled_mlp"},
+                 .allowed = "one of mlp, gpt_block, branchy, rrelu_mlp, bn_mlp, scaled_mlp, two_stream"},
     [K_LAYERS] = {.name = "layers", .parse = set_int, .format = format_int,
                   .offset = FIELD(layers), .min = 1, .max = MAX_LAYERS,
                   .allowed = "an integer 1..1024"},
@@ -861,6 +862,8 @@ static const struct key_spec key_specs[K_COUNT] = {
     [K_THREADS] = {.name = "threads", .parse = set_int, .format = format_int,
                    .offset = FIELD(threads), .min = 0, .max = MAX_THREADS,
                    .allowed = "an integer 0..1024 (0 = libtorch's default)"},
+    [K_NEST] = {.name = "nest", .parse = set_int, .format = format_int, .offset = FIELD(nest), .min = 1,
+                .max = CASE_MAX_NEST, .allowed = "an integer 1..8 (checkpoints nested around each segment)"},
     [K_POLICY] = {.name = "policy", .parse = set_policy, .format = format_policy,
                   .allowed = "none, save_matmuls, attention_core or save:op,op,..."},
     [K_IMPLS] = {.name = "impls", .parse = set_impls, .format = format_impls, .is_list = 1,
@@ -938,6 +941,7 @@ void case_defaults(struct ckpt_case *c)
     c->determinism_check = DETERMINISM_METADATA;
     c->early_stop = 1;
     c->threads = 0;
+    c->nest = 1;
     c->n_impls = 2;
     snprintf(c->impls[0], sizeof c->impls[0], "reentrant");
     snprintf(c->impls[1], sizeof c->impls[1], "nonreentrant");
@@ -1424,7 +1428,7 @@ static int check_stateful_model(const struct case_builder *b, const char *path, 
 
 const char *case_model_name(enum model_kind kind)
 {
-    return kind >= MODEL_MLP && kind <= MODEL_SCALED_MLP ? model_names[kind] : "?";
+    return kind >= MODEL_MLP && kind <= MODEL_TWO_STREAM ? model_names[kind] : "?";
 }
 
 /* Checks that span keys (a single key's range is checked when it is set). */

@@ -9,10 +9,15 @@
 #define CASE_NAME_MAX 96
 #define CASE_MAX_IMPLS 16
 #define CASE_MAX_LABELS 8
+/* The deepest nesting of checkpoints a case may ask for (key `nest`): each
+ * level is one more engine call and one more saved-tensor hook inside the
+ * last (tape.c allows 16 of each), and PyTorch's tests nest no deeper. */
+#define CASE_MAX_NEST 8
 #define CASE_WORD_MAX 32
 #define CASE_POLICY_MAX 160
 
-enum model_kind { MODEL_MLP = 0, MODEL_GPT_BLOCK, MODEL_BRANCHY, MODEL_RRELU_MLP, MODEL_BN_MLP, MODEL_SCALED_MLP };
+enum model_kind { MODEL_MLP = 0, MODEL_GPT_BLOCK, MODEL_BRANCHY, MODEL_RRELU_MLP, MODEL_BN_MLP, MODEL_SCALED_MLP,
+                  MODEL_TWO_STREAM };
 enum fusion_kind { FUSION_NONE = 0, FUSION_BIAS_GELU, FUSION_BIAS_GELU_ATOMIC };
 enum autocast_kind { AUTOCAST_OFF = 0, AUTOCAST_BF16, AUTOCAST_F16 };
 /* Which devices' RNG a checkpoint stashes (DESIGN.md "RNG stashing"): the
@@ -67,6 +72,7 @@ struct ckpt_case {
     enum determinism_check determinism_check; /* `verify_values = true` is `values` */
     int early_stop;         /* bool, default 1: a recompute stops after the last saved tensor */
     int threads;            /* intra-op threads; 0 = leave libtorch's default */
+    int nest;               /* checkpoints around each checkpointed segment, one inside the other (1..CASE_MAX_NEST) */
     /* selective checkpointing's policy as written (policy.h); "" = none */
     char policy[CASE_POLICY_MAX];
 

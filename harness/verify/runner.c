@@ -21,10 +21,20 @@
  * full, no more noise runs are made (the verdict says how many ran). */
 #define MAX_RUNS 96
 
-/* The segment function the impls wrap: model layers [begin, end). */
+/* nest > 1: the impl and options of the run in progress, with which a
+ * segment's function wraps its layers in the next checkpoint. */
+struct nest_run {
+    const struct checkpoint_impl *impl;
+    const struct impl_options *opts;
+};
+
+/* The segment function the impls wrap: model layers [begin, end), or
+ * (nest) the same layers checkpointed once more, inside. */
 struct layer_range {
     const struct model *model;
     int begin, end;
+    const struct layer_range *inner; /* NULL: run the layers */
+    struct nest_run *run;
 };
 
 /* Everything a case's runs share: the model layout, its checkpoint
@@ -35,8 +45,9 @@ struct case_setup {
     const struct ckpt_case *c;
     int device;
     struct model model;
-    struct layer_range *segments; /* checkpointed ranges */
+    struct layer_range *segments; /* checkpointed ranges; nest levels of each, outermost first */
     int n_segments;
+    struct nest_run *nest_run;    /* what nested levels run: set by each run's forward */
     int plain_from;               /* layers [plain_from, L) run plainly */
     struct segment_plan plan;     /* the same, as model.h describes it */
     int timed_steps;              /* steps timed per run (recorded ones first) */
@@ -45,11 +56,42 @@ struct case_setup {
 };
 
 static int plan_segments(struct case_setup *s);
+static struct segment_fn layer_range_segment(const struct layer_range *r);
+
+/* nest: the layers of r checkpointed once more, by the run's impl. */
+static int nested_checkpoint(const struct layer_range *r, struct var *const *in, struct var **out)
+{
+    struct segment_fn fn = layer_range_segment(r->inner);
+    return r->run->impl->run(r->run->impl, r->run->opts, &fn, in, out);
+}
 
 static int layer_range_call(void *ctx, struct var *in, struct var **out)
 {
     const struct layer_range *r = ctx;
+    if (r->inner)
+        return nested_checkpoint(r, &in, out);
     return model_layers_forward(r->model, r->begin, r->end, in, out);
+}
+
+/* The same for a model of several streams (two_stream): a region of that
+ * many tensors in and out, the model's scale as its non-tensor argument. */
+static int layer_range_region(void *ctx, struct var *const *in, const struct region_arg *arg, struct var **out)
+{
+    const struct layer_range *r = ctx;
+    if (r->inner)
+        return nested_checkpoint(r, in, out);
+    return model_layers_forward_streams(r->model, r->begin, r->end, in, arg->scalar, out);
+}
+
+/* What a checkpoint wraps for the layers of r: one tensor in and out, or
+ * the model's streams. */
+static struct segment_fn layer_range_segment(const struct layer_range *r)
+{
+    int streams = model_streams(r->model);
+    if (streams == 1)
+        return (struct segment_fn){.call = layer_range_call, .ctx = (void *)r};
+    return (struct segment_fn){.call_region = layer_range_region, .ctx = (void *)r, .n_in = streams,
+                               .n_out = streams, .arg = {.scalar = model_region_scalar(r->model)}};
 }
 
 static int seed_generators(int device, uint64_t seed)
@@ -84,6 +126,7 @@ static void setup_free(struct case_setup *s)
             host_tensor_free(&s->params_init[i]);
     free(s->params_init);
     free(s->segments);
+    free(s->nest_run);
     host_tensor_free(&s->x);
     host_tensor_free(&s->target);
     model_free(&s->model);
@@ -150,12 +193,24 @@ static int leaf_from_host(struct var **out, const struct host_tensor *h, int dev
 static int plan_segments(struct case_setup *s)
 {
     const struct model *m = &s->model;
-    s->segments = calloc((size_t)m->layers, sizeof *s->segments);
-    if (!s->segments)
+    int nest = s->c->nest > 1 ? s->c->nest : 1;
+    s->segments = calloc((size_t)m->layers * (size_t)nest, sizeof *s->segments);
+    s->nest_run = calloc(1, sizeof *s->nest_run);
+    if (!s->segments || !s->nest_run)
         return error_set(ST_RUN, "out of memory planning segments");
     segment_plan_make(&s->plan, m->layers, s->c->segments);
-    for (int k = 0; k < s->plan.count; k++)
-        s->segments[s->n_segments++] = (struct layer_range){m, k * s->plan.size, (k + 1) * s->plan.size};
+    /* nest = N: segment k is levels k*N .. k*N + N-1, each checkpointing
+     * the same layers inside the one before (checkpoint(lambda x:
+     * checkpoint(f, x), x)); the impl runs only the outermost itself. */
+    for (int k = 0; k < s->plan.count; k++) {
+        for (int level = 0; level < nest; level++) {
+            struct layer_range *r = &s->segments[k * nest + level];
+            *r = (struct layer_range){m, k * s->plan.size, (k + 1) * s->plan.size, NULL, s->nest_run};
+            if (level + 1 < nest)
+                r->inner = r + 1;
+        }
+        s->n_segments++;
+    }
     s->plain_from = s->plan.plain_from;
     return ST_OK;
 }
@@ -165,28 +220,28 @@ static int forward_segments(const struct case_setup *s, const struct checkpoint_
                             const struct impl_options *opts, struct var *x, struct var **out)
 {
     const struct model *m = &s->model;
-    int layers = m->layers, plain_from = s->plain_from;
-    struct var *cur = var_retain(x);
-    int st = ST_OK;
+    int layers = m->layers, plain_from = s->plain_from, n = model_streams(m);
+    int nest = s->c->nest > 1 ? s->c->nest : 1;
+    *s->nest_run = (struct nest_run){impl, opts};
+    struct var *cur[MODEL_MAX_STREAMS] = {0};
+    int st = model_streams_begin(m, x, cur);
     for (int i = 0; i < s->n_segments && !st; i++) {
-        struct segment_fn fn = {layer_range_call, &s->segments[i]};
-        struct var *next = NULL;
-        st = impl->run(impl, opts, &fn, cur, &next);
-        var_release(cur);
-        cur = next;
+        struct segment_fn fn = layer_range_segment(&s->segments[i * nest]);
+        struct var *next[MODEL_MAX_STREAMS] = {0};
+        st = impl->run(impl, opts, &fn, cur, next);
+        region_release(cur, n);
+        memcpy(cur, next, sizeof cur);
     }
     if (!st && plain_from < layers) {
-        struct var *next = NULL;
-        st = model_layers_forward(m, plain_from, layers, cur, &next);
-        var_release(cur);
-        cur = next;
+        struct var *next[MODEL_MAX_STREAMS] = {0};
+        st = model_layers_forward_streams(m, plain_from, layers, cur, model_region_scalar(m), next);
+        region_release(cur, n);
+        memcpy(cur, next, sizeof cur);
     }
-    if (st) {
-        var_release(cur);
-        return st;
-    }
-    *out = cur;
-    return ST_OK;
+    if (!st)
+        st = model_streams_end(m, cur, out);
+    region_release(cur, n);
+    return st;
 }
 
 /* What one run measured. Bytes are counted from the live bytes at the

@@ -41,7 +41,7 @@ static void on_op(void *ctx, const char *op, struct var *const *inputs, int n_in
 }
 
 static int run_first_call_kernel(const struct checkpoint_impl *impl, const struct impl_options *opts,
-                                 const struct segment_fn *seg, struct var *in, struct var **out)
+                                 const struct segment_fn *seg, struct var *const *in, struct var **out)
 {
     /* Only the run's first checkpointed forward is "cold". */
     if (!opts->stats || opts->stats->checkpoints > 0)
@@ -51,8 +51,7 @@ static int run_first_call_kernel(const struct checkpoint_impl *impl, const struc
     int st = impl_run_nonreentrant(impl, opts, seg, in, out);
     tape_set_op_observer(fc.previous);
     if (!st && fc.status) {
-        var_release(*out);
-        *out = NULL;
+        region_release(out, segment_n_out(seg));
         st = fc.status;
     }
     return st;

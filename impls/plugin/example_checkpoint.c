@@ -103,9 +103,15 @@ out:
     return st;
 }
 
+/* This example handles one-tensor segments only (ABI 4 hands a region of
+ * several tensors as arrays; see impls/reentrant.c for one that takes
+ * them): a region of more is refused with a message. */
 static int example_run(const struct checkpoint_impl *impl, const struct impl_options *opts,
-                       const struct segment_fn *seg, struct var *in, struct var **out)
+                       const struct segment_fn *seg, struct var *const *ins, struct var **out)
 {
+    if (segment_n_in(seg) != 1 || segment_n_out(seg) != 1)
+        return error_set(ST_RUN, "example checkpoint: only one tensor in and one out");
+    struct var *in = ins[0];
     struct example_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return error_set(ST_RUN, "example checkpoint: out of memory");
