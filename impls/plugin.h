@@ -19,7 +19,7 @@
 
 /* Bumped whenever struct checkpoint_impl, struct impl_options or the
  * functions a plugin may call change incompatibly. */
-#define CKPT_PLUGIN_ABI_VERSION 3
+#define CKPT_PLUGIN_ABI_VERSION 4
 #define CKPT_PLUGIN_SYMBOL "ckpt_verify_plugin"
 
 struct ckpt_plugin {

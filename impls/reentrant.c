@@ -26,6 +26,24 @@ static void reentrant_ctx_free(void *p)
     free(c);
 }
 
+/* hook_fires_twice: the nested backward as two passes over halves of the
+ * upstream gradient, the first retaining the recompute graph. Halving is
+ * exact, so the gradients sum to the same bits where nothing accumulated
+ * before; every parameter of the segment accumulates twice. */
+static int backward_per_half(struct var *out, const tensor *g)
+{
+    tensor *half;
+    int st = tensor_mul_scalar(&half, g, 0.5);
+    if (st)
+        return st;
+    struct backward_options retain = {.retain_graph = 1};
+    st = tape_backward_with(&out, &half, 1, &retain);
+    if (!st)
+        st = tape_backward(&out, &half, 1);
+    tensor_free(half);
+    return st;
+}
+
 static int reentrant_backward(struct node *n, tensor *const *g, tensor **gi)
 {
     struct reentrant_ctx *c = n->ctx;
@@ -55,7 +73,7 @@ static int reentrant_backward(struct node *n, tensor *const *g, tensor **gi)
         st = error_set(ST_RUN, "checkpoint: no output of the segment requires grad; the checkpoint is not needed");
         goto out;
     }
-    if ((st = tape_backward(&out, g, 1)))
+    if ((st = c->env.mutation->backward_per_half ? backward_per_half(out, g[0]) : tape_backward(&out, g, 1)))
         goto out;
     if (n->next[0].node && detached->grad)
         st = tensor_share(&gi[0], detached->grad);

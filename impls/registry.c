@@ -49,6 +49,8 @@ static const struct checkpoint_impl *const builtin_impls[] = {
     &impl_stale_cache,
     &impl_mutated_saved_output,
     &impl_rng_op_saved_without_replay,
+    &impl_hook_fires_twice,
+    &impl_leaked_recompute_frame,
     NULL,
 };
 

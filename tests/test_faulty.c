@@ -25,7 +25,8 @@ static const char *const planted[] = {
     "args_only_rng",         "autocast_not_restored",    "autocast_not_restored_nr",
     "counter_reset",         "recompute_elided",         "stale_input",
     "first_call_kernel",     "policy_ignored",           "stale_cache",
-    "mutated_saved_output",  "rng_op_saved_without_replay",
+    "mutated_saved_output",  "rng_op_saved_without_replay", "hook_fires_twice",
+    "leaked_recompute_frame",
 };
 #define N_PLANTED (sizeof planted / sizeof *planted)
 
@@ -152,6 +153,36 @@ static void test_rules_of_the_other_bugs(void **state)
     assert_true(observable("stale_input", &c, why));
 }
 
+static void test_hook_fires_twice_needs_a_reentrant_checkpoint_that_records_a_backward(void **state)
+{
+    (void)state;
+    struct ckpt_case c;
+    char why[200];
+    case_defaults(&c);
+    c.dropout = 0; /* nothing random needed: the hook count shows it */
+    assert_true(observable("hook_fires_twice", &c, why));
+    c.input_requires_grad = 0;
+    assert_false(observable("hook_fires_twice", &c, why));
+    assert_non_null(strstr(why, "input_requires_grad = false"));
+    c.input_requires_grad = 1;
+    c.segments = 1;
+    assert_false(observable("hook_fires_twice", &c, why));
+    assert_non_null(strstr(why, "segments = 1"));
+}
+
+static void test_leaked_recompute_frame_needs_a_second_step(void **state)
+{
+    (void)state;
+    struct ckpt_case c;
+    char why[200];
+    case_defaults(&c);
+    c.dropout = 0;
+    assert_true(observable("leaked_recompute_frame", &c, why));
+    c.steps = 1;
+    assert_false(observable("leaked_recompute_frame", &c, why));
+    assert_non_null(strstr(why, "steps = 1"));
+}
+
 /* ---- first_call_kernel's mutation, through the impl -------------------------- */
 
 static int fused_segment(void *ctx, struct var *in, struct var **out)
@@ -221,6 +252,8 @@ int main(void)
         cmocka_unit_test(test_args_only_rng_shows_only_where_segments_draw_off_their_arguments_device),
         cmocka_unit_test(test_rules_of_the_other_bugs),
         cmocka_unit_test(test_selective_bugs_show_only_where_the_policy_gives_them_room),
+        cmocka_unit_test(test_hook_fires_twice_needs_a_reentrant_checkpoint_that_records_a_backward),
+        cmocka_unit_test(test_leaked_recompute_frame_needs_a_second_step),
         cmocka_unit_test(test_first_call_kernel_flips_the_last_bit_of_the_first_fused_output_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

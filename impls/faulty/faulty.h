@@ -26,6 +26,9 @@ extern const struct checkpoint_impl impl_policy_ignored;
 extern const struct checkpoint_impl impl_stale_cache;
 extern const struct checkpoint_impl impl_mutated_saved_output;
 extern const struct checkpoint_impl impl_rng_op_saved_without_replay;
+/* the backward API's and the leak check's */
+extern const struct checkpoint_impl impl_hook_fires_twice;
+extern const struct checkpoint_impl impl_leaked_recompute_frame;
 
 /* Observability rules shared by the bugs (observable.c). Each returns 1 when
  * the condition holds, else 0 with the reason in why. */
