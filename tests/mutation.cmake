@@ -19,6 +19,8 @@ add_test(NAME mutation.suite
     "first_call_kernel +FAIL +yes .*step 1: .*recomputed saved tensor #[0-9]+ \\(op linear\\) differs from the forward's"
     "stale_input +FAIL +yes .*steps/1/grads/"
     "recompute_elided +MEMFAIL +yes"
+    "hook_fires_twice +FAIL +yes .*checks/hook_fires/l0\\.bias \\[0, 0\\] = 2"
+    "leaked_recompute_frame +FAIL +yes .*checks/step_start_bytes \\[1\\] = "
     "planted bug cannot show here \\(CPU case"
     "planted bug cannot show here \\(dropout = 0"
     "planted bug x case"
