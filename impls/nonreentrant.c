@@ -7,7 +7,10 @@
  * pack hook that fills the handles in order, stops early once the last one is
  * filled (unless early_stop is off), and checks each recomputed tensor against its forward metadata
  * (and fingerprint). Each recomputed tensor is handed out by its unpack and
- * dropped by the frame at once. Works when no input requires grad.
+ * dropped by the frame at once. Works when no input requires grad. As in
+ * PyTorch (one recompute per graph task), the second backward of a graph
+ * kept with retain_graph recomputes again, and a grad() or
+ * backward(inputs=) pass recomputes like any other.
  * Selective checkpointing (selective.c) is this with a policy: the saved
  * tensors of the ops it names are cached in forward (version counter
  * noted) and handed back as they are; the recompute fills only the other
