@@ -41,6 +41,20 @@ add_test(NAME crosscheck.autocast_gpt_torch_rules
   COMMAND ${CC_RUN} 0 "ok: autocast_gpt_bf16 reentrant vs torch_reentrant: within the documented bound"
   -- ${CC_SCRIPT} --out ${CC_OUT}/autocast_gpt_torch autocast_gpt_bf16)
 
+# Bitwise under each backward call (cases/backward.ini): torch.autograd.grad,
+# backward(inputs=) and a retained graph backwarded twice, against torch's
+# own (its reentrant checkpoint refuses the first two, as the harness's does).
+add_test(NAME crosscheck.backward_api
+  COMMAND ${CC_RUN} 0
+    "ok: backward_mlp_grad nonreentrant vs torch_nonreentrant: bitwise identical"
+    "ok: backward_mlp_inputs nonreentrant vs torch_nonreentrant: bitwise identical"
+    "ok: backward_gpt_twice nonreentrant vs torch_nonreentrant: bitwise identical"
+    "ok: backward_reentrant_mlp_twice reentrant vs torch_reentrant: bitwise identical"
+    "ok: backward_gpt_twice baseline_0 vs torch_none: bitwise identical"
+    "every pair bitwise identical"
+  -- ${CC_SCRIPT} --out ${CC_OUT}/backward_api backward_mlp_grad backward_mlp_inputs backward_gpt_twice
+     backward_reentrant_mlp_twice)
+
 # The check can fail: planted differences must be reported.
 # SGD as p -= lr * grad: a few ULP in step 2 and the final parameters.
 add_test(NAME crosscheck.planted_sgd_rounding_is_caught
@@ -54,7 +68,7 @@ add_test(NAME crosscheck.planted_rng_beyond_bound_is_caught
 
 set_tests_properties(crosscheck.mlp crosscheck.gpt crosscheck.branchy_autocast_mlp crosscheck.fused_bias_gelu
   crosscheck.autocast_gpt_harness_rules crosscheck.autocast_gpt_torch_rules crosscheck.planted_sgd_rounding_is_caught crosscheck.planted_rng_beyond_bound_is_caught
-  PROPERTIES LABELS "crosscheck")
+  crosscheck.backward_api PROPERTIES LABELS "crosscheck")
 
 # Side-by-side benchmark (label `bench`): the same model in ckpt-verify and
 # in PyTorch, peaks from the same counting allocator; --quick is the small
