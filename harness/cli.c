@@ -512,6 +512,12 @@ static int check_impls(const struct ckpt_case *const *run, int n_run, const stru
                                  "compare, so %s is not supported (name the non-reentrant impls with --impl)",
                                  c.file, c.line, c.name, c.impls[k],
                                  o->verify_values ? "--verify-values" : "determinism_check = values");
+            else if ((c.backward == BACKWARD_GRAD || c.backward == BACKWARD_INPUTS) &&
+                     impl_is_reentrant(impl_find(c.impls[k])))
+                return error_set(ST_INPUT, "%s:%d: case %s: backward = %s: impl %s is reentrant, and reentrant "
+                                 "checkpointing is not compatible with grad() or backward(inputs=...) (use loss or "
+                                 "twice, or name the non-reentrant impls with --impl)",
+                                 c.file, c.line, c.name, c.backward == BACKWARD_GRAD ? "grad" : "inputs", c.impls[k]);
         if ((st = model_check_devices(&c)))
             return st;
     }

@@ -79,6 +79,13 @@ struct impl_mutation {
     /* Module state in recompute (impls/faulty/state_bugs.c): what the
      * recompute reads its buffers from and writes its updates to. */
     enum state_replay state_replay;
+    /* hook_fires_twice: the reentrant nested backward runs as two passes
+     * over halves of the upstream gradient (impls/faulty/hook_fires_twice.c). */
+    int backward_per_half;
+    /* leaked_recompute_frame: a non-reentrant frame keeps its recomputed
+     * tensors and is held by the run after backward
+     * (impls/faulty/leaked_recompute_frame.c). */
+    int leak_recompute_frame;
 };
 
 /* Everything a run tells the impl, and what it reports back. */
@@ -113,7 +120,21 @@ struct impl_stats {
      * that saved each tensor in forward and in recompute, side by side, up
      * to the first difference (several lines; run_record.op_log). */
     char op_log[2048];
+    /* What an impl keeps alive past a step, released when the run ends
+     * (impl_stats_release_held): only the planted leaked_recompute_frame
+     * holds anything, so its leak shows between steps and never outlives
+     * the run. */
+    struct impl_held *held;
 };
+
+struct impl_held {
+    void *object;
+    void (*release)(void *object);
+    struct impl_held *next;
+};
+/* Holds object until impl_stats_release_held (release called then). */
+int impl_stats_hold(struct impl_stats *stats, void *object, void (*release)(void *object));
+void impl_stats_release_held(struct impl_stats *stats);
 
 struct checkpoint_impl {
     const char *name;

@@ -7,7 +7,10 @@
  * pack hook that fills the handles in order, stops early once the last one is
  * filled (unless early_stop is off), and checks each recomputed tensor against its forward metadata
  * (and fingerprint). Each recomputed tensor is handed out by its unpack and
- * dropped by the frame at once. Works when no input requires grad.
+ * dropped by the frame at once. Works when no input requires grad. As in
+ * PyTorch (one recompute per graph task), the second backward of a graph
+ * kept with retain_graph recomputes again, and a grad() or
+ * backward(inputs=) pass recomputes like any other.
  * Selective checkpointing (selective.c) is this with a policy: the saved
  * tensors of the ops it names are cached in forward (version counter
  * noted) and handed back as they are; the recompute fills only the other
@@ -77,6 +80,10 @@ struct nr_frame {
     /* counter_reset only: the k-th recomputed tensor fills slot k - this;
      * always 0 in the reference. */
     int slot_offset;
+    /* leaked_recompute_frame only: every tensor the recomputes produced,
+     * kept by the frame, which the run holds (impl_stats_hold). */
+    tensor **leaked;
+    int n_leaked, cap_leaked, held;
 };
 
 /* recomputed_for before the first recompute: no engine call has this id
@@ -98,6 +105,9 @@ static void frame_release(struct nr_frame *f)
         if (f->kept)
             tensor_free(f->kept[i]);
     }
+    for (int i = 0; i < f->n_leaked; i++)
+        tensor_free(f->leaked[i]);
+    free(f->leaked);
     free(f->recomputed);
     free(f->recompute_ops);
     free(f->kept);
@@ -289,6 +299,41 @@ static int recompute_unpack(void *ctx, void *packed, tensor **out)
     return error_set(ST_INTERNAL, "a tensor saved during recompute was unpacked");
 }
 
+static void frame_release_held(void *frame) { frame_release(frame); }
+
+/* leaked_recompute_frame: the frame keeps a reference to each tensor its
+ * recompute produced and is itself held by the run, so neither dies with
+ * the graph after backward. */
+static int leak_recomputed(struct nr_frame *f)
+{
+    if (!f->env.stats)
+        return ST_OK;
+    for (int k = 0; k < f->n_handles; k++) {
+        if (!f->recomputed[k])
+            continue;
+        if (f->n_leaked == f->cap_leaked) {
+            int cap = f->cap_leaked ? 2 * f->cap_leaked : 16;
+            tensor **grown = realloc(f->leaked, (size_t)cap * sizeof *grown);
+            if (!grown)
+                return error_set(ST_RUN, "out of memory keeping recomputed tensors");
+            f->leaked = grown;
+            f->cap_leaked = cap;
+        }
+        int st = tensor_share(&f->leaked[f->n_leaked], f->recomputed[k]);
+        if (st)
+            return st;
+        f->n_leaked++;
+    }
+    if (f->held)
+        return ST_OK;
+    int st = impl_stats_hold(f->env.stats, f, frame_release_held);
+    if (!st) {
+        f->refcount++;
+        f->held = 1;
+    }
+    return st;
+}
+
 static int check_metadata(const struct nr_frame *f, int k, const tensor *t)
 {
     const struct saved_meta *m = &f->meta[k];
@@ -379,7 +424,7 @@ static int recompute(struct nr_frame *f)
             return st;
         }
     }
-    return ST_OK;
+    return f->mutation->leak_recompute_frame ? leak_recomputed(f) : ST_OK;
 }
 
 /* stale_cache: the lookup of a cached tensor is off by one invocation —

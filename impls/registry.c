@@ -52,6 +52,8 @@ static const struct checkpoint_impl *const builtin_impls[] = {
     &impl_state_double_update,
     &impl_scale_not_restored,
     &impl_amax_updated_in_recompute,
+    &impl_hook_fires_twice,
+    &impl_leaked_recompute_frame,
     NULL,
 };
 

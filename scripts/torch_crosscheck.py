@@ -430,6 +430,32 @@ class RunResult:
         self.note = ""
 
 
+def backward(api, loss, leaves):
+    """Each step's backward the way the case's `backward` key says
+    (cases/README.md): loss.backward(), autograd.grad with the results set
+    as .grad, backward(inputs=), or backward with retain_graph and again."""
+    if api == "grad":
+        for t, g in zip(leaves, torch.autograd.grad(loss, leaves, allow_unused=True)):
+            t.grad = g
+    elif api == "inputs":
+        loss.backward(inputs=leaves)
+    elif api == "twice":
+        loss.backward(retain_graph=True)
+        loss.backward()
+    elif api == "loss":
+        loss.backward()
+    else:
+        raise CrosscheckError(f"backward = {api}: not a backward call this script knows")
+
+
+def styles_for(case):
+    """The checkpoint styles to run: torch's reentrant checkpoint refuses
+    grad() and backward(inputs=), so a case that calls those leaves it out
+    (the harness refuses a reentrant impl there too)."""
+    partial = case.attrs.get("backward", "loss") in ("grad", "inputs")
+    return [name for name, reentrant in STYLES.items() if not (partial and reentrant is True)]
+
+
 def train(case, run_name, plant=None, rules="torch", allocator=None, record=True):
     """One run: seed, then case.steps SGD steps, as harness/verify/runner.c run_once.
     allocator: the counting allocator's ctypes library, to measure peaks."""
@@ -515,7 +541,8 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
             res.forward_peak_bytes.append(allocator_peak(allocator) - before)
             allocator.ckpt_counting_allocator_reset_peak()
         if loss.requires_grad:
-            loss.backward()
+            backward(case.attrs.get("backward", "loss"), loss,
+                     [P[n] for n in case.param_names] + ([x] if x.requires_grad else []))
         else:
             # Reentrant checkpoints whose inputs need no grad give outputs
             # that need none: torch's backward() raises here ("element 0 of
@@ -826,7 +853,7 @@ def crosscheck_one(report, out, args):
                   f"torch {torch.__version__} has no selective checkpointing "
                   "(create_selective_checkpoint_contexts is torch 2.x)", file=sys.stderr)
         stateful = case.model in STATEFUL_MODELS
-        styles = list(STYLES) + (list(STATE_STYLES) if stateful else []) + ([SELECTIVE_STYLE] if selective else [])
+        styles = styles_for(case) + (list(STATE_STYLES) if stateful else []) + ([SELECTIVE_STYLE] if selective else [])
         harness_runs = set(src["runs"].keys())
         runs = [train(case, name, args.plant, args.rules) for name in styles]
         write_report(out, src, case, runs)
@@ -844,9 +871,12 @@ def crosscheck_one(report, out, args):
     ok = True
     pairs = [(o, t) for o, t in RUN_PAIRS if not (stateful and o != "baseline_0")]
     pairs += (list(STATE_PAIRS) if stateful else []) + ([SELECTIVE_PAIR] if selective else [])
-    # A case need not run every style (selective cases often run no reentrant).
-    pairs = [(o, t) for o, t in pairs if o in harness_runs]
+    trained = {r.name for r in runs}
     for ours, theirs in pairs:
+        # A case need not run every style (selective cases often run no reentrant).
+        if ours not in harness_runs or theirs not in trained:
+            print(f"  {ours} vs {theirs}: not compared (the case runs no {ours} here)")
+            continue
         print(f"  {ours} vs {theirs}:")
         good, verdict = check_pair(args.check, report, ours, out, theirs, case, causes)
         print(f"  -> {'ok' if good else 'UNEXPLAINED'}: {case.name} {ours} vs {theirs}: {verdict}")

@@ -74,6 +74,19 @@ add_test(NAME crosscheck.selective_torch2
   -- ${CC_SCRIPT} --selective --out ${CC_OUT}/selective selective_mlp_none selective_gpt_attention_core_segevery
      state_bn_mlp_selective)
 set_tests_properties(crosscheck.selective_torch2 PROPERTIES SKIP_RETURN_CODE 77)
+# Bitwise under each backward call (cases/backward.ini): torch.autograd.grad,
+# backward(inputs=) and a retained graph backwarded twice, against torch's
+# own (its reentrant checkpoint refuses the first two, as the harness's does).
+add_test(NAME crosscheck.backward_api
+  COMMAND ${CC_RUN} 0
+    "ok: backward_mlp_grad nonreentrant vs torch_nonreentrant: bitwise identical"
+    "ok: backward_mlp_inputs nonreentrant vs torch_nonreentrant: bitwise identical"
+    "ok: backward_gpt_twice nonreentrant vs torch_nonreentrant: bitwise identical"
+    "ok: backward_reentrant_mlp_twice reentrant vs torch_reentrant: bitwise identical"
+    "ok: backward_gpt_twice baseline_0 vs torch_none: bitwise identical"
+    "every pair bitwise identical"
+  -- ${CC_SCRIPT} --out ${CC_OUT}/backward_api backward_mlp_grad backward_mlp_inputs backward_gpt_twice
+     backward_reentrant_mlp_twice)
 
 # The check can fail: planted differences must be reported.
 # torch's checkpoint without the state replay: the replay pairs differ.
@@ -94,7 +107,7 @@ set_tests_properties(crosscheck.mlp crosscheck.gpt crosscheck.branchy_autocast_m
   crosscheck.nested crosscheck.fused_bias_gelu
   crosscheck.autocast_gpt_harness_rules crosscheck.autocast_gpt_torch_rules crosscheck.planted_sgd_rounding_is_caught crosscheck.planted_rng_beyond_bound_is_caught
   crosscheck.state_models crosscheck.planted_no_state_replay_is_caught crosscheck.selective_torch2
-  PROPERTIES LABELS "crosscheck")
+  crosscheck.backward_api PROPERTIES LABELS "crosscheck")
 
 # Side-by-side benchmark (label `bench`): the same model in ckpt-verify and
 # in PyTorch, peaks from the same counting allocator; --quick is the small

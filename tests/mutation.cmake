@@ -23,6 +23,8 @@ add_test(NAME mutation.suite
     "amax_updated_in_recompute +FAIL +yes .*steps/1/buffers/l0.amax_history"
     "scale_not_restored +FAIL +yes .*steps/1/grads/"
     "planted bug cannot show here \\(bn_mlp's batch norm in training reads no state"
+    "hook_fires_twice +FAIL +yes .*checks/hook_fires/l0\\.bias \\[0, 0\\] = 2"
+    "leaked_recompute_frame +FAIL +yes .*checks/step_start_bytes \\[1\\] = "
     "planted bug cannot show here \\(CPU case"
     "planted bug cannot show here \\(dropout = 0"
     "planted bug x case"

@@ -50,8 +50,14 @@ add_test(NAME robust.cases.unknown_impl_before_any_run
 # before anything runs, like an unknown impl.
 add_test(NAME robust.cases.values_check_with_reentrant_before_any_run
   COMMAND bash -c "rm -rf ${ROBUST_OUT}/values_reentrant && ${EXPECT_ERROR} 2 \"values_with_reentrant\\.ini:1: case a: impl reentrant is reentrant: it keeps no saved tensors to compare, so determinism_check = values\" -- ${CV} --cases ${BAD_CASES}/values_with_reentrant.ini --case a --out ${ROBUST_OUT}/values_reentrant && test ! -e ${ROBUST_OUT}/values_reentrant")
+# PyTorch's reentrant checkpoint refuses grad() and backward(inputs=): a
+# case that asks for them with one is refused before anything runs.
+add_test(NAME robust.cases.backward_grad_with_reentrant_before_any_run
+  COMMAND bash -c "rm -rf ${ROBUST_OUT}/grad_reentrant && ${EXPECT_ERROR} 2 \"backward_grad_with_reentrant\\.ini:1: case a: backward = grad: impl reentrant is reentrant, and reentrant checkpointing is not compatible with grad\\(\\) or backward\\(inputs=\\.\\.\\.\\)\" -- ${CV} --cases ${BAD_CASES}/backward_grad_with_reentrant.ini --case a --out ${ROBUST_OUT}/grad_reentrant && test ! -e ${ROBUST_OUT}/grad_reentrant")
+bad_case_file(backward_unknown "3: bad value 'retain' for 'backward' in \\[case:a\\]: expected one of loss, grad, inputs, twice")
 set_tests_properties(robust.cases.missing_file robust.cases.unknown_case_suggests_nearest
   robust.cases.unknown_impl_before_any_run robust.cases.values_check_with_reentrant_before_any_run
+  robust.cases.backward_grad_with_reentrant_before_any_run
   PROPERTIES LABELS "robust")
 
 # ---- diff: bad, damaged and mismatched HDF5 input ------------------------

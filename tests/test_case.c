@@ -776,6 +776,18 @@ static void test_has_label(void **state)
     assert_false(case_has_label(&c, "gpu"));
 }
 
+static void test_backward_key_names_the_api_each_step_backward_uses(void **state)
+{
+    (void)state;
+    assert_int_equal(load_one("[case:a]\n").backward, BACKWARD_LOSS);
+    assert_int_equal(load_one("[case:a]\nbackward = grad\n").backward, BACKWARD_GRAD);
+    assert_int_equal(load_one("[case:a]\nbackward = inputs\n").backward, BACKWARD_INPUTS);
+    assert_int_equal(load_one("[case:a]\nbackward = twice\n").backward, BACKWARD_TWICE);
+    assert_int_equal(backward_calls_per_step(BACKWARD_TWICE), 2);
+    assert_int_equal(backward_calls_per_step(BACKWARD_INPUTS), 1);
+    expect_error("[case:a]\nbackward = retain\n", 2, "'retain'");
+}
+
 static void test_attrs_cover_every_key_and_load_back(void **state)
 {
     (void)state;
@@ -785,7 +797,7 @@ static void test_attrs_cover_every_key_and_load_back(void **state)
                                   "expect = no_rng_stash:FAIL|MEMFAIL\nlabels = smoke\n");
     struct attr_text first = {.ini = "[case:a]\n"};
     case_foreach_attr(&c, collect_attr, &first);
-    assert_int_equal(first.count, 3 + 31); /* name, file, line + every key */
+    assert_int_equal(first.count, 3 + 32); /* name, file, line + every key */
     assert_non_null(strstr(first.ini, "lr = 0.003\n"));
     assert_non_null(strstr(first.ini, "expect = no_rng_stash:FAIL|MEMFAIL\n"));
     assert_non_null(strstr(first.ini, "impls = reentrant,no_rng_stash\n"));
@@ -857,6 +869,7 @@ int main(void)
         cmocka_unit_test(test_every_key_is_parsed),
         cmocka_unit_test(test_bool_spellings),
         cmocka_unit_test(test_determinism_check_and_its_verify_values_spelling),
+        cmocka_unit_test(test_backward_key_names_the_api_each_step_backward_uses),
         cmocka_unit_test(test_dtype_aliases),
         cmocka_unit_test(test_rng_devices_also_reads_its_former_name_and_spellings),
         cmocka_unit_test(test_draw_device_is_same_or_a_device_and_prints_back),

@@ -26,7 +26,8 @@ static const char *const planted[] = {
     "counter_reset",         "recompute_elided",         "stale_input",
     "first_call_kernel",     "policy_ignored",           "stale_cache",
     "mutated_saved_output",  "rng_op_saved_without_replay", "state_double_update",
-    "scale_not_restored",    "amax_updated_in_recompute",
+    "scale_not_restored",    "amax_updated_in_recompute", "hook_fires_twice",
+    "leaked_recompute_frame",
 };
 #define N_PLANTED (sizeof planted / sizeof *planted)
 
@@ -173,6 +174,62 @@ static void test_rules_of_the_other_bugs(void **state)
     assert_true(observable("stale_input", &c, why));
 }
 
+static void test_hook_fires_twice_needs_a_reentrant_checkpoint_that_records_a_backward(void **state)
+{
+    (void)state;
+    struct ckpt_case c;
+    char why[200];
+    case_defaults(&c);
+    c.dropout = 0; /* nothing random needed: the hook count shows it */
+    assert_true(observable("hook_fires_twice", &c, why));
+    c.input_requires_grad = 0;
+    assert_false(observable("hook_fires_twice", &c, why));
+    assert_non_null(strstr(why, "input_requires_grad = false"));
+    c.input_requires_grad = 1;
+    c.segments = 1;
+    assert_false(observable("hook_fires_twice", &c, why));
+    assert_non_null(strstr(why, "segments = 1"));
+}
+
+static void test_leaked_recompute_frame_needs_a_second_step(void **state)
+{
+    (void)state;
+    struct ckpt_case c;
+    char why[200];
+    case_defaults(&c);
+    c.dropout = 0;
+    assert_true(observable("leaked_recompute_frame", &c, why));
+    c.steps = 1;
+    assert_false(observable("leaked_recompute_frame", &c, why));
+    assert_non_null(strstr(why, "steps = 1"));
+}
+
+/* The planted-bug matrix as the shipped cases declare it: each planted bug
+ * is expected to be caught (FAIL or MEMFAIL, nothing else allowed) in at
+ * least two cases; the suites then hold every verdict to its expectation.
+ * (args_only_rng is caught only where a segment draws on a GPU: gpu.ini.) */
+static void test_every_planted_bug_is_expected_caught_in_at_least_two_shipped_cases(void **state)
+{
+    (void)state;
+    struct case_list list = {0};
+    assert_int_equal(case_list_load(&list, CKPT_SOURCE_DIR "/cases"), ST_OK);
+    const unsigned caught = (1u << V_FAIL) | (1u << V_MEMFAIL);
+    for (size_t b = 0; b < N_PLANTED; b++) {
+        int cases = 0;
+        for (int i = 0; i < list.count; i++) {
+            const struct ckpt_case *c = &list.items[i];
+            int runs = 0;
+            for (int k = 0; k < c->n_impls; k++)
+                runs |= strcmp(c->impls[k], planted[b]) == 0;
+            unsigned mask = case_expected_mask(c, planted[b]);
+            cases += runs && mask && !(mask & ~caught);
+        }
+        if (cases < 2)
+            fail_msg("planted bug %s is expected caught in %d shipped case(s); at least 2", planted[b], cases);
+    }
+    case_list_free(&list);
+}
+
 /* ---- first_call_kernel's mutation, through the impl -------------------------- */
 
 static int fused_segment(void *ctx, struct var *in, struct var **out)
@@ -243,6 +300,9 @@ int main(void)
         cmocka_unit_test(test_state_bugs_need_buffers_and_a_wrong_read_needs_a_model_that_reads_them),
         cmocka_unit_test(test_rules_of_the_other_bugs),
         cmocka_unit_test(test_selective_bugs_show_only_where_the_policy_gives_them_room),
+        cmocka_unit_test(test_hook_fires_twice_needs_a_reentrant_checkpoint_that_records_a_backward),
+        cmocka_unit_test(test_leaked_recompute_frame_needs_a_second_step),
+        cmocka_unit_test(test_every_planted_bug_is_expected_caught_in_at_least_two_shipped_cases),
         cmocka_unit_test(test_first_call_kernel_flips_the_last_bit_of_the_first_fused_output_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

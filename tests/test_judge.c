@@ -17,6 +17,7 @@
 #include "case.h"
 #include "compare.h"
 #include "judge.h"
+#include "run_checks.h"
 #include "test_support.h"
 
 #define N 64
@@ -509,6 +510,129 @@ static void run_names_are_classified_exactly(void **state)
     assert_false(judge_is_rerun_of("nonreentrant_rerun_1", "reentrant"));
 }
 
+/* ---- hook counts and step-start bytes (run_checks) ------------------------------ */
+
+static void add_i64(struct run_record *r, const char *path, int ndim, const int64_t *shape, const int64_t *v)
+{
+    struct host_tensor t;
+    assert_ok(host_tensor_alloc(&t, DT_I64, ndim, shape));
+    memcpy(t.data, v, t.numel * sizeof *v);
+    assert_ok(run_record_add(r, path, &t));
+}
+
+/* steps = 2, one backward call each; fires of l0.weight and start bytes. */
+static void add_checks(struct run_record *r, int64_t fires_step2, int64_t bytes_step2)
+{
+    int64_t hook_shape[2] = {2, 1}, bytes_shape[1] = {2};
+    int64_t once[2] = {1, 1}, weight[2] = {1, fires_step2}, bytes[2] = {4096, bytes_step2};
+    add_i64(r, "checks/hook_fires/l0.bias", 2, hook_shape, once);
+    add_i64(r, "checks/hook_fires/l0.weight", 2, hook_shape, weight);
+    add_i64(r, "checks/step_start_bytes", 1, bytes_shape, bytes);
+}
+
+static void checked_baselines(struct fixture *f, const struct grads *g)
+{
+    add_baselines(f, g, 0);
+    add_checks(&f->runs[0], 1, 4096);
+    add_checks(&f->runs[1], 1, 4096);
+}
+
+static void a_hook_that_fires_twice_fails_a_run_whose_gradients_match(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    checked_baselines(&f, &g);
+    add(&f, "mine", &g);
+    add_checks(&f.runs[f.n - 1], 2, 4096);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "parameter l0.weight fired 2 time(s) in backward call 1 of step 2"));
+    assert_non_null(strstr(r.first_divergence, "checks/hook_fires/l0.weight"));
+    fixture_free(&f);
+}
+
+static void a_hook_that_never_fires_fails_too(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    checked_baselines(&f, &g);
+    add(&f, "mine", &g);
+    add_checks(&f.runs[f.n - 1], 0, 4096);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "fired 0 time(s)"));
+    fixture_free(&f);
+}
+
+static void a_step_starting_with_more_live_bytes_than_step_1_fails_as_a_leak(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    checked_baselines(&f, &g);
+    add(&f, "mine", &g);
+    add_checks(&f.runs[f.n - 1], 1, 4096 + 512);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "leak: step 2 started with 4608 live bytes, step 1 with 4096 (+512 bytes"));
+    assert_non_null(strstr(r.first_divergence, "checks/step_start_bytes [1] = 4608"));
+    fixture_free(&f);
+}
+
+static void runs_without_hook_or_byte_records_are_not_held_to_them(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &g);
+    assert_int_equal(judge(&f, "mine").verdict, V_PASS);
+    fixture_free(&f);
+}
+
+static void a_baseline_that_leaks_is_an_input_error(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    struct impl_result r;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add_checks(&f.runs[0], 1, 8192);
+    add(&f, "mine", &g);
+    assert_int_equal(judge_run(&f.c, f.runs, f.n, "mine", &r), ST_INPUT);
+    assert_non_null(strstr(error_message(), "/runs/baseline_0: the baseline itself fails a run check: leak"));
+    fixture_free(&f);
+}
+
+static void a_hook_count_that_is_not_int64_is_an_input_error(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    struct impl_result r;
+    float fires[2] = {1, 1};
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &g);
+    add_f32(&f.runs[f.n - 1], "checks/hook_fires/l0.weight", fires, 2);
+    assert_int_equal(judge_run(&f.c, f.runs, f.n, "mine", &r), ST_INPUT);
+    assert_non_null(strstr(error_message(), "/runs/mine/checks/hook_fires/l0.weight: expected a non-empty int64"));
+    fixture_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -532,6 +656,12 @@ int main(void)
         cmocka_unit_test(case_judges_each_run_once_in_order_and_not_reruns),
         cmocka_unit_test(run_is_judged_against_the_baseline_family_it_names),
         cmocka_unit_test(run_names_are_classified_exactly),
+        cmocka_unit_test(a_hook_that_fires_twice_fails_a_run_whose_gradients_match),
+        cmocka_unit_test(a_hook_that_never_fires_fails_too),
+        cmocka_unit_test(a_step_starting_with_more_live_bytes_than_step_1_fails_as_a_leak),
+        cmocka_unit_test(runs_without_hook_or_byte_records_are_not_held_to_them),
+        cmocka_unit_test(a_baseline_that_leaks_is_an_input_error),
+        cmocka_unit_test(a_hook_count_that_is_not_int64_is_an_input_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

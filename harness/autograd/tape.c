@@ -109,10 +109,43 @@ struct var *var_retain(struct var *v)
     return v;
 }
 
+struct grad_hook {
+    grad_hook_fn fn;
+    void *ctx;
+    struct grad_hook *next;
+};
+
+int var_register_hook(struct var *leaf, grad_hook_fn fn, void *ctx)
+{
+    if (leaf->grad_fn)
+        return error_set(ST_INTERNAL, "gradient hooks go on leaves; %s is an op's output",
+                         leaf->name[0] ? leaf->name : "the variable");
+    struct grad_hook *h = calloc(1, sizeof *h), **tail = &leaf->hooks;
+    if (!h)
+        return error_set(ST_RUN, "out of memory registering a gradient hook");
+    h->fn = fn;
+    h->ctx = ctx;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = h;
+    return ST_OK;
+}
+
+static void run_grad_hooks(struct var *leaf, const tensor *grad)
+{
+    for (struct grad_hook *h = leaf->hooks; h; h = h->next)
+        h->fn(h->ctx, leaf, grad);
+}
+
 void var_release(struct var *v)
 {
     if (!v || --v->refcount > 0)
         return;
+    while (v->hooks) {
+        struct grad_hook *next = v->hooks->next;
+        free(v->hooks);
+        v->hooks = next;
+    }
     tensor_free(v->data);
     tensor_free(v->grad);
     if (v->grad_accumulator)
@@ -342,12 +375,29 @@ struct task_entry {
 struct graph_task {
     struct task_entry *entries;
     int n, cap;
-    int partial;
-    /* Partial mode: where to capture gradients instead of running a node. */
+    int partial;         /* grad() or backward(inputs=): not a full backward */
+    int retain_graph;    /* saved tensors stay after their node runs */
+    /* grad(): where to capture gradients; no leaf accumulates. */
+    int capturing;
     struct var *const *capture_inputs;
     int n_capture;
     tensor **captured;
+    /* backward(inputs=): the only leaves that accumulate (none listed: all). */
+    struct var *const *only_leaves;
+    int n_only;
 };
+
+static int accumulates_into(const struct graph_task *g, const struct var *leaf)
+{
+    if (g->capturing)
+        return 0;
+    if (!g->n_only)
+        return 1;
+    for (int i = 0; i < g->n_only; i++)
+        if (g->only_leaves[i] == leaf)
+            return 1;
+    return 0;
+}
 
 static struct task_entry *task_find(struct graph_task *g, const struct node *n)
 {
@@ -501,6 +551,8 @@ static int capture_gradients(struct graph_task *g, struct task_entry *e)
         int st = tensor_share(&g->captured[i], e->buffer[slot]);
         if (st)
             return st;
+        if (!v->grad_fn)
+            run_grad_hooks(v, g->captured[i]);
     }
     return ST_OK;
 }
@@ -530,13 +582,17 @@ static int run_node(struct graph_task *g, struct task_entry *e)
     struct node *n = e->node;
     tensor *grad_inputs[NODE_MAX_INPUTS] = {0};
     int st;
-    if (g->partial && (st = capture_gradients(g, e)))
+    if (g->capturing && (st = capture_gradients(g, e)))
         return st;
-    /* A partial pass never accumulates into leaves. */
-    if (g->partial && n->backward == accumulate_grad_backward)
+    /* grad() never accumulates into leaves; backward(inputs=) only into
+     * the listed ones. */
+    int accumulating = n->backward == accumulate_grad_backward;
+    if (accumulating && (!n->leaf || !accumulates_into(g, n->leaf)))
         return ST_OK;
     if ((st = materialize_grads(n, e->buffer)))
         return st;
+    if (accumulating)
+        run_grad_hooks(n->leaf, e->buffer[0]);
     st = n->backward(n, e->buffer, grad_inputs);
     tape.nodes_executed++;
     if (st) {
@@ -544,7 +600,8 @@ static int run_node(struct graph_task *g, struct task_entry *e)
             tensor_free(grad_inputs[i]);
         return error_wrap(st, "backward of %s", n->name);
     }
-    node_release_saved(n);
+    if (!g->retain_graph)
+        node_release_saved(n);
     for (int i = 0; i < n->n_inputs; i++) {
         struct node *next = n->next[i].node;
         if (!next) {
@@ -649,10 +706,38 @@ int tape_backward(struct var *const *roots, tensor *const *grad_roots, int n_roo
     return engine_run(roots, grad_roots, n_roots, &g);
 }
 
+int tape_backward_with(struct var *const *roots, tensor *const *grad_roots, int n_roots,
+                       const struct backward_options *opts)
+{
+    struct graph_task g = {0};
+    g.retain_graph = opts->retain_graph;
+    if (opts->n_inputs > 0) {
+        /* Only leaves accumulate a .grad here (a non-leaf input would need
+         * PyTorch's retain_grad): refuse one rather than drop it silently. */
+        for (int i = 0; i < opts->n_inputs; i++)
+            if (opts->inputs[i]->grad_fn)
+                return error_set(ST_INTERNAL, "backward(inputs=...): input %d (%s) is not a leaf", i,
+                                 opts->inputs[i]->name[0] ? opts->inputs[i]->name : "unnamed");
+        g.partial = 1;
+        g.only_leaves = opts->inputs;
+        g.n_only = opts->n_inputs;
+    }
+    return engine_run(roots, grad_roots, n_roots, &g);
+}
+
 int tape_grad(struct var *const *roots, tensor *const *grad_roots, int n_roots,
               struct var *const *inputs, int n_inputs, tensor **grads)
 {
+    struct backward_options plain = {0};
+    return tape_grad_with(roots, grad_roots, n_roots, inputs, n_inputs, grads, &plain);
+}
+
+int tape_grad_with(struct var *const *roots, tensor *const *grad_roots, int n_roots, struct var *const *inputs,
+                   int n_inputs, tensor **grads, const struct backward_options *opts)
+{
     struct graph_task g = {0};
+    g.retain_graph = opts->retain_graph;
+    g.capturing = 1;
     /* A leaf input that no recorded node uses has no accumulator and so
      * gets no gradient (NULL), as torch.autograd.grad with allow_unused. */
     for (int i = 0; i < n_inputs; i++)

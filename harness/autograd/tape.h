@@ -22,6 +22,7 @@
 
 struct node;
 struct var;
+struct grad_hook;
 
 /* grad_outputs[i]: gradient w.r.t. output i (never NULL: the engine fills
  * zeros for outputs that received none). grad_inputs[i]: to be set (a new
@@ -85,6 +86,7 @@ struct var {
     struct node *grad_accumulator; /* leaves: weak; cleared when that node dies */
     char name[VAR_NAME_MAX];
     int refcount;
+    struct grad_hook *hooks;    /* leaves: var_register_hook's, in registration order */
 };
 
 /* ---- grad mode ---------------------------------------------------------- */
@@ -123,6 +125,13 @@ int var_detach(struct var **out, const struct var *v, int requires_grad);
 /* Drops a leaf's accumulated gradient. */
 void var_zero_grad(struct var *v);
 int var_is_leaf(const struct var *v);
+/* PyTorch's Tensor.register_hook on a leaf: fn runs each time an engine
+ * call has the leaf's whole gradient for that pass — before it accumulates
+ * into ->grad in a backward, when it is captured in a grad() — and is not
+ * run where a pass leaves the leaf alone (backward(inputs=) without it).
+ * It observes the gradient (no replacement). Hooks die with the leaf. */
+typedef void (*grad_hook_fn)(void *ctx, struct var *leaf, const tensor *grad);
+int var_register_hook(struct var *leaf, grad_hook_fn fn, void *ctx);
 
 /* ---- recording an op ---------------------------------------------------- */
 /* Whether an op on these inputs records a node: grad mode on and at least
@@ -175,14 +184,32 @@ void tape_observe_op(const char *op, struct var *const *inputs, int n_inputs, co
  *  - gradients arriving at the same input are summed in arrival order:
  *    buffer = buffer + incoming;
  *  - a leaf's grad: first gradient kept, later ones added: grad = grad + g.
- * Saved tensors of a node are freed right after it runs (no retain_graph). */
+ * Saved tensors of a node are freed right after it runs (see
+ * tape_backward_with for retain_graph). Leaves' gradient hooks run just
+ * before their gradient accumulates. */
 int tape_backward(struct var *const *roots, tensor *const *grad_roots, int n_roots);
 /* Like torch.autograd.grad: gradients of roots w.r.t. inputs into grads
  * (new handles, NULL if unreachable), nothing accumulated into leaves.
  * Checkpoint nodes can tell they run inside such a partial pass. */
 int tape_grad(struct var *const *roots, tensor *const *grad_roots, int n_roots,
               struct var *const *inputs, int n_inputs, tensor **grads);
-/* 1 while the innermost running engine call is a tape_grad. */
+/* PyTorch's backward(..., retain_graph=, inputs=) and
+ * autograd.grad(..., retain_graph=). retain_graph: saved tensors stay after
+ * their node runs, so the graph can be backwarded again (each pass unpacks
+ * them again). inputs (n_inputs > 0): only these leaves accumulate (and
+ * run their hooks); like grad(), such a pass counts as partial. */
+struct backward_options {
+    int retain_graph;
+    struct var *const *inputs;
+    int n_inputs;
+};
+int tape_backward_with(struct var *const *roots, tensor *const *grad_roots, int n_roots,
+                       const struct backward_options *opts);
+/* tape_grad with retain_graph (opts->inputs is ignored: inputs are given). */
+int tape_grad_with(struct var *const *roots, tensor *const *grad_roots, int n_roots, struct var *const *inputs,
+                   int n_inputs, tensor **grads, const struct backward_options *opts);
+/* 1 while the innermost running engine call is a tape_grad or a backward
+ * with inputs (PyTorch's "checkpoint not valid" passes). */
 int tape_engine_is_partial(void);
 /* Identifies the innermost running backward (0 outside any); distinct for
  * every engine call, like PyTorch's graph task id. */

@@ -245,12 +245,15 @@ static const char *const rng_devices_names[] = {"args+current", "args", NULL};
 /* The spellings of the key's former name, rng_policy (still read). */
 static const char *const determinism_check_names[] = {"metadata", "values", "none", NULL};
 static const char *const rng_policy_names[] = {"args_and_current", "args_only", NULL};
+static const char *const backward_api_names[] = {"loss", "grad", "inputs", "twice", NULL};
+
+int backward_calls_per_step(enum backward_api api) { return api == BACKWARD_TWICE ? 2 : 1; }
 
 enum key_id {
     K_MODEL, K_LAYERS, K_HIDDEN, K_SEQ, K_BATCH, K_HEADS, K_DROPOUT, K_DTYPE,
     K_AUTOCAST, K_FUSION, K_DEVICE, K_DRAW_DEVICE, K_STEPS, K_SEED, K_SEGMENTS, K_LR,
     K_TOLERANCE, K_MIN_MEMORY_SAVING, K_PRESERVE_RNG_STATE,
-    K_INPUT_REQUIRES_GRAD, K_VERIFY_VALUES, K_DETERMINISM_CHECK, K_EARLY_STOP, K_RNG_DEVICES, K_NOISE_RUNS,
+    K_INPUT_REQUIRES_GRAD, K_VERIFY_VALUES, K_DETERMINISM_CHECK, K_EARLY_STOP, K_BACKWARD, K_RNG_DEVICES, K_NOISE_RUNS,
     K_THREADS, K_NEST, K_POLICY, K_IMPLS, K_EXPECT, K_LABELS, K_COUNT
 };
 
@@ -402,6 +405,15 @@ static int set_determinism_check(struct case_builder *b, const char *v, const st
     if (k < 0)
         return bad_value(at, v);
     b->c.determinism_check = (enum determinism_check)k;
+    return ST_OK;
+}
+
+static int set_backward(struct case_builder *b, const char *v, const struct where *at)
+{
+    int k = name_index(backward_api_names, v);
+    if (k < 0)
+        return bad_value(at, v);
+    b->c.backward = (enum backward_api)k;
     return ST_OK;
 }
 
@@ -669,6 +681,12 @@ static void format_determinism_check(const struct ckpt_case *c, const struct key
     snprintf(buf, n, "%s", determinism_check_names[c->determinism_check]);
 }
 
+static void format_backward(const struct ckpt_case *c, const struct key_spec *spec, char *buf, size_t n)
+{
+    (void)spec;
+    snprintf(buf, n, "%s", backward_api_names[c->backward]);
+}
+
 static void format_model(const struct ckpt_case *c, const struct key_spec *spec, char *buf, size_t n)
 {
     (void)spec;
@@ -854,6 +872,8 @@ static const struct key_spec key_specs[K_COUNT] = {
                              .format = format_determinism_check, .allowed = "one of none, metadata, values"},
     [K_EARLY_STOP] = {.name = "early_stop", .parse = set_bool, .format = format_bool, .offset = FIELD(early_stop),
                       .allowed = "true, false, yes, no, 1 or 0"},
+    [K_BACKWARD] = {.name = "backward", .parse = set_backward, .format = format_backward,
+                    .allowed = "one of loss, grad, inputs, twice"},
     [K_RNG_DEVICES] = {.name = "rng_devices", .parse = set_rng_devices, .format = format_rng_devices,
                        .allowed = "one of args+current, args"},
     [K_NOISE_RUNS] = {.name = "noise_runs", .parse = set_int, .format = format_int,

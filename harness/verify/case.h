@@ -30,6 +30,15 @@ enum rng_devices { RNG_ARGS_AND_CURRENT = 0, RNG_ARGS_ONLY };
  * metadata (shape, dtype, device; the default, 0), values too (a fingerprint
  * of the bytes), or nothing. */
 enum determinism_check { DETERMINISM_METADATA = 0, DETERMINISM_VALUES, DETERMINISM_NONE };
+/* How every run of a case calls each step's backward (PyTorch's API):
+ * loss.backward() (`loss`, the default, 0); torch.autograd.grad(loss,
+ * leaves), the results set as each leaf's .grad (`grad`);
+ * loss.backward(inputs=leaves) (`inputs`); loss.backward(retain_graph=True)
+ * and loss.backward() again, the gradients summing (`twice`). Reentrant
+ * checkpoints refuse `grad` and `inputs`, as PyTorch's do. */
+enum backward_api { BACKWARD_LOSS = 0, BACKWARD_GRAD, BACKWARD_INPUTS, BACKWARD_TWICE };
+/* Backward calls per step under api: 2 for twice, else 1. */
+int backward_calls_per_step(enum backward_api api);
 
 /* Verdicts, ordered from best to worst (regression = a larger value). */
 enum verdict { V_PASS = 0, V_NOISE, V_FAIL, V_MEMFAIL, V_ERROR, V_NOT_OBSERVABLE, V_COUNT };
@@ -71,6 +80,7 @@ struct ckpt_case {
     int noise_runs;         /* extra baseline runs before a FAIL is reported */
     enum determinism_check determinism_check; /* `verify_values = true` is `values` */
     int early_stop;         /* bool, default 1: a recompute stops after the last saved tensor */
+    enum backward_api backward; /* each step's backward call */
     int threads;            /* intra-op threads; 0 = leave libtorch's default */
     int nest;               /* checkpoints around each checkpointed segment, one inside the other (1..CASE_MAX_NEST) */
     /* selective checkpointing's policy as written (policy.h); "" = none */

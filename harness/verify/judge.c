@@ -11,6 +11,7 @@
 #include "compare.h"
 #include "error.h"
 #include "h5store.h"
+#include "run_checks.h"
 
 /* Length of the family of "<family>_<k>" when the family is "baseline" or
  * ends in "_baseline"; 0 otherwise. */
@@ -568,7 +569,13 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
     if (base->outcome[0])
         return error_set(ST_INPUT, "/runs/%s: the baseline itself did not complete (%s: %s)", base_name,
                          base->outcome, base->message);
-    int st = ST_OK;
+    int violated;
+    char why[RESULT_TEXT_MAX], where[RESULT_TEXT_MAX];
+    int st = run_checks_judge(base, &violated, why, sizeof why, where, sizeof where);
+    if (st)
+        return st;
+    if (violated)
+        return error_set(ST_INPUT, "/runs/%s: the baseline itself fails a run check: %s", base_name, why);
     if (strcmp(run->outcome, RUN_OUTCOME_ERROR) == 0) {
         res->verdict = V_ERROR;
         snprintf(res->reason, sizeof res->reason, "%s", run->message);
@@ -579,6 +586,17 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
         snprintf(res->op_log, sizeof res->op_log, "%s", run->op_log);
     } else if ((st = judge_tensors(c, baselines, nb, reruns, n_reruns, run, res))) {
         return st;
+    }
+    /* Hooks and leaks: a run whose tensors passed can still fail them (a
+     * run the tensors already fail keeps that reason). */
+    if (!run->outcome[0] && (res->verdict == V_PASS || res->verdict == V_NOISE)) {
+        if ((st = run_checks_judge(run, &violated, why, sizeof why, where, sizeof where)))
+            return st;
+        if (violated) {
+            res->verdict = V_FAIL;
+            snprintf(res->reason, sizeof res->reason, "%s", why);
+            snprintf(res->first_divergence, sizeof res->first_divergence, "%s", where);
+        }
     }
     if (run->warning[0] && res->verdict != V_PASS) {
         size_t len = strlen(res->reason);

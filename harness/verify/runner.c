@@ -16,6 +16,8 @@
 #include "model.h"
 #include "policy.h"
 #include "run_record.h"
+#include "run_checks.h"
+#include "step_backward.h"
 
 /* Runs one case may hold: baselines, impls and their noise re-runs. When
  * full, no more noise runs are made (the verdict says how many ran). */
@@ -258,6 +260,8 @@ struct run_measure {
     int64_t activation_peak_bytes; /* peak of everything but gradients (activation_probe) */
     int64_t grad_bytes;          /* gradients held after backward (step 1) */
     int64_t step_start_bytes;    /* live when step 1 starts */
+    int64_t *start_bytes;        /* live when each recorded step starts (run_checks: no leak) */
+    struct hook_counts *hooks;   /* each parameter's hook fires per backward call */
 };
 
 static int measure_init(struct run_measure *m, int steps)
@@ -268,7 +272,8 @@ static int measure_init(struct run_measure *m, int steps)
     m->backward_ms = calloc((size_t)steps, sizeof(double));
     m->recompute_ms = calloc((size_t)steps, sizeof(double));
     m->step_ms = calloc((size_t)steps, sizeof(double));
-    if (!m->forward_ms || !m->backward_ms || !m->recompute_ms || !m->step_ms)
+    m->start_bytes = calloc((size_t)steps, sizeof(int64_t));
+    if (!m->forward_ms || !m->backward_ms || !m->recompute_ms || !m->step_ms || !m->start_bytes)
         return error_set(ST_RUN, "out of memory for %d step timings", steps);
     return ST_OK;
 }
@@ -279,6 +284,7 @@ static void measure_free(struct run_measure *m)
     free(m->backward_ms);
     free(m->recompute_ms);
     free(m->step_ms);
+    free(m->start_bytes);
 }
 
 static int compare_doubles(const void *a, const void *b)
@@ -359,6 +365,8 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
         (st = aten_mem_stats(s->device, &before)) || (st = aten_timer_create(&timer, s->device)))
         goto out;
     probe.base = before.live_bytes;
+    if (step <= m->cap)
+        m->start_bytes[step - 1] = before.live_bytes;
     probe.previous = tape_set_op_observer((struct op_observer){activation_probe_op, &probe});
     probing = 1;
     if ((st = aten_timer_mark(timer)))
@@ -376,7 +384,8 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
         (st = aten_mem_reset_peak(s->device)))
         goto out;
     double recompute_before = opts->stats ? opts->stats->recompute_ms : 0;
-    if ((st = tape_backward(&loss, NULL, 1)) || (st = aten_timer_mark(timer)) || (st = aten_synchronize(s->device)))
+    if ((st = step_backward(c->backward, loss, params, s->model.n_params, x, m->hooks, step)) ||
+        (st = aten_timer_mark(timer)) || (st = aten_synchronize(s->device)))
         goto out;
     double t0 = 0, t1, t2; /* ms since mark 0 */
     if ((st = aten_timer_ms(timer, 0, 1, &t1)) || (st = aten_timer_ms(timer, 0, 2, &t2)))
@@ -454,7 +463,9 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
     struct run_measure measure;
     char path[RUN_PATH_MAX];
     int timed = s->timed_steps > c->steps ? s->timed_steps : c->steps;
+    struct hook_counts hooks = {0};
     int st = measure_init(&measure, timed);
+    measure.hooks = &hooks;
     if (!params && !st)
         st = error_set(ST_RUN, "out of memory for run %s", rec->name);
     if (st) {
@@ -467,6 +478,8 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         if (!st)
             m->params[i].var = params[i];
     }
+    if (!st)
+        st = hook_counts_init(&hooks, params, m->n_params, c->steps, c->backward);
     if (!st)
         st = leaf_from_host(&x, &s->x, s->device, c->input_requires_grad, "input.x");
     if (!st)
@@ -495,6 +508,10 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         snprintf(path, sizeof path, "final_params/%s", m->params[i].name);
         st = record_tensor(rec, path, params[i]->data);
     }
+    if (!st)
+        st = hook_counts_record(&hooks, rec);
+    if (!st)
+        st = run_checks_record_start_bytes(rec, measure.start_bytes, c->steps);
     /* Timing-only steps (benchmark repeats): more samples for the medians,
      * nothing recorded, and their own stats so that the run's recompute
      * counts stay those of the recorded steps. */
@@ -502,6 +519,9 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
     opts.stats = &timing_stats;
     for (int step = c->steps + 1; step <= timed && !st; step++)
         st = run_step(s, impl, &opts, params, x, target, step, NULL, &measure);
+    /* What the impl kept past its steps (a planted leak) dies with the run. */
+    impl_stats_release_held(&timing_stats);
+    impl_stats_release_held(stats);
     if (!st) {
         run_record_set_attr(rec, "memory.peak_bytes", (double)measure.peak_bytes);
         run_record_set_attr(rec, "memory.forward_peak_bytes", (double)measure.forward_peak_bytes);
@@ -529,6 +549,7 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
     var_release(target);
     if (m->state)
         module_state_free(m->state);
+    hook_counts_free(&hooks);
     return st;
 }
 
@@ -614,6 +635,12 @@ static int add_baseline(struct case_state *cs)
     const struct run_record *r = &cs->runs[cs->n_runs - 1];
     if (r->outcome[0])
         return error_set(ST_RUN, "baseline run %s: %s", name, r->message);
+    int violated;
+    char why[RUN_TEXT_MAX], where[RUN_TEXT_MAX];
+    if ((st = run_checks_judge(r, &violated, why, sizeof why, where, sizeof where)))
+        return st;
+    if (violated)
+        return error_set(ST_RUN, "baseline run %s: %s", name, why);
     if (cs->baselines == 0)
         run_record_set_attr(&cs->runs[cs->n_runs - 1], "memory.one_time_bytes", cs->one_time_bytes);
     cs->baselines++;

@@ -30,6 +30,9 @@ extern const struct checkpoint_impl impl_rng_op_saved_without_replay;
 extern const struct checkpoint_impl impl_state_double_update;
 extern const struct checkpoint_impl impl_scale_not_restored;
 extern const struct checkpoint_impl impl_amax_updated_in_recompute;
+/* the backward API's and the leak check's */
+extern const struct checkpoint_impl impl_hook_fires_twice;
+extern const struct checkpoint_impl impl_leaked_recompute_frame;
 
 /* Observability rules shared by the bugs (observable.c). Each returns 1 when
  * the condition holds, else 0 with the reason in why. */

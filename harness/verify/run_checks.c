@@ -1,0 +1,94 @@
+#include "run_checks.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+
+int run_checks_record_start_bytes(struct run_record *rec, const int64_t *bytes, int steps)
+{
+    struct host_tensor t;
+    int64_t shape[1] = {steps};
+    int st = host_tensor_alloc(&t, DT_I64, 1, shape);
+    if (st)
+        return st;
+    memcpy(t.data, bytes, (size_t)steps * sizeof *bytes);
+    st = run_record_add(rec, RUN_CHECKS_START_BYTES, &t);
+    host_tensor_free(&t);
+    return st;
+}
+
+static int check_int64(const struct run_record *r, const struct run_tensor *t, int ndim)
+{
+    if (t->t.dtype != DT_I64 || t->t.ndim != ndim || t->t.numel == 0)
+        return error_set(ST_INPUT, "/runs/%s/%s: expected a non-empty int64 dataset of rank %d", r->name, t->path,
+                         ndim);
+    return ST_OK;
+}
+
+/* The first hook count other than 1 at or before `step` (1-based); 0 when
+ * none. */
+static int hook_violation(const struct run_record *r, int step, int *violated, char *reason, size_t reason_len,
+                          char *where, size_t where_len)
+{
+    size_t prefix = strlen(RUN_CHECKS_HOOK_PREFIX);
+    for (int i = 0; i < r->n; i++) {
+        const struct run_tensor *t = &r->items[i];
+        if (strncmp(t->path, RUN_CHECKS_HOOK_PREFIX, prefix) != 0)
+            continue;
+        int st = check_int64(r, t, 2);
+        if (st)
+            return st;
+        int64_t steps = t->t.shape[0], calls = t->t.shape[1];
+        const int64_t *fires = t->t.data;
+        if (step > steps)
+            continue;
+        for (int64_t call = 0; call < calls; call++) {
+            int64_t n = fires[(step - 1) * calls + call];
+            if (n == 1)
+                continue;
+            *violated = 1;
+            snprintf(reason, reason_len,
+                     "gradient hook of parameter %s fired %" PRId64 " time(s) in backward call %" PRId64
+                     " of step %d (%" PRId64 " call(s) per step); each must fire exactly once per backward",
+                     t->path + prefix, n, call + 1, step, calls);
+            snprintf(where, where_len, "%s [%d, %" PRId64 "] = %" PRId64, t->path, step - 1, call, n);
+            return ST_OK;
+        }
+    }
+    return ST_OK;
+}
+
+int run_checks_judge(const struct run_record *r, int *violated, char *reason, size_t reason_len, char *where,
+                     size_t where_len)
+{
+    *violated = 0;
+    const struct run_tensor *bytes = run_record_find(r, RUN_CHECKS_START_BYTES);
+    int st, steps = 0;
+    if (bytes && (st = check_int64(r, bytes, 1)))
+        return st;
+    for (int i = 0; i < r->n; i++)
+        if (strncmp(r->items[i].path, RUN_CHECKS_HOOK_PREFIX, strlen(RUN_CHECKS_HOOK_PREFIX)) == 0 &&
+            r->items[i].t.ndim >= 1 && r->items[i].t.shape[0] > steps)
+            steps = (int)r->items[i].t.shape[0];
+    if (bytes && (int64_t)bytes->t.numel > steps)
+        steps = (int)bytes->t.numel;
+    for (int step = 1; step <= steps; step++) {
+        if ((st = hook_violation(r, step, violated, reason, reason_len, where, where_len)) || *violated)
+            return st;
+        if (!bytes || step > (int64_t)bytes->t.numel)
+            continue;
+        const int64_t *b = bytes->t.data;
+        if (b[step - 1] != b[0]) {
+            *violated = 1;
+            snprintf(reason, reason_len,
+                     "leak: step %d started with %" PRId64 " live bytes, step 1 with %" PRId64 " (%+" PRId64
+                     " bytes still allocated from earlier steps)",
+                     step, b[step - 1], b[0], b[step - 1] - b[0]);
+            snprintf(where, where_len, "%s [%d] = %" PRId64, RUN_CHECKS_START_BYTES, step - 1, b[step - 1]);
+            return ST_OK;
+        }
+    }
+    return ST_OK;
+}

@@ -1,0 +1,30 @@
+/* run_checks: what a run must keep true beyond its tensors, judged from its
+ * record alone (so `judge` decides from the file what the runner decided):
+ *  - every parameter's gradient hook fired exactly once in each backward
+ *    call (checks/hook_fires/<name>, int64 [steps, calls]);
+ *  - every step began with the live allocator bytes step 1 began with
+ *    (checks/step_start_bytes, int64 [steps]): nothing leaks across steps.
+ * A record without these datasets (another producer's) passes them. */
+#ifndef CKPT_RUN_CHECKS_H
+#define CKPT_RUN_CHECKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "run_record.h"
+
+#define RUN_CHECKS_HOOK_PREFIX "checks/hook_fires/"
+#define RUN_CHECKS_START_BYTES "checks/step_start_bytes"
+
+/* checks/step_start_bytes from bytes[0..steps). */
+int run_checks_record_start_bytes(struct run_record *rec, const int64_t *bytes, int steps);
+
+/* *violated = 1 with the reason (naming the parameter, the step and the
+ * count, or the step and the bytes) and where (the dataset) when a check
+ * fails; the first failure in step order, hooks before bytes within a
+ * step. ST_INPUT naming the dataset when one is not int64 of the
+ * documented shape. */
+int run_checks_judge(const struct run_record *r, int *violated, char *reason, size_t reason_len, char *where,
+                     size_t where_len);
+
+#endif

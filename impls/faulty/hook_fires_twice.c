@@ -1,0 +1,38 @@
+/* hook_fires_twice: a reentrant checkpoint whose nested backward runs as two
+ * passes — retaining the recompute graph after the first — each over half
+ * the upstream gradient, as an implementation does that backwards each of
+ * a segment's outputs on its own (here the one output is taken as two
+ * halves of itself). The halves sum to the same bits (halving is exact),
+ * but every parameter inside the segment accumulates twice in one backward.
+ * Real failure: DDP registers a hook per parameter and expects it to fire
+ * once per backward ("Expected to mark a variable ready only once",
+ * PyTorch #24005; #81296): reentrant checkpointing whose inner backward
+ * runs more than once per outer backward fires the hook of each parameter
+ * inside the segment twice, and the reducer fails or reduces twice.
+ * Caught by: the gradient-hook count (each parameter's hook fires once per
+ * backward call, harness/verify/run_checks.c) at step 1, where the
+ * gradients alone are bitwise right; with `backward = twice` the second
+ * call also rounds differently (grad + g/2 + g/2). */
+#include <stdio.h>
+
+#include "faulty.h"
+
+static int hook_fires_twice_observable(const struct ckpt_case *c, char *why, size_t len)
+{
+    if (!faulty_has_checkpoints(c, why, len))
+        return 0;
+    if (!c->input_requires_grad) {
+        snprintf(why, len, "input_requires_grad = false: a reentrant checkpoint on the input records no "
+                           "backward to split");
+        return 0;
+    }
+    return 1;
+}
+
+const struct checkpoint_impl impl_hook_fires_twice = {
+    .name = "hook_fires_twice",
+    .summary = "planted bug: reentrant, nested backward in two passes (each parameter's hook fires twice)",
+    .run = impl_run_reentrant,
+    .mutation = {.backward_per_half = 1},
+    .observable = hook_fires_twice_observable,
+};
