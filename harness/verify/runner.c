@@ -14,6 +14,7 @@
 #include "error.h"
 #include "h5store.h"
 #include "model.h"
+#include "op_timing.h"
 #include "policy.h"
 #include "run_record.h"
 
@@ -203,6 +204,7 @@ struct run_measure {
     int64_t activation_peak_bytes; /* peak of everything but gradients (activation_probe) */
     int64_t grad_bytes;          /* gradients held after backward (step 1) */
     int64_t step_start_bytes;    /* live when step 1 starts */
+    struct op_timing ops;        /* per op: forward time, calls, recompute calls */
 };
 
 static int measure_init(struct run_measure *m, int steps)
@@ -259,6 +261,7 @@ struct activation_probe {
     int n_params;
     const struct var *x;
     int64_t base, max;
+    struct op_timing *ops;
     struct op_observer previous;
 };
 
@@ -267,6 +270,7 @@ static void activation_probe_op(void *ctx, const char *op, struct var *const *in
 {
     struct activation_probe *p = ctx;
     struct mem_stats now;
+    op_timing_note(p->ops, op);
     if (aten_mem_stats(p->device, &now) == ST_OK) {
         int64_t grads = p->x->grad ? (int64_t)tensor_nbytes(p->x->grad) : 0;
         for (int i = 0; i < p->n_params; i++)
@@ -293,7 +297,8 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
      * time of the queued work, marked before each synchronize), the
      * monotonic clock on the CPU. */
     aten_timer *timer = NULL;
-    struct activation_probe probe = {.device = s->device, .params = params, .n_params = s->model.n_params, .x = x};
+    struct activation_probe probe = {
+        .device = s->device, .params = params, .n_params = s->model.n_params, .x = x, .ops = &m->ops};
     int probing = 0;
     char path[RUN_PATH_MAX];
     int st;
@@ -308,6 +313,7 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
     probing = 1;
     if ((st = aten_timer_mark(timer)))
         goto out;
+    op_timing_phase(&m->ops, OP_PHASE_FORWARD);
     struct autocast_state previous = autocast_set(
         (struct autocast_state){c->autocast != AUTOCAST_OFF, c->autocast == AUTOCAST_F16 ? DT_F16 : DT_BF16});
     st = forward_segments(s, impl, opts, x, &act);
@@ -321,6 +327,7 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
         (st = aten_mem_reset_peak(s->device)))
         goto out;
     double recompute_before = opts->stats ? opts->stats->recompute_ms : 0;
+    op_timing_phase(&m->ops, OP_PHASE_RECOMPUTE);
     if ((st = tape_backward(&loss, NULL, 1)) || (st = aten_timer_mark(timer)) || (st = aten_synchronize(s->device)))
         goto out;
     double t0 = 0, t1, t2; /* ms since mark 0 */
@@ -330,6 +337,7 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
         goto out;
     tape_set_op_observer(probe.previous);
     probing = 0;
+    op_timing_phase(&m->ops, OP_PHASE_IDLE);
     if (m->n < m->cap) {
         m->forward_ms[m->n] = t1 - t0;
         m->backward_ms[m->n] = t2 - t1;
@@ -377,6 +385,7 @@ update:
 out:
     if (probing)
         tape_set_op_observer(probe.previous);
+    op_timing_phase(&m->ops, OP_PHASE_IDLE);
     aten_timer_free(timer);
     var_release(loss);
     return st;
@@ -453,6 +462,8 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         run_record_set_attr(rec, "timing.steps", c->steps);
         run_record_set_attr(rec, "recompute.count", stats->recomputes);
         run_record_set_attr(rec, "recompute.tensors", stats->recomputed_tensors);
+        /* Host-clock intervals time CPU ops; CUDA ops only queue work. */
+        st = op_timing_record(&measure.ops, rec, s->device == DEVICE_CPU);
     }
     measure_free(&measure);
     for (int i = 0; i < m->n_params; i++) {
