@@ -182,7 +182,7 @@ static double case_worst_ratio(const struct case_result *c)
         if (!is_checkpoint_impl(x->impl) || !good_verdict(x->verdict) || isnan(x->overhead))
             continue;
         double ratio = x->overhead / bench_impl_ideal(c, x);
-        if (isnan(worst) || ratio > worst)
+        if (!isnan(ratio) && (isnan(worst) || ratio > worst))
             worst = ratio;
     }
     return worst;
@@ -232,6 +232,10 @@ static double report_overhead(FILE *out, const struct case_result *r, int n, con
                 continue;
             }
             double ideal = bench_impl_ideal(c, x), ratio = x->overhead / ideal;
+            if (isnan(ideal)) { /* a selective run whose ops were not timed (CUDA) */
+                fprintf(out, "  %6.3fx (ideal unknown)", x->overhead);
+                continue;
+            }
             if (ideal != c->ideal_overhead)
                 fprintf(out, " %6.3fx (*%5.3f: %5.3f)", x->overhead, ideal, ratio);
             else
