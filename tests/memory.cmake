@@ -31,6 +31,18 @@ if(NOT CKPT_CUDA_MODE STREQUAL "full")
     -- ${MEM_CV} bench --device cuda:0 --out ${MEM_OUT}/bench_cuda0)
 endif()
 
+# The GPU benchmark is one command on a GPU machine (scripts/gpu-build.sh);
+# here its dry run shows the steps it would run, and the torch comparison
+# refuses a torch without CUDA in one line, exit 2.
+add_test(NAME bench.gpu_build_dry_run_lists_the_gpu_bench_steps
+  COMMAND ${MEM_EXPECT} 0 "bench_gpu: .*ckpt-verify bench --device cuda:0" "bench_vs_torch_gpu: .*bench_vs_torch_gpu.py --bench-dir"
+    "crosscheck_cuda: .*crosscheck.sh .*gpu_fp32_none_bs1 .*gpu_gpt_none" "dry run: the steps above were printed, none ran"
+  -- bash ${CMAKE_SOURCE_DIR}/scripts/gpu-build.sh --dry-run)
+if(NOT CKPT_CUDA_MODE STREQUAL "full")
+  add_test(NAME bench.vs_torch_gpu_needs_cuda
+    COMMAND bash -c "d=${MEM_OUT}/vs_torch_gpu && mkdir -p $d && echo '{\"records\": []}' > $d/summary.json && ${CMAKE_SOURCE_DIR}/tests/expect_error.sh 2 'bench_vs_torch_gpu: torch .* sees no CUDA device' -- ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/bench_vs_torch_gpu.py --bench-dir $d --ckpt-verify ${MEM_CV}")
+endif()
+
 # A small real run with a batch sweep, a segments sweep and two depths,
 # then its plots: every one drawn, as PNG and SVG (skipped without gnuplot).
 add_test(NAME plot.small_run_setup
