@@ -38,6 +38,10 @@ static int op_finish(struct var **out, tensor *y, const char *name, backward_fn 
             if ((st = node_save(n, saves[i]))) {
                 node_release(n);
                 tensor_free(y);
+                /* A recompute that stops at this op's saving still ran it:
+                 * observers count it (op_timing prices the recompute by it). */
+                if (st == ST_STOP)
+                    tape_observe_op(name, inputs, n_inputs, NULL);
                 return st;
             }
         }

@@ -173,6 +173,16 @@ static const struct impl_result *result_of(const struct case_result *r, const ch
 
 static double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
+/* The width of the case column: the longest name, at least 26. */
+static int name_width(const struct case_result *r, int n)
+{
+    int w = 26;
+    for (int i = 0; i < n; i++)
+        if ((int)strlen(r[i].name) > w)
+            w = (int)strlen(r[i].name);
+    return w;
+}
+
 /* The largest overhead / ideal of a case's checkpoint impls (NAN: none timed). */
 static double case_worst_ratio(const struct case_result *c)
 {
@@ -213,7 +223,8 @@ static double report_overhead(FILE *out, const struct case_result *r, int n, con
                  "baseline forward) / baseline step, i.e. recomputing every layer once; ratio = overhead / ideal.\n"
                  "Selective impls (*): ideal = (baseline step + the baseline's forward time of the ops their\n"
                  "recompute reran) / baseline step, each op timed in the fastest baseline's own forward\n");
-    fprintf(out, "  %-26s %5s %5s %6s %9s %8s %6s", "case", "layers", "batch", "segs", "base ms", "fwd ms", "ideal");
+    int w = name_width(r, n);
+    fprintf(out, "  %-*s %5s %5s %6s %9s %8s %6s", w, "case", "layers", "batch", "segs", "base ms", "fwd ms", "ideal");
     for (int k = 0; k < n_impls; k++)
         fprintf(out, "  %20s", impls[k]);
     fputc('\n', out);
@@ -222,7 +233,7 @@ static double report_overhead(FILE *out, const struct case_result *r, int n, con
         char seg[16];
         if (c->status && !c->n_results)
             continue;
-        fprintf(out, "  %-26s %5d %5d %6s %9.1f %8.1f %6.3f", c->name, c->definition.layers, c->definition.batch,
+        fprintf(out, "  %-*s %5d %5d %6s %9.1f %8.1f %6.3f", w, c->name, c->definition.layers, c->definition.batch,
                 segments_name(&c->definition, seg, sizeof seg), c->baseline_step_ms, c->baseline_forward_ms,
                 c->ideal_overhead);
         for (int k = 0; k < n_impls; k++) {
@@ -237,7 +248,7 @@ static double report_overhead(FILE *out, const struct case_result *r, int n, con
                 continue;
             }
             if (ideal != c->ideal_overhead)
-                fprintf(out, " %6.3fx (*%5.3f: %5.3f)", x->overhead, ideal, ratio);
+                fprintf(out, "  %6.3fx (*%4.2f %5.3f)", x->overhead, ideal, ratio);
             else
                 fprintf(out, "  %6.3fx (ratio %5.3f)", x->overhead, ratio);
             if (isnan(worst) || ratio > worst)
@@ -260,7 +271,8 @@ static double report_prediction(FILE *out, const struct case_result *r, int n, c
     double worst = NAN;
     fprintf(out, "\nbytes held at the end of forward (live above the step's start): measured / predicted by\n"
                  "model_predict_saved_bytes (MiB), error = measured / predicted - 1\n");
-    fprintf(out, "  %-26s %26s", "case", "baseline");
+    int w = name_width(r, n);
+    fprintf(out, "  %-*s %26s", w, "case", "baseline");
     for (int k = 0; k < n_impls; k++)
         fprintf(out, "  %26s", impls[k]);
     fputc('\n', out);
@@ -269,7 +281,7 @@ static double report_prediction(FILE *out, const struct case_result *r, int n, c
         if (c->status && !c->n_results)
             continue;
         double e = rel_error(c->baseline_end_forward_bytes, c->predicted_baseline_end_forward_bytes);
-        fprintf(out, "  %-26s %8.3f / %8.3f %+6.2f%%", c->name, mib(c->baseline_end_forward_bytes),
+        fprintf(out, "  %-*s %8.3f / %8.3f %+6.2f%%", w, c->name, mib(c->baseline_end_forward_bytes),
                 mib(c->predicted_baseline_end_forward_bytes), 100 * e);
         if (!isnan(e) && (isnan(worst) || fabs(e) > worst))
             worst = fabs(e);
