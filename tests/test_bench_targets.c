@@ -51,7 +51,7 @@ static void test_recomputed_ops_unknown_without_the_baselines_times(void **state
     struct run_record base, run;
     run_record_init(&base, "baseline_1");
     run_record_init(&run, "selective");
-    set(&base, "ops.linear.forward_calls", 4); /* counted but not timed: a CUDA run */
+    set(&base, "ops.linear.forward_calls", 4); /* counted but not timed: its marks failed */
     set(&run, "ops.linear.recompute_calls", 1);
     assert_true(isnan(op_timing_recomputed_ms(&base, &run)));
     run_record_free(&run);
@@ -79,7 +79,7 @@ static void test_observer_times_forward_and_counts_recompute(void **state)
 {
     (void)state;
     struct op_timing t;
-    memset(&t, 0, sizeof t);
+    op_timing_init(&t, DEVICE_CPU);
     for (int step = 0; step < 3; step++) {
         op_timing_phase(&t, OP_PHASE_FORWARD);
         op_timing_note(&t, "linear");
@@ -92,16 +92,30 @@ static void test_observer_times_forward_and_counts_recompute(void **state)
     }
     struct run_record r;
     run_record_init(&r, "nonreentrant");
-    assert_int_equal(op_timing_record(&t, &r, 1), 0);
+    assert_int_equal(op_timing_record(&t, &r), 0);
     assert_float_equal(run_record_attr(&r, "ops.linear.forward_calls"), 2, 0);
     assert_float_equal(run_record_attr(&r, "ops.linear.recompute_calls"), 1, 0);
     assert_float_equal(run_record_attr(&r, "ops.gelu_tanh.recompute_calls"), 0, 0);
     assert_true(run_record_attr(&r, "ops.linear.forward_ms") >= 0);
     run_record_free(&r);
-    run_record_init(&r, "on_cuda");
-    assert_int_equal(op_timing_record(&t, &r, 0), 0);
+    op_timing_free(&t);
+}
+
+static void test_failed_marks_leave_counts_without_times(void **state)
+{
+    (void)state;
+    struct op_timing t;
+    op_timing_init(&t, 99); /* no such device: the timer cannot be made */
+    op_timing_phase(&t, OP_PHASE_FORWARD);
+    op_timing_note(&t, "linear");
+    op_timing_phase(&t, OP_PHASE_IDLE);
+    struct run_record r;
+    run_record_init(&r, "on_a_missing_device");
+    assert_int_equal(op_timing_record(&t, &r), 0);
+    assert_float_equal(run_record_attr(&r, "ops.linear.forward_calls"), 1, 0);
     assert_true(isnan(run_record_attr(&r, "ops.linear.forward_ms")));
     run_record_free(&r);
+    op_timing_free(&t);
 }
 
 /* ---- the ideal and the time target ------------------------------------------ */
@@ -207,6 +221,7 @@ int main(void)
         cmocka_unit_test(test_recomputed_ops_unknown_without_the_baselines_times),
         cmocka_unit_test(test_nothing_recomputed_costs_nothing),
         cmocka_unit_test(test_observer_times_forward_and_counts_recompute),
+        cmocka_unit_test(test_failed_marks_leave_counts_without_times),
         cmocka_unit_test(test_selective_is_held_to_its_recomputed_ops),
         cmocka_unit_test(test_selective_slower_than_its_ideal_misses_the_time_target),
         cmocka_unit_test(test_crossing_is_where_the_prediction_falls_below_half),

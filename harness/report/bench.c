@@ -243,7 +243,7 @@ static double report_overhead(FILE *out, const struct case_result *r, int n, con
                 continue;
             }
             double ideal = bench_impl_ideal(c, x), ratio = x->overhead / ideal;
-            if (isnan(ideal)) { /* a selective run whose ops were not timed (CUDA) */
+            if (isnan(ideal)) { /* a selective run whose ops have no times (a mark failed) */
                 fprintf(out, "  %6.3fx (ideal unknown)", x->overhead);
                 continue;
             }

@@ -48,7 +48,7 @@ struct ckpt_case;
 /* The ideal overhead an impl's run is held to: the case's (baseline + one
  * forward) / baseline, or for an impl with a policy (selective) (baseline +
  * the baseline's time for the ops its recompute reran) / baseline (NAN
- * where ops were not timed). */
+ * where ops have no times). */
 double bench_impl_ideal(const struct case_result *c, const struct impl_result *x);
 /* The smallest seq at which the model's prediction has a selective
  * attention_core checkpoint, segmented as c is, hold less than half the

@@ -51,7 +51,7 @@ struct impl_result {
     double forward_ms, backward_ms, recompute_ms, step_ms; /* medians per step */
     /* The fastest baseline's forward time for the ops this run's recomputes
      * reran (op_timing.h): what recomputing costs at the baseline's speed.
-     * NAN where ops were not timed (CUDA). */
+     * NAN where ops have no times (older files, failed marks). */
     double recomputed_ops_ms;
     int recomputes;
 };

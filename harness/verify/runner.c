@@ -226,6 +226,7 @@ static void measure_free(struct run_measure *m)
     free(m->backward_ms);
     free(m->recompute_ms);
     free(m->step_ms);
+    op_timing_free(&m->ops);
 }
 
 static int compare_doubles(const void *a, const void *b)
@@ -403,6 +404,7 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
     char path[RUN_PATH_MAX];
     int timed = s->timed_steps > c->steps ? s->timed_steps : c->steps;
     int st = measure_init(&measure, timed);
+    op_timing_init(&measure.ops, s->device);
     if (!params && !st)
         st = error_set(ST_RUN, "out of memory for run %s", rec->name);
     if (st) {
@@ -462,8 +464,7 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         run_record_set_attr(rec, "timing.steps", c->steps);
         run_record_set_attr(rec, "recompute.count", stats->recomputes);
         run_record_set_attr(rec, "recompute.tensors", stats->recomputed_tensors);
-        /* Host-clock intervals time CPU ops; CUDA ops only queue work. */
-        st = op_timing_record(&measure.ops, rec, s->device == DEVICE_CPU);
+        st = op_timing_record(&measure.ops, rec);
     }
     measure_free(&measure);
     for (int i = 0; i < m->n_params; i++) {
