@@ -18,7 +18,14 @@ SGD is p.add_(grad, alpha=-lr), the harness's update.
 
 On CPU both sides call the same ATen kernels in the same order, so a pair
 must match bitwise unless the case has a known cause of difference (CAUSES
-below, each with a measured bound). --check runs `ckpt-verify diff` on each
+below, each with a measured bound). A case on cuda:N runs on that device
+(torch with CUDA, 2.x): tensors moved there, autocast of that device type,
+CUDA-event step times and caching-allocator peaks, and dropout drawn as the
+harness draws it on every device (ATen's CPU algorithm, bernoulli_ then
+divide; torch's CUDA F.dropout is the fused native_dropout, another draw),
+so the unfused fp32 / bf16 cases must match bitwise there too: cuBLAS picks
+its algorithm per shape, dtype and device, the same on both sides of one
+process-free comparison on one GPU (not verified on a GPU yet). --check runs `ckpt-verify diff` on each
 pair (baseline_0 / torch_none, reentrant / torch_reentrant, nonreentrant /
 torch_nonreentrant) and exits 1 on any difference that is not bitwise or
 within the bound of its causes. scripts/crosscheck.sh drives it.
@@ -281,6 +288,24 @@ def bias_gelu(case, y, b):
     return gelu_tanh(z).to(y.dtype)
 
 
+def dropout(case, t):
+    """F.dropout, or on CUDA with case.dropout_draw == "harness" the draw the
+    harness makes on every device (harness/aten/aten.cpp tensor_bernoulli):
+    a mask of t's dtype from bernoulli_(1 - p), divided by 1 - p, times t.
+    That is ATen's CPU dropout; torch's CUDA F.dropout is the fused
+    native_dropout kernel instead (a bool mask, another draw), so a bitwise
+    cross-check on CUDA draws as the harness does; timing comparisons
+    (bench_vs_torch_gpu.py) keep torch's own F.dropout."""
+    if not (t.is_cuda and getattr(case, "dropout_draw", "torch") == "harness"):
+        return F.dropout(t, case.dropout, training=True)
+    if case.dropout == 0:
+        return t
+    keep = 1.0 - case.dropout
+    if keep == 0:
+        return t * 0
+    return t * (torch.empty_like(t, memory_format=torch.contiguous_format).bernoulli_(keep) / keep)
+
+
 def linear_gelu(case, P, i, x):
     w, b = P[f"l{i}.weight"], P[f"l{i}.bias"]
     if case.fusion == "none":
@@ -289,14 +314,14 @@ def linear_gelu(case, P, i, x):
 
 
 def mlp_layer(case, P, i, x):
-    return F.dropout(linear_gelu(case, P, i, x), case.dropout, training=True)
+    return dropout(case, linear_gelu(case, P, i, x))
 
 
 def two_stream_layer(case, P, i, x, r, c, s):
     """(x, r, c) -> (x', r', c'), s a plain number: c' is made under no_grad."""
     h = linear_gelu(case, P, i, x)
     r = r + h * s
-    x = F.dropout(h + c, case.dropout, training=True)
+    x = dropout(case, h + c)
     with torch.no_grad():
         c = gelu_tanh(r)
     return x, r, c
@@ -311,13 +336,13 @@ def two_stream_layers(case, P, begin, end, x, r, c, s):
 def rrelu_layer(case, P, i, x):
     y = F.linear(x, P[f"l{i}.weight"], P[f"l{i}.bias"])
     h = F.rrelu(y, RRELU_LOWER, RRELU_UPPER, training=True)
-    return F.dropout(h, case.dropout, training=True)
+    return dropout(case, h)
 
 
 def branchy_layer(case, P, i, x):
     a = gelu_tanh(F.linear(x, P[f"b{i}.a.weight"], P[f"b{i}.a.bias"]))
     b = F.linear(x, P[f"b{i}.b.weight"], P[f"b{i}.b.bias"])
-    return F.dropout(a + b + x, case.dropout, training=True)
+    return dropout(case, a + b + x)
 
 
 def bn_mlp_layer(case, P, S, i, x):
@@ -325,7 +350,7 @@ def bn_mlp_layer(case, P, S, i, x):
     z = F.batch_norm(y.reshape(-1, case.hidden), S[f"l{i}.bn.running_mean"], S[f"l{i}.bn.running_var"],
                      P[f"l{i}.bn.weight"], P[f"l{i}.bn.bias"], training=True, momentum=BATCH_NORM_MOMENTUM,
                      eps=BATCH_NORM_EPS).reshape(y.shape)
-    return F.dropout(gelu_tanh(z), case.dropout, training=True)
+    return dropout(case, gelu_tanh(z))
 
 
 class FakeQuantize(torch.autograd.Function):
@@ -356,7 +381,7 @@ def scaled_mlp_layer(case, P, S, i, x):
     q = FakeQuantize.apply(x, S[f"l{i}.scale"])
     delayed_scaling_update(S[f"l{i}.amax_history"], S[f"l{i}.scale"], x)
     h = gelu_tanh(F.linear(q, P[f"l{i}.weight"], P[f"l{i}.bias"]))
-    return F.dropout(h, case.dropout, training=True)
+    return dropout(case, h)
 
 
 def fp32_rule(t, rules):
@@ -378,7 +403,7 @@ def causal_attention(case, qkv, rules):
     # different gemm path, which for bfloat16 rounds differently.
     q, k, v = (t.reshape(B, T, H, d).transpose(1, 2).contiguous() for t in qkv.split(C, dim=2))
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(d)
-    mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+    mask = torch.ones(T, T, dtype=torch.bool, device=qkv.device).triu(1)
     scores = scores.masked_fill(mask, float("-inf"))
     probs = F.softmax(fp32_rule(scores, rules), dim=-1)
     return (probs @ v).transpose(1, 2).reshape(B, T, C)
@@ -390,12 +415,11 @@ def gpt_layer(case, P, i, x, rules):
     a = F.layer_norm(fp32_rule(x, rules), (C,), P[p + "ln1.weight"], P[p + "ln1.bias"], LAYER_NORM_EPS)
     att = causal_attention(case, F.linear(a, P[p + "attn.qkv.weight"], P[p + "attn.qkv.bias"]), rules)
     # bias_dropout_add: residual + dropout(y + b), ATen add, mul, add.
-    x1 = x + F.dropout(F.linear(att, P[p + "attn.proj.weight"]) + P[p + "attn.proj.bias"],
-                       case.dropout, training=True)
+    x1 = x + dropout(case, F.linear(att, P[p + "attn.proj.weight"]) + P[p + "attn.proj.bias"])
     a2 = F.layer_norm(fp32_rule(x1, rules), (C,), P[p + "ln2.weight"], P[p + "ln2.bias"], LAYER_NORM_EPS)
     g = bias_gelu(case, F.linear(a2, P[p + "mlp.fc.weight"]), P[p + "mlp.fc.bias"])
     h = F.linear(g, P[p + "mlp.proj.weight"])
-    return x1 + F.dropout(h + P[p + "mlp.proj.bias"], case.dropout, training=True)
+    return x1 + dropout(case, h + P[p + "mlp.proj.bias"])
 
 
 def layers_forward(case, P, begin, end, x, rules, S=None):
@@ -456,9 +480,44 @@ def styles_for(case):
     return [name for name, reentrant in STYLES.items() if not (partial and reentrant is True)]
 
 
+class CudaClock:
+    """Step marks on the device's stream (CUDA events), read after a
+    synchronize: device time, as the harness's runner times a CUDA step.
+    Memory: the caching allocator's allocated bytes, peak reset per phase."""
+
+    def __init__(self, device):
+        self.device = device
+        self.events = []
+
+    def start(self):
+        torch.cuda.synchronize(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        self.events = []
+        self.mark()
+        return torch.cuda.memory_allocated(self.device)
+
+    def mark(self):
+        e = torch.cuda.Event(enable_timing=True)
+        e.record()
+        self.events.append(e)
+
+    def peak(self):
+        torch.cuda.synchronize(self.device)
+        return torch.cuda.max_memory_allocated(self.device)
+
+    def reset_peak(self):
+        torch.cuda.reset_peak_memory_stats(self.device)
+
+    def ms(self, a, b):
+        torch.cuda.synchronize(self.device)
+        return self.events[a].elapsed_time(self.events[b])
+
+
 def train(case, run_name, plant=None, rules="torch", allocator=None, record=True):
-    """One run: seed, then case.steps SGD steps, as harness/verify/runner.c run_once.
-    allocator: the counting allocator's ctypes library, to measure peaks."""
+    """One run: seed, then case.steps SGD steps, as harness/verify/runner.c run_once,
+    on case.device (cpu or cuda:N; the report's tensors are moved there).
+    allocator: the counting allocator's ctypes library, to measure peaks on
+    the CPU; on CUDA the caching allocator's statistics and CUDA events."""
     reentrant = {**STYLES, **STATE_STYLES, SELECTIVE_STYLE: False}[run_name]
     replay_state = run_name in STATE_STYLES and plant != "no_state_replay"
     context = {}
@@ -466,10 +525,12 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
         context = {"context_fn": selective_context(case.attrs.get("policy", "none"))}
     preserve = case.preserve_rng_state and plant != "no_rng_preserve"
     ranges, plain_from = case.plan_segments()
-    S = case.initial_buffers()
-    P = {n: case.params_init[n].clone().requires_grad_(True) for n in case.param_names}
-    x = case.x.clone().requires_grad_(case.input_requires_grad)
-    target = case.target.clone()
+    dev = torch.device(case.device)
+    clock = CudaClock(dev) if dev.type == "cuda" else None
+    S = {k: v.to(dev) for k, v in case.initial_buffers().items()}
+    P = {n: case.params_init[n].to(dev).clone().requires_grad_(True) for n in case.param_names}
+    x = case.x.to(dev).clone().requires_grad_(case.input_requires_grad)
+    target = case.target.to(dev).clone()
     ac_dtype = case.autocast_dtype()
     res = RunResult(run_name)
     torch.manual_seed(case.seed)
@@ -515,11 +576,13 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
     for step in range(1, case.steps + 1):
         for t in list(P.values()) + [x]:
             t.grad = None
-        if allocator is not None:
+        if clock is not None:
+            before = clock.start()
+        elif allocator is not None:
             allocator.ckpt_counting_allocator_reset_peak()
             before = allocator_live(allocator)
         t0 = time.perf_counter()
-        ctx = torch.autocast("cpu", dtype=ac_dtype) if ac_dtype is not None else nullcontext()
+        ctx = torch.autocast(dev.type, dtype=ac_dtype) if ac_dtype is not None else nullcontext()
         with ctx:
             if case.model == "two_stream":
                 cur = two_stream_forward()
@@ -535,7 +598,11 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
             loss = F.mse_loss(cur, target)
         del cur
         t1 = time.perf_counter()
-        if allocator is not None:
+        if clock is not None:
+            clock.mark()
+            res.forward_peak_bytes.append(clock.peak() - before)
+            clock.reset_peak()
+        elif allocator is not None:
             # Per phase, as the harness measures: forward through the loss,
             # then backward with the peak reset (both against `before`).
             res.forward_peak_bytes.append(allocator_peak(allocator) - before)
@@ -552,9 +619,16 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
             res.note = ("loss does not require grad (no checkpoint input requires grad): torch's "
                         "backward() refuses, the harness runs an empty backward; compared as no gradients")
         t2 = time.perf_counter()
-        res.forward_ms.append((t1 - t0) * 1e3)
-        res.backward_ms.append((t2 - t1) * 1e3)
-        if allocator is not None:
+        if clock is not None:
+            clock.mark()
+            res.forward_ms.append(clock.ms(0, 1))
+            res.backward_ms.append(clock.ms(1, 2))
+            res.backward_peak_bytes.append(clock.peak() - before)
+            res.peak_bytes.append(max(res.forward_peak_bytes[-1], res.backward_peak_bytes[-1]))
+        else:
+            res.forward_ms.append((t1 - t0) * 1e3)
+            res.backward_ms.append((t2 - t1) * 1e3)
+        if clock is None and allocator is not None:
             res.backward_peak_bytes.append(allocator_peak(allocator) - before)
             res.peak_bytes.append(max(res.forward_peak_bytes[-1], res.backward_peak_bytes[-1]))
         if record:
@@ -649,7 +723,8 @@ def expected_differences(case, rules="torch"):
     lowp = case.autocast != "off" or case.attrs.get("dtype", "float32") != "float32"
     if case.fusion != "none":
         causes.append("fused_kernel_lowp" if lowp else "fused_kernel")
-    if case.autocast != "off" and case.model == "gpt_block":
+    # On CUDA torch's autocast lists run softmax in float32, as the harness does.
+    if case.autocast != "off" and case.model == "gpt_block" and case.device == "cpu":
         if rules == "torch":
             causes.append("softmax_dtype")
     return causes
@@ -798,7 +873,7 @@ def write_report(path, source, case, runs):
             set_attr(f, "case", case.name)
             set_attr(f, "producer", "scripts/torch_crosscheck.py")
             set_attr(f, "libtorch_version", torch.__version__)
-            set_attr(f, "device", "cpu")
+            set_attr(f, "device", case.device)
             set_attr(f, "dtype", case.attrs.get("dtype", "float32"))
             set_attr(f, "seed", case.seed)
             set_attr(f, "steps", case.steps)
@@ -830,9 +905,12 @@ def crosscheck_one(report, out, args):
     with h5py.File(report, "r") as src:
         case = Case(src)
         if case.device != "cpu":
-            print(f"torch_crosscheck: case {case.name} runs on {case.device}; only cpu is cross-checked",
-                  file=sys.stderr)
-            return 2
+            if not torch.cuda.is_available():
+                print(f"torch_crosscheck: case {case.name} runs on {case.device}, and this torch "
+                      f"({torch.__version__}) has no CUDA device", file=sys.stderr)
+                return 2
+            # The harness's dropout draw (see dropout()): bitwise comparable.
+            case.dropout_draw = "harness"
         if case.threads > 0:
             torch.set_num_threads(case.threads)
         policy = case.attrs.get("policy", "none")

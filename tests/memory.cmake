@@ -8,9 +8,40 @@ set(MEM_OUT ${CMAKE_BINARY_DIR}/it/memory)
 # too. Deterministic targets hold in both: bytes held at the end of forward
 # match the prediction and the activation peak grows like sqrt(L).
 add_test(NAME bench.memory_and_time
-  COMMAND bash -c "mode=--quick; [ -n \"\${CKPT_BENCH_FULL:-}\" ] && mode=; ${MEM_EXPECT} 0 'within 5% of the prediction: worst \\|error\\| [0-9.]+% -> met' 'activation peak at segments = sqrt\\(L\\) grows like L\\^k, 0.4 <= k <= 0.6 -> met' -- ${MEM_CV} bench $mode --out ${MEM_OUT}/bench")
+  COMMAND bash -c "mode=--quick; [ -n \"\${CKPT_BENCH_FULL:-}\" ] && mode=; ${MEM_EXPECT} 0 'within 5% of the prediction: worst \\|error\\| [0-9.]+% -> met' 'activation peak at segments = sqrt\\(L\\) grows like L\\^k, 0.4 <= k <= 0.6 -> met' 'attention_core holds < 50% of the baseline.s bytes .* -> met' -- ${MEM_CV} bench $mode --out ${MEM_OUT}/bench")
 # Its cases run with 2 threads (`threads = 2` in cases/bench/memory.ini).
 set_tests_properties(bench.memory_and_time PROPERTIES LABELS "bench" TIMEOUT 3600 PROCESSORS 2)
+
+# The memory targets fire: a planted bug that ignores the selective policy
+# (MEMFAIL, as its case expects) holds more than the policy's prediction and
+# more than half of the baseline past the attention_core crossing.
+add_test(NAME bench.memory_targets_fire_on_policy_ignored
+  COMMAND ${MEM_EXPECT} 1 "within 5% of the prediction: worst \\|error\\| [0-9.]+% -> MISSED"
+    "attention_core holds < 50% of the baseline.s bytes .* -> MISSED" "policy_ignored +MEMFAIL +yes"
+    "selective +PASS +yes"
+  -- ${MEM_CV} bench --quick --cases ${CMAKE_SOURCE_DIR}/tests/data/cases/bench_policy_ignored.ini --out ${MEM_OUT}/bench_policy_ignored)
+# --device: a device this build or machine lacks is one line, exit 2, before
+# any case runs (a CPU build refuses every cuda:N; cuda:99 fails on any).
+add_test(NAME bench.device_missing_is_usage_error
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/expect_error.sh 2 "^ckpt-verify: bench --device: device cuda:99 requested but"
+  -- ${MEM_CV} bench --quick --device cuda:99 --out ${MEM_OUT}/bench_cuda99)
+if(NOT CKPT_CUDA_MODE STREQUAL "full")
+  add_test(NAME bench.device_cuda_on_cpu_build_is_usage_error
+    COMMAND ${CMAKE_SOURCE_DIR}/tests/expect_error.sh 2 "^ckpt-verify: bench --device: device cuda:0 requested but .*no CUDA"
+    -- ${MEM_CV} bench --device cuda:0 --out ${MEM_OUT}/bench_cuda0)
+endif()
+
+# The GPU benchmark is one command on a GPU machine (scripts/gpu-build.sh);
+# here its dry run shows the steps it would run, and the torch comparison
+# refuses a torch without CUDA in one line, exit 2.
+add_test(NAME bench.gpu_build_dry_run_lists_the_gpu_bench_steps
+  COMMAND ${MEM_EXPECT} 0 "bench_gpu: .*ckpt-verify bench --device cuda:0" "bench_vs_torch_gpu: .*bench_vs_torch_gpu.py --bench-dir"
+    "crosscheck_cuda: .*crosscheck.sh .*gpu_fp32_none_bs1 .*gpu_gpt_none" "dry run: the steps above were printed, none ran"
+  -- bash ${CMAKE_SOURCE_DIR}/scripts/gpu-build.sh --dry-run)
+if(NOT CKPT_CUDA_MODE STREQUAL "full")
+  add_test(NAME bench.vs_torch_gpu_needs_cuda
+    COMMAND bash -c "d=${MEM_OUT}/vs_torch_gpu && mkdir -p $d && echo '{\"records\": []}' > $d/summary.json && ${CMAKE_SOURCE_DIR}/tests/expect_error.sh 2 'bench_vs_torch_gpu: torch .* sees no CUDA device' -- ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/bench_vs_torch_gpu.py --bench-dir $d --ckpt-verify ${MEM_CV}")
+endif()
 
 # A small real run with a batch sweep, a segments sweep and two depths,
 # then its plots: every one drawn, as PNG and SVG (skipped without gnuplot).
@@ -20,7 +51,7 @@ add_test(NAME plot.small_run_setup
      --out ${MEM_OUT}/plot_run)
 set_tests_properties(plot.small_run_setup PROPERTIES FIXTURES_SETUP plot_run)
 ckpt_add_test_needing(plot.small_run TOOLS gnuplot
-  COMMAND bash -c "rm -rf ${MEM_OUT}/plot_run/plots && ${MEM_EXPECT} 0 '7 plot\\(s\\) drawn, 0 skipped' -- ${MEM_CV} plot ${MEM_OUT}/plot_run && ${CMAKE_SOURCE_DIR}/tests/check_plots.sh ${MEM_OUT}/plot_run/plots determinism peak_vs_batch saved_vs_segments saved_vs_depth memory_vs_depth overhead held_per_case")
+  COMMAND bash -c "rm -rf ${MEM_OUT}/plot_run/plots && ${MEM_EXPECT} 0 '7 plot\\(s\\) drawn, 1 skipped' -- ${MEM_CV} plot ${MEM_OUT}/plot_run && ${CMAKE_SOURCE_DIR}/tests/check_plots.sh ${MEM_OUT}/plot_run/plots determinism peak_vs_batch saved_vs_segments saved_vs_depth memory_vs_depth overhead held_per_case")
 set_tests_properties(plot.small_run PROPERTIES FIXTURES_REQUIRED plot_run)
 
 # No gnuplot: one line on stderr, exit 2, before the run directory is read.

@@ -842,7 +842,8 @@ static void test_shipped_cases_are_nightly_or_gpu_and_small(void **state)
     int smoke = 0;
     for (int i = 0; i < list.count; i++) {
         const struct ckpt_case *c = &list.items[i];
-        if (case_has_label(c, "bench") || case_has_label(c, "bench_quick")) {
+        if (case_has_label(c, "bench") || case_has_label(c, "bench_quick") || case_has_label(c, "bench_gpu") ||
+            case_has_label(c, "bench_gpu_quick")) {
             if (case_has_label(c, "nightly") || case_has_label(c, "smoke"))
                 fail_msg("%s is a benchmark case: keep it out of nightly and smoke", c->name);
             continue;

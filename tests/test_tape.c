@@ -153,6 +153,45 @@ static void recording_free(void *ctx, void *packed)
     h->frees++;
 }
 
+/* A pack hook that stops a recompute at its first tensor, and an op
+ * observer that logs what it is told. */
+static int stopping_pack(void *ctx, const struct node *n, const tensor *t, void **packed)
+{
+    (void)ctx, (void)n, (void)t, (void)packed;
+    return ST_STOP;
+}
+
+struct observed {
+    char log[128];
+};
+
+static void log_op(void *ctx, const char *op, struct var *const *inputs, int n_inputs, const struct var *output)
+{
+    struct observed *o = ctx;
+    (void)inputs, (void)n_inputs;
+    size_t len = strlen(o->log);
+    snprintf(o->log + len, sizeof o->log - len, "%s:%s ", op, output->grad_fn ? "recorded" : "constant");
+}
+
+static void test_observer_sees_an_op_whose_saving_stopped_a_recompute(void **state)
+{
+    (void)state;
+    struct saved_hooks hooks = {stopping_pack, recording_unpack, NULL, NULL};
+    struct observed seen = {0};
+    int64_t xs[2] = {3, 4}, ws[2] = {4, 4};
+    struct var *x = randn_leaf(2, xs, 1), *w = randn_leaf(2, ws, 1), *y = NULL;
+    struct op_observer previous = tape_set_op_observer((struct op_observer){log_op, &seen});
+    assert_int_equal(saved_hooks_push(&hooks), ST_OK);
+    /* The op ran (it was computed before saving): observers count it. */
+    assert_int_equal(op_linear(&y, x, w, NULL), ST_STOP);
+    saved_hooks_pop();
+    tape_set_op_observer(previous);
+    assert_null(y);
+    assert_string_equal(seen.log, "linear:constant ");
+    var_release(x);
+    var_release(w);
+}
+
 static void test_hooks_pack_in_forward_order_and_unpack_in_backward_order(void **state)
 {
     (void)state;
@@ -416,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_partial_grad_returns_gradients_without_accumulating),
         cmocka_unit_test(test_engine_tells_a_node_it_runs_in_a_partial_pass),
         cmocka_unit_test(test_ready_nodes_run_in_decreasing_sequence_order),
+        cmocka_unit_test(test_observer_sees_an_op_whose_saving_stopped_a_recompute),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

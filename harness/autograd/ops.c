@@ -37,7 +37,16 @@ static int op_finish(struct var **out, tensor *y, const char *name, backward_fn 
         for (int i = 0; i < n_saves; i++) {
             if ((st = node_save(n, saves[i]))) {
                 node_release(n);
-                tensor_free(y);
+                /* A recompute that stops at this op's saving still ran it:
+                 * observers see it, with its output as a constant about to
+                 * be dropped (op_timing prices the recompute by its ops). */
+                struct var *ran = NULL;
+                if (st == ST_STOP && var_constant(&ran, y) == ST_OK) {
+                    tape_observe_op(name, inputs, n_inputs, ran);
+                    var_release(ran);
+                } else if (st != ST_STOP) {
+                    tensor_free(y);
+                }
                 return st;
             }
         }

@@ -164,6 +164,8 @@ int var_from_op(struct var **out, tensor *data, struct node *n, int output_nr);
 /* ---- op observer ---------------------------------------------------------- */
 /* Called by every op (recording or not) with its inputs and its output, while
  * set; checkpoint context hooks use it to see which tensors enter a region.
+ * An op whose saving stopped a recompute early (a saved-tensor hook's
+ * ST_STOP) ran: it is observed, its output a constant dropped right after.
  * Part of the tape's global state; NULL to unset. Returns the previous. */
 typedef void (*op_observer_fn)(void *ctx, const char *op, struct var *const *inputs, int n_inputs,
                                const struct var *output);

@@ -29,6 +29,7 @@ struct bench_options {
     int quick;              /* label bench_quick instead of bench */
     int repeats;            /* timed steps per run (0: 5, or 3 when quick) */
     int keep_h5;            /* also write each case's HDF5 file */
+    const char *device;     /* NULL: as the cases say; else every case runs there (cuda:N: bench_gpu cases) */
 };
 
 /* Parses `bench` flags (argv[0] is "bench"). ST_INPUT with the message on a
@@ -40,5 +41,19 @@ void bench_usage(FILE *out);
  * *targets_met: 1 when every enforced target holds and every verdict is
  * the expected one. Returns non-OK only when it could not run. */
 int bench_run(const struct bench_options *o, FILE *out, int *targets_met);
+
+struct case_result;
+struct impl_result;
+struct ckpt_case;
+/* The ideal overhead an impl's run is held to: the case's (baseline + one
+ * forward) / baseline, or for an impl with a policy (selective) (baseline +
+ * the baseline's time for the ops its recompute reran) / baseline (NAN
+ * where ops have no times). */
+double bench_impl_ideal(const struct case_result *c, const struct impl_result *x);
+/* The smallest seq at which the model's prediction has a selective
+ * attention_core checkpoint, segmented as c is, hold less than half the
+ * baseline's bytes at the end of forward (c otherwise as it is); 0 when
+ * none up to 65536, -1 for a model without attention. */
+int bench_attention_core_crossing(const struct ckpt_case *c);
 
 #endif

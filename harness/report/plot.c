@@ -16,6 +16,7 @@
 #include "error.h"
 #include "fit.h"
 #include "model.h"
+#include "policy.h"
 
 extern char **environ;
 
@@ -29,6 +30,7 @@ extern char **environ;
 struct def {
     int ok;
     char model[24], dtype[16], fusion[24], autocast[16];
+    char policy[CASE_POLICY_MAX]; /* selective checkpointing's policy; "" for none */
     int layers, hidden, seq, batch, heads, segments; /* segments: 0 = every */
     double dropout;
 };
@@ -73,6 +75,8 @@ static void read_def(const json_t *o, struct def *d)
     snprintf(d->dtype, sizeof d->dtype, "%s", jstr(o, "dtype"));
     snprintf(d->fusion, sizeof d->fusion, "%s", jstr(o, "fusion"));
     snprintf(d->autocast, sizeof d->autocast, "%s", jstr(o, "autocast"));
+    if (strcmp(jstr(o, "policy"), "none") != 0)
+        snprintf(d->policy, sizeof d->policy, "%s", jstr(o, "policy"));
     d->layers = (int)jnum(o, "layers");
     d->hidden = (int)jnum(o, "hidden");
     d->seq = (int)jnum(o, "seq");
@@ -261,7 +265,9 @@ static struct byte_unit unit_for(double max_bytes)
 
 /* ---- grouping records into curves ------------------------------------------ */
 
-enum sweep { SWEEP_BATCH, SWEEP_SEGMENTS, SWEEP_LAYERS };
+/* SWEEP_SEQ: records that differ in seq and in the selective policy
+ * (one curve per policy). */
+enum sweep { SWEEP_BATCH, SWEEP_SEGMENTS, SWEEP_LAYERS, SWEEP_SEQ };
 
 /* segments = round(sqrt(layers)), as the case key `sqrt` resolves. */
 static int is_sqrt_segments(const struct def *d)
@@ -281,7 +287,7 @@ static void segments_text(const struct def *d, enum sweep sw, char *buf, size_t 
 }
 
 enum field { F_MODEL, F_LAYERS, F_HIDDEN, F_SEQ, F_BATCH, F_HEADS, F_SEGMENTS, F_DTYPE, F_FUSION, F_AUTOCAST,
-             F_DROPOUT, F_COUNT };
+             F_DROPOUT, F_POLICY, F_COUNT };
 
 /* One field of a definition as a reader sees it ("L=16", "seg=every"). */
 static void field_text(const struct def *d, enum field f, enum sweep sw, char *buf, size_t len)
@@ -302,6 +308,7 @@ static void field_text(const struct def *d, enum field f, enum sweep sw, char *b
     case F_FUSION: snprintf(buf, len, "fusion %s", d->fusion); break;
     case F_AUTOCAST: snprintf(buf, len, strcmp(d->autocast, "off") == 0 ? "" : "autocast %s", d->autocast); break;
     case F_DROPOUT: snprintf(buf, len, "p=%g", d->dropout); break;
+    case F_POLICY: snprintf(buf, len, d->policy[0] ? "policy %s" : "", d->policy); break;
     default: buf[0] = '\0';
     }
 }
@@ -309,7 +316,7 @@ static void field_text(const struct def *d, enum field f, enum sweep sw, char *b
 static int swept_field(enum sweep sw, enum field f)
 {
     return (sw == SWEEP_BATCH && f == F_BATCH) || (sw == SWEEP_SEGMENTS && f == F_SEGMENTS) ||
-           (sw == SWEEP_LAYERS && f == F_LAYERS);
+           (sw == SWEEP_LAYERS && f == F_LAYERS) || (sw == SWEEP_SEQ && (f == F_SEQ || f == F_POLICY));
 }
 
 /* Fields joined with ", ", those in `mask` only. */
@@ -337,6 +344,7 @@ static double sweep_x(const struct def *d, enum sweep sw)
     switch (sw) {
     case SWEEP_BATCH: return d->batch;
     case SWEEP_SEGMENTS: return d->segments ? d->segments : d->layers; /* every = one segment per layer */
+    case SWEEP_SEQ: return d->seq;
     default: return d->layers;
     }
 }
@@ -554,6 +562,15 @@ static const char *impl_colour(const char *impl)
     return palette[h % (sizeof palette / sizeof palette[0])];
 }
 
+static const char *policy_colour(const char *policy)
+{
+    if (strcmp(policy, "attention_core") == 0)
+        return "#fb8c00";
+    if (strcmp(policy, "save_matmuls") == 0)
+        return "#e53935";
+    return impl_colour(policy);
+}
+
 /* Point types per group: filled for lines, open for points only. */
 static int point_filled(int group) { return (int[]){7, 5, 9, 11, 13, 15}[group % 6]; }
 static int point_open(int group) { return (int[]){6, 4, 8, 10, 12, 14}[group % 6]; }
@@ -589,9 +606,10 @@ static int name_index(const char *const *names, const char *name)
 }
 
 /* Predicted bytes held at end of forward for d with `segments` (0 every,
- * SEGMENTS_NONE baseline) at `layers`; NAN when d names something this
- * build does not know. */
-static double predict(const struct def *d, int layers, int segments)
+ * SEGMENTS_NONE baseline) at `layers` and `seq`, checkpointed selectively
+ * when `policy` is not ""; NAN when d names something this build does not
+ * know. */
+static double predict_at(const struct def *d, int layers, int segments, int seq, const char *policy)
 {
     static const char *const models[] = {"mlp", "gpt_block", "branchy", "rrelu_mlp", "bn_mlp", "scaled_mlp", "two_stream",
                                          NULL};
@@ -609,18 +627,24 @@ static double predict(const struct def *d, int layers, int segments)
     c.dtype = dtype;
     c.layers = layers;
     c.hidden = d->hidden;
-    c.seq = d->seq;
+    c.seq = seq;
     c.batch = d->batch;
     c.heads = d->heads;
     c.dropout = d->dropout;
+    snprintf(c.policy, sizeof c.policy, "%s", policy);
     struct model m;
     if (model_create(&m, &c, DEVICE_CPU) != ST_OK)
         return NAN;
     struct segment_plan plan;
     segment_plan_make(&plan, layers, segments);
-    double bytes = (double)model_predict_saved_bytes(&m, &plan);
+    double bytes = (double)model_predict_saved_bytes_keeping(&m, &plan, policy_of_case(&c));
     model_free(&m);
     return bytes;
+}
+
+static double predict(const struct def *d, int layers, int segments)
+{
+    return predict_at(d, layers, segments, d->seq, "");
 }
 
 /* segments of d carried to another depth: every stays every, sqrt(L)
@@ -998,6 +1022,121 @@ static int plot_memory_vs_depth(struct plot_env *env, const struct summary_in *s
     return gnuplot_run(env, "plot_memory_vs_depth.gp", "memory_vs_depth", vars);
 }
 
+/* Selective checkpointing: bytes held at the end of forward against seq on
+ * log-log axes, one line per policy — the baseline, full recompute, each
+ * selective policy — measured (points) and predicted (lines). */
+#define SEQ_PREDICTED_POINTS 48
+static int plot_held_vs_seq(struct plot_env *env, const struct summary_in *s)
+{
+    struct grouping gr;
+    make_groups(s, SWEEP_SEQ, &gr);
+    int with_policy[MAX_SERIES], n_groups = 0;
+    for (int g = 0; g < gr.n && n_groups < MAX_GROUPS_SHOWN - 1; g++)
+        for (int i = 0; i < s->n; i++)
+            if (s->r[i].d.policy[0] && in_group(&s->r[i], &gr.g[g], SWEEP_SEQ)) {
+                with_policy[n_groups++] = g;
+                break;
+            }
+    if (!n_groups) {
+        skip(env, "held_vs_seq", "no selective-checkpointing cases that differ only in seq and policy");
+        return ST_OK;
+    }
+    double top = 0;
+    for (int i = 0; i < s->n; i++)
+        if (!isnan(s->r[i].base_efb))
+            top = fmax(top, s->r[i].base_efb);
+    struct byte_unit u = unit_for(top);
+    struct blockset points, pred;
+    int st = blockset_open(&points, env, "points", "held_vs_seq_measured.dat");
+    if (st)
+        return st;
+    if ((st = blockset_open(&pred, env, "pred", "held_vs_seq_predicted.dat"))) {
+        blockset_abort(&points);
+        return st;
+    }
+    char title[512], what[200], vars[8192] = "";
+    for (int p = 0; p < n_groups; p++) {
+        const struct group *g = &gr.g[with_policy[p]];
+        const struct def *d = &s->r[g->first].d;
+        /* The curves: baseline, full recompute (a reference impl without
+         * a policy), then each policy, in order of appearance. */
+        enum { MAX_CURVES = 12 };
+        const char *impl[MAX_CURVES], *policy[MAX_CURVES];
+        int n_curves = 1;
+        impl[0] = NULL; /* the baseline */
+        policy[0] = "";
+        for (int i = 0; i < s->n && n_curves < MAX_CURVES; i++) {
+            const struct rec *r = &s->r[i];
+            const struct checkpoint_impl *ci = impl_find(r->impl);
+            if (!ci || !ci->is_reference || ci->run == impl_run_none || !in_group(r, g, SWEEP_SEQ))
+                continue;
+            const char *pol = policy_impl_uses_policy(r->impl) ? r->d.policy : "";
+            int k = 1;
+            while (k < n_curves && !(strcmp(impl[k], r->impl) == 0 && strcmp(policy[k], pol) == 0))
+                k++;
+            if (k == n_curves) {
+                impl[n_curves] = r->impl;
+                policy[n_curves++] = pol;
+            }
+        }
+        double px[SEQ_PREDICTED_POINTS + MAX_POINTS];
+        int npx = 0;
+        double lo = g->x[0], hi = g->x[g->n_x - 1];
+        for (int k = 0; k < SEQ_PREDICTED_POINTS; k++) {
+            double v = round(lo * pow(hi / lo, (double)k / (SEQ_PREDICTED_POINTS - 1)));
+            if (!npx || v > px[npx - 1])
+                px[npx++] = v;
+        }
+        for (int c = 0; c < n_curves; c++) {
+            struct curve m;
+            for (int k = 0; k < g->n_x; k++)
+                m.y[k] = NAN;
+            for (int i = 0; i < s->n; i++) {
+                const struct rec *r = &s->r[i];
+                if (!in_group(r, g, SWEEP_SEQ))
+                    continue;
+                int k = find_x(g->x, g->n_x, r->d.seq);
+                double v = NAN;
+                if (!impl[c])
+                    v = r->base_efb;
+                else if (strcmp(r->impl, impl[c]) == 0 &&
+                         strcmp(policy_impl_uses_policy(r->impl) ? r->d.policy : "", policy[c]) == 0 &&
+                         strcmp(r->verdict, "PASS") == 0)
+                    v = r->efb;
+                if (k >= 0 && !isnan(v) && isnan(m.y[k]))
+                    m.y[k] = v;
+            }
+            double py[SEQ_PREDICTED_POINTS + MAX_POINTS];
+            int segments = impl[c] ? d->segments : SEGMENTS_NONE;
+            for (int k = 0; k < npx; k++)
+                py[k] = predict_at(d, d->layers, segments, (int)px[k], policy[c]);
+            const char *colour = !impl[c] ? COLOUR_BASELINE : policy[c][0] ? policy_colour(policy[c]) : impl_colour(impl[c]);
+            if (!impl[c])
+                snprintf(what, sizeof what, "baseline (no checkpoint)");
+            else if (policy[c][0])
+                snprintf(what, sizeof what, "%s, policy %s", impl[c], policy[c]);
+            else
+                snprintf(what, sizeof what, "%s (full recompute)", impl[c]);
+            series_title(title, sizeof title, what, g);
+            blockset_add(&points, title, g->x, m.y, g->n_x, u.scale, colour, point_filled(c), 1);
+            snprintf(title, sizeof title, "%s: predicted", what);
+            blockset_add(&pred, title, px, py, npx, u.scale, colour, 0, 1 + p);
+            if (!impl[c]) { /* bench's attention_core target is below this */
+                for (int k = 0; k < npx; k++)
+                    py[k] /= 2;
+                series_title(title, sizeof title, "half of the baseline (predicted)", g);
+                blockset_add(&pred, title, px, py, npx, u.scale, COLOUR_PREDICTED, 0, 2);
+            }
+        }
+    }
+    int st1 = blockset_close(&points, vars, sizeof vars);
+    if ((st = blockset_close(&pred, vars, sizeof vars)) || (st = st1))
+        return st;
+    size_t off = strlen(vars);
+    snprintf(vars + off, sizeof vars - off, "; unit='%s'; common='%s'", u.name, gr.common);
+    return gnuplot_run(env, "plot_held_vs_seq.gp", "held_vs_seq", vars);
+}
+
 /* ---- time overhead --------------------------------------------------------- */
 
 /* One figure per case and reference impl, with the case's reference value
@@ -1140,7 +1279,8 @@ int plot_run_dir(const char *run_dir, const char *scripts_dir, const char *gnupl
     fprintf(log, "plots of %s (%d records):\n", run_dir, s.n);
     if (!(st = plot_determinism(&env, &s)) && !(st = plot_peak_vs_batch(&env, &s)) &&
         !(st = plot_saved(&env, &s, SWEEP_SEGMENTS, "saved_vs_segments")) &&
-        !(st = plot_saved(&env, &s, SWEEP_LAYERS, "saved_vs_depth")) && !(st = plot_memory_vs_depth(&env, &s)))
+        !(st = plot_saved(&env, &s, SWEEP_LAYERS, "saved_vs_depth")) && !(st = plot_memory_vs_depth(&env, &s)) &&
+        !(st = plot_held_vs_seq(&env, &s)))
         if (!(st = plot_overhead(&env, &s)))
             st = plot_held_per_case(&env, &s);
     if (!st)

@@ -185,6 +185,7 @@ static void add_memory_time(json_t *rec, const struct case_result *r, const stru
         {"forward_ms", x->forward_ms},
         {"backward_ms", x->backward_ms},
         {"recompute_ms", x->recompute_ms},
+        {"recomputed_ops_ms", x->recomputed_ops_ms},
         {"step_ms", x->step_ms},
         {"baseline_end_forward_bytes", r->baseline_end_forward_bytes},
         {"predicted_baseline_end_forward_bytes", r->predicted_baseline_end_forward_bytes},

@@ -9,6 +9,7 @@
 
 #include "../impls/impl.h"
 #include "compare.h"
+#include "op_timing.h"
 #include "error.h"
 #include "h5store.h"
 #include "run_checks.h"
@@ -374,6 +375,7 @@ static void run_figures(const struct run_record *runs, int n, const char *family
         base_held > 0 && !isnan(res->end_forward_bytes) ? 1.0 - res->end_forward_bytes / base_held : NAN;
     const struct run_record *fastest = fastest_baseline(runs, n, family);
     res->overhead = fastest ? res->step_ms / step_ms(fastest) : NAN;
+    res->recomputed_ops_ms = fastest ? op_timing_recomputed_ms(fastest, run) : NAN;
     /* The baselines do the same work: when their step times spread wider
      * than this, the machine (or sub-millisecond steps) moved the timings
      * more than a checkpoint's overhead would, and the ratio is marked. */

@@ -49,6 +49,10 @@ struct impl_result {
     double activation_peak_bytes; /* the peak of everything but gradients (runner.c activation_probe) */
     double predicted_end_forward_bytes; /* model_predict_saved_bytes for this impl's plan */
     double forward_ms, backward_ms, recompute_ms, step_ms; /* medians per step */
+    /* The fastest baseline's forward time for the ops this run's recomputes
+     * reran (op_timing.h): what recomputing costs at the baseline's speed.
+     * NAN where ops have no times (older files, failed marks). */
+    double recomputed_ops_ms;
     int recomputes;
 };
 

@@ -14,6 +14,7 @@
 #include "error.h"
 #include "h5store.h"
 #include "model.h"
+#include "op_timing.h"
 #include "policy.h"
 #include "run_record.h"
 #include "run_checks.h"
@@ -262,6 +263,7 @@ struct run_measure {
     int64_t step_start_bytes;    /* live when step 1 starts */
     int64_t *start_bytes;        /* live when each recorded step starts (run_checks: no leak) */
     struct hook_counts *hooks;   /* each parameter's hook fires per backward call */
+    struct op_timing ops;        /* per op: forward time, calls, recompute calls */
 };
 
 static int measure_init(struct run_measure *m, int steps)
@@ -285,6 +287,7 @@ static void measure_free(struct run_measure *m)
     free(m->recompute_ms);
     free(m->step_ms);
     free(m->start_bytes);
+    op_timing_free(&m->ops);
 }
 
 static int compare_doubles(const void *a, const void *b)
@@ -320,6 +323,7 @@ struct activation_probe {
     int n_params;
     const struct var *x;
     int64_t base, max;
+    struct op_timing *ops;
     struct op_observer previous;
 };
 
@@ -328,6 +332,7 @@ static void activation_probe_op(void *ctx, const char *op, struct var *const *in
 {
     struct activation_probe *p = ctx;
     struct mem_stats now;
+    op_timing_note(p->ops, op);
     if (aten_mem_stats(p->device, &now) == ST_OK) {
         int64_t grads = p->x->grad ? (int64_t)tensor_nbytes(p->x->grad) : 0;
         for (int i = 0; i < p->n_params; i++)
@@ -354,7 +359,8 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
      * time of the queued work, marked before each synchronize), the
      * monotonic clock on the CPU. */
     aten_timer *timer = NULL;
-    struct activation_probe probe = {.device = s->device, .params = params, .n_params = s->model.n_params, .x = x};
+    struct activation_probe probe = {
+        .device = s->device, .params = params, .n_params = s->model.n_params, .x = x, .ops = &m->ops};
     int probing = 0;
     char path[RUN_PATH_MAX];
     int st;
@@ -371,6 +377,7 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
     probing = 1;
     if ((st = aten_timer_mark(timer)))
         goto out;
+    op_timing_phase(&m->ops, OP_PHASE_FORWARD);
     struct autocast_state previous = autocast_set(
         (struct autocast_state){c->autocast != AUTOCAST_OFF, c->autocast == AUTOCAST_F16 ? DT_F16 : DT_BF16});
     st = forward_segments(s, impl, opts, x, &act);
@@ -384,6 +391,7 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
         (st = aten_mem_reset_peak(s->device)))
         goto out;
     double recompute_before = opts->stats ? opts->stats->recompute_ms : 0;
+    op_timing_phase(&m->ops, OP_PHASE_RECOMPUTE);
     if ((st = step_backward(c->backward, loss, params, s->model.n_params, x, m->hooks, step)) ||
         (st = aten_timer_mark(timer)) || (st = aten_synchronize(s->device)))
         goto out;
@@ -394,6 +402,7 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
         goto out;
     tape_set_op_observer(probe.previous);
     probing = 0;
+    op_timing_phase(&m->ops, OP_PHASE_IDLE);
     if (m->n < m->cap) {
         m->forward_ms[m->n] = t1 - t0;
         m->backward_ms[m->n] = t2 - t1;
@@ -447,6 +456,7 @@ update:
 out:
     if (probing)
         tape_set_op_observer(probe.previous);
+    op_timing_phase(&m->ops, OP_PHASE_IDLE);
     aten_timer_free(timer);
     var_release(loss);
     return st;
@@ -466,6 +476,7 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
     struct hook_counts hooks = {0};
     int st = measure_init(&measure, timed);
     measure.hooks = &hooks;
+    op_timing_init(&measure.ops, s->device);
     if (!params && !st)
         st = error_set(ST_RUN, "out of memory for run %s", rec->name);
     if (st) {
@@ -538,6 +549,7 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         run_record_set_attr(rec, "timing.steps", c->steps);
         run_record_set_attr(rec, "recompute.count", stats->recomputes);
         run_record_set_attr(rec, "recompute.tensors", stats->recomputed_tensors);
+        st = op_timing_record(&measure.ops, rec);
     }
     measure_free(&measure);
     for (int i = 0; i < m->n_params; i++) {
