@@ -10,6 +10,7 @@
 #include "../impls/impl.h"
 #include "aten/aten.h"
 #include "autocast.h"
+#include "blas_info.h"
 #include "compare.h"
 #include "error.h"
 #include "h5store.h"
@@ -650,6 +651,8 @@ static int write_header(struct h5store *h5, const struct case_state *cs, const s
 {
     const struct ckpt_case *c = cs->setup.c;
     char buf[8192], dev[64], when[32];
+    struct blas_info blas;
+    blas_info_detect(&blas);
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -660,6 +663,8 @@ static int write_header(struct h5store *h5, const struct case_state *cs, const s
         (st = h5store_attr_str(h5, "/", "harness_version", s->harness_version)) ||
         (st = h5store_attr_str(h5, "/", "git_rev", s->git_rev)) ||
         (st = h5store_attr_str(h5, "/", "libtorch_version", aten_libtorch_version())) ||
+        (st = h5store_attr_str(h5, "/", "blas", blas.name)) ||
+        (st = h5store_attr_str(h5, "/", "blas_library", blas.path)) ||
         (st = h5store_attr_str(h5, "/", "device", aten_device_str(cs->setup.device, dev, sizeof dev))) ||
         (st = h5store_attr_str(h5, "/", "device_name", aten_device_name(cs->setup.device, buf, sizeof buf))) ||
         (st = h5store_attr_str(h5, "/", "dtype", dtype_name((enum dtype)c->dtype))) ||
