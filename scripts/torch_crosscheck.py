@@ -265,6 +265,7 @@ class RunResult:
         self.tensors = {}          # "steps/1/loss" -> tensor, in order written
         self.attrs = {}            # "timing.forward_ms" -> number
         self.forward_ms = []       # per step
+        self.step_cpu_ms = []      # per step: process CPU time of forward + backward
         self.backward_ms = []
         self.peak_bytes = []       # per step: max of the two below
         self.forward_peak_bytes = []
@@ -294,6 +295,7 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
         if allocator is not None:
             allocator.ckpt_counting_allocator_reset_peak()
             before = allocator_live(allocator)
+        c0 = time.process_time()
         t0 = time.perf_counter()
         ctx = torch.autocast("cpu", dtype=ac_dtype) if ac_dtype is not None else nullcontext()
         with ctx:
@@ -324,6 +326,7 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
             res.note = ("loss does not require grad (no checkpoint input requires grad): torch's "
                         "backward() refuses, the harness runs an empty backward; compared as no gradients")
         t2 = time.perf_counter()
+        res.step_cpu_ms.append((time.process_time() - c0) * 1e3)
         res.forward_ms.append((t1 - t0) * 1e3)
         res.backward_ms.append((t2 - t1) * 1e3)
         if allocator is not None:
@@ -355,6 +358,7 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
     res.attrs["timing.forward_ms"] = statistics.median(res.forward_ms)
     res.attrs["timing.backward_ms"] = statistics.median(res.backward_ms)
     res.attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(res.forward_ms, res.backward_ms))
+    res.attrs["timing.step_cpu_ms"] = statistics.median(res.step_cpu_ms)
     res.attrs["timing.timed_steps"] = len(res.forward_ms)
     res.attrs["timing.steps"] = case.steps
     if res.peak_bytes:
