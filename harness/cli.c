@@ -74,6 +74,8 @@ static void usage(FILE *out)
             "  --impl LIST        comma-separated impls instead of each case's own\n"
             "  --out DIR          output directory (default: reports/<UTC timestamp>)\n"
             "  --steps N          training steps per run (overrides the case)\n"
+            "  --repeats N        timed steps per run, median taken: the recorded steps, then timing-only\n"
+            "                     ones up to N (default: the recorded steps alone)\n"
             "  --seed N           seed (overrides the case)\n"
             "  --threads N        intra-op threads (overrides the case)\n"
             "  --device DEV       cpu or cuda:N (overrides the case)\n"
@@ -424,7 +426,7 @@ static int cmd_diff(int argc, char **argv)
 
 struct overrides {
     const char *impls, *device;
-    int steps, threads, verify_values, has_seed;
+    int steps, threads, verify_values, has_seed, repeats;
     unsigned long long seed;
 };
 
@@ -741,7 +743,8 @@ int main(int argc, char **argv)
     int n_selected = 0, list = 0;
     struct overrides o = {0};
     enum { OPT_CASES = 256, OPT_IMPL, OPT_OUT, OPT_STEPS, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_VERIFY, OPT_SUITE,
-           OPT_SHARD, OPT_COMPARE, OPT_PROGRESS, OPT_EXTERNAL, OPT_IMPL_LIB, OPT_VERSION };
+           OPT_SHARD, OPT_COMPARE, OPT_PROGRESS, OPT_EXTERNAL, OPT_IMPL_LIB, OPT_VERSION,
+           OPT_REPEATS };
     static const struct option options[] = {
         {"case", required_argument, NULL, 'c'},        {"cases", required_argument, NULL, OPT_CASES},
         {"list", no_argument, NULL, 'l'},              {"impl", required_argument, NULL, OPT_IMPL},
@@ -754,6 +757,7 @@ int main(int argc, char **argv)
         {"external", required_argument, NULL, OPT_EXTERNAL},
         {"impl-lib", required_argument, NULL, OPT_IMPL_LIB},
         {"version", no_argument, NULL, OPT_VERSION},
+        {"repeats", required_argument, NULL, OPT_REPEATS},
         {NULL, 0, NULL, 0},
     };
     int opt;
@@ -794,11 +798,14 @@ int main(int argc, char **argv)
             break;
         case OPT_STEPS:
         case OPT_THREADS:
+        case OPT_REPEATS:
         case OPT_SEED: {
             /* The same ranges as the case file keys (cases/README.md); a
              * seed is never negative: strtoull would wrap "-1" to 2^64-1. */
-            const char *name = opt == OPT_STEPS ? "steps" : opt == OPT_THREADS ? "threads" : "seed";
-            unsigned long long max = opt == OPT_STEPS ? CLI_MAX_STEPS : opt == OPT_THREADS ? CLI_MAX_THREADS : ULLONG_MAX;
+            const char *name = opt == OPT_STEPS ? "steps" : opt == OPT_THREADS ? "threads" : opt == OPT_REPEATS ? "repeats" : "seed";
+            unsigned long long max = opt == OPT_STEPS || opt == OPT_REPEATS ? CLI_MAX_STEPS
+                                     : opt == OPT_THREADS                   ? CLI_MAX_THREADS
+                                                                            : ULLONG_MAX;
             unsigned long long min = opt == OPT_SEED ? 0 : 1;
             errno = 0;
             unsigned long long v = strtoull(optarg, &end, 10);
@@ -810,6 +817,8 @@ int main(int argc, char **argv)
                 o.steps = (int)v;
             else if (opt == OPT_THREADS)
                 o.threads = (int)v;
+            else if (opt == OPT_REPEATS)
+                o.repeats = (int)v;
             else {
                 o.seed = v;
                 o.has_seed = 1;
@@ -941,7 +950,8 @@ int main(int argc, char **argv)
         case_list_free(&cases);
         return fail(st);
     }
-    struct run_settings settings = {.out_dir = out_dir, .git_rev = CKPT_GIT_REV, .harness_version = CKPT_VERSION};
+    struct run_settings settings = {.out_dir = out_dir, .git_rev = CKPT_GIT_REV, .harness_version = CKPT_VERSION,
+                                    .repeats = o.repeats};
     int unexpected = 0, worst = 0;
     struct case_result *result = malloc(sizeof *result);
     struct progress bar;

@@ -23,8 +23,9 @@ point of forward + backward, minus those live when the step started). The
 harness's numbers come from its HDF5 report (/runs/<run>/memory and
 /timing); torch's are taken here around the same step. Step time is the
 median over the run's steps (forward + loss + backward, no SGD update), on
-both sides; the harness's `none` is its second baseline (the first pays the
-process's warm-up), and torch gets an untimed warm-up run first.
+both sides, none of them recorded but the harness's first (--steps 1
+--repeats N); the harness's `none` is its second baseline (the first pays
+the process's warm-up), and torch gets an untimed warm-up run first.
 
 Cases come from cases/bench/bench.ini (label `bench`, not nightly). --quick
 runs a small case for CI. Checks (exit 1 when one fails): every measurement
@@ -103,7 +104,10 @@ def quartiles(values):
 
 def run_harness(args, case_name, steps, threads, out):
     """One ckpt-verify process: its output, exit code and report path."""
-    cmd = [args.ckpt_verify, "--cases", args.cases, "--case", case_name, "--steps", str(steps),
+    # One recorded step (its gradients are compared bitwise), the rest timed
+    # only: torch's side records nothing, and copying every step's gradients
+    # out would leave the harness's next forward fresh memory to fault in.
+    cmd = [args.ckpt_verify, "--cases", args.cases, "--case", case_name, "--steps", "1", "--repeats", str(steps),
            "--threads", str(threads), "--out", out]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return cmd, p, os.path.join(out, f"{case_name}.h5")

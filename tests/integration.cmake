@@ -68,3 +68,8 @@ add_test(NAME case.failed_check_records_the_op_log
 # installed, is named and warned about in one line.
 add_test(NAME env.blas_named_as_loaded
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/check_blas.sh ${CV} ${IT_OUT}/blas ${CKPT_PYTHON} /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/blas)
+
+# --repeats N: N timed steps per run, the case's steps recorded and the rest
+# timing-only (their gradients are not written).
+add_test(NAME cli.repeats_times_steps_it_does_not_record
+  COMMAND bash -c "set -e; rm -rf ${IT_OUT}/repeats; ${CV} --case bias_gelu_bs1 --impl nonreentrant --steps 1 --repeats 4 --out ${IT_OUT}/repeats >/dev/null; ${CKPT_PYTHON} -c \"import h5py,sys; f=h5py.File('${IT_OUT}/repeats/bias_gelu_bs1.h5'); t=f['runs/nonreentrant/timing'].attrs; ok=t['timed_steps']==4 and t['steps']==1 and 'step_cpu_ms' in t and list(f['runs/nonreentrant/steps'])==['1']; sys.exit(0 if ok else 'timing %s, steps %s' % (dict(t), list(f['runs/nonreentrant/steps'])))\"")
