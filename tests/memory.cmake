@@ -9,8 +9,8 @@ set(MEM_OUT ${CMAKE_BINARY_DIR}/it/memory)
 # match the prediction and the activation peak grows like sqrt(L).
 add_test(NAME bench.memory_and_time
   COMMAND bash -c "mode=--quick; [ -n \"\${CKPT_BENCH_FULL:-}\" ] && mode=; ${MEM_EXPECT} 0 'within 5% of the prediction: worst \\|error\\| [0-9.]+% -> met' 'activation peak at segments = sqrt\\(L\\) grows like L\\^k, 0.4 <= k <= 0.6 -> met' -- ${MEM_CV} bench $mode --out ${MEM_OUT}/bench")
-# Its cases run with 2 threads (`threads = 2` in cases/bench/memory.ini).
-set_tests_properties(bench.memory_and_time PROPERTIES LABELS "bench" TIMEOUT 3600 PROCESSORS 2)
+# Its cases run with one thread (`threads = 1` in cases/bench/memory.ini).
+set_tests_properties(bench.memory_and_time PROPERTIES LABELS "bench" TIMEOUT 3600 PROCESSORS 1)
 
 # A small real run with a batch sweep, a segments sweep and two depths,
 # then its plots: every one drawn, as PNG and SVG (skipped without gnuplot).
