@@ -13,7 +13,10 @@ same runs in torch here, so a slow spell of a shared machine lands on both
 sides of a repeat instead of on one side of the comparison. Each repeat
 gives one ratio ours / torch per run; the table shows the median ratio, its
 interquartile range and its min-max over the repeats, and each side's median
-step time with its min-max.
+step time with its min-max. Time is shown twice: the step's process CPU
+time (both sides pin one intra-op and BLAS thread by default, so it is the
+step's work, however long other processes held the cores) and its wall
+time, which on a loaded machine mostly measures the load.
 
 Both sides are measured by the same allocator: the harness's counting CPU
 allocator (harness/aten/aten.h) is loaded into this Python process from
