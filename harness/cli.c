@@ -22,6 +22,7 @@
 
 #include "aten/aten.h"
 #include "bench.h"
+#include "blas_info.h"
 #include "case.h"
 #include "compare.h"
 #include "error.h"
@@ -73,6 +74,8 @@ static void usage(FILE *out)
             "  --impl LIST        comma-separated impls instead of each case's own\n"
             "  --out DIR          output directory (default: reports/<UTC timestamp>)\n"
             "  --steps N          training steps per run (overrides the case)\n"
+            "  --repeats N        timed steps per run, median taken: the recorded steps, then timing-only\n"
+            "                     ones up to N (default: the recorded steps alone)\n"
             "  --seed N           seed (overrides the case)\n"
             "  --threads N        intra-op threads (overrides the case)\n"
             "  --device DEV       cpu or cuda:N (overrides the case)\n"
@@ -84,6 +87,7 @@ static void usage(FILE *out)
             "  --impl-lib PATH.so load checkpoint impls from a plugin (impls/plugin.h); repeatable, before --help\n"
             "  --external CMD     after each case, run CMD REPORT.h5: it appends its own runs (docs/external.md)\n"
             "                     and all runs are judged together; a failing CMD or a malformed run: exit 2\n"
+            "  --version          the harness, libtorch and BLAS this process runs with\n"
             "  -h, --help         this text\n"
             "\n"
             "impls:\n",
@@ -92,6 +96,32 @@ static void usage(FILE *out)
         fprintf(out, "  %-20s %s\n", (*i)->name, (*i)->summary);
     fprintf(out, "\nexit codes: 0 all verdicts expected, 1 an unexpected verdict (diff: a difference),\n"
                  "            2 usage or input error, 3 internal error\n");
+    struct blas_info blas;
+    blas_info_detect(&blas);
+    fprintf(out, "\nBLAS (the library providing sgemm_ in this process): %s\n", blas.name);
+}
+
+/* What this process computes with: the harness, libtorch, and the BLAS
+ * found at run time (harness/report/blas_info.h). */
+static void print_version(FILE *out)
+{
+    struct blas_info blas;
+    blas_info_detect(&blas);
+    fprintf(out, "ckpt-verify %s (git %s)\nlibtorch %s\nBLAS %s%s%s\n", CKPT_VERSION, CKPT_GIT_REV,
+            aten_libtorch_version(), blas.name, blas.path[0] ? ": " : "", blas.path);
+}
+
+/* Runs and benchmarks compute: a slow BLAS gets its one-line warning, and
+ * a terminal gets a header line naming what the run computes with. */
+static void announce_blas(FILE *header)
+{
+    struct blas_info blas;
+    blas_info_detect(&blas);
+    if (blas_info_warning(&blas))
+        fprintf(stderr, "ckpt-verify: %s\n", blas_info_warning(&blas));
+    if (header)
+        fprintf(header, "ckpt-verify %s (git %s), libtorch %s, BLAS %s\n", CKPT_VERSION, CKPT_GIT_REV,
+                aten_libtorch_version(), blas.name);
 }
 
 static int fail(int code)
@@ -396,7 +426,7 @@ static int cmd_diff(int argc, char **argv)
 
 struct overrides {
     const char *impls, *device;
-    int steps, threads, verify_values, has_seed;
+    int steps, threads, verify_values, has_seed, repeats;
     unsigned long long seed;
 };
 
@@ -688,7 +718,10 @@ static int cmd_bench(int argc, char **argv)
         strftime(default_out, sizeof default_out, "reports/bench-%Y%m%d-%H%M%S", &tm);
         o.out_dir = default_out;
     }
-    if ((st = make_dirs(o.out_dir)) || (st = aten_init()) || (st = bench_run(&o, stdout, &met)))
+    if ((st = make_dirs(o.out_dir)) || (st = aten_init()))
+        return fail(st);
+    announce_blas(NULL); /* bench's own header names the BLAS */
+    if ((st = bench_run(&o, stdout, &met)))
         return fail(st);
     return met ? 0 : EXIT_UNEXPECTED;
 }
@@ -716,7 +749,8 @@ int main(int argc, char **argv)
     int n_selected = 0, list = 0;
     struct overrides o = {0};
     enum { OPT_CASES = 256, OPT_IMPL, OPT_OUT, OPT_STEPS, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_VERIFY, OPT_SUITE,
-           OPT_SHARD, OPT_COMPARE, OPT_PROGRESS, OPT_EXTERNAL, OPT_IMPL_LIB };
+           OPT_SHARD, OPT_COMPARE, OPT_PROGRESS, OPT_EXTERNAL, OPT_IMPL_LIB, OPT_VERSION,
+           OPT_REPEATS };
     static const struct option options[] = {
         {"case", required_argument, NULL, 'c'},        {"cases", required_argument, NULL, OPT_CASES},
         {"list", no_argument, NULL, 'l'},              {"impl", required_argument, NULL, OPT_IMPL},
@@ -728,6 +762,8 @@ int main(int argc, char **argv)
         {"progress", no_argument, NULL, OPT_PROGRESS},
         {"external", required_argument, NULL, OPT_EXTERNAL},
         {"impl-lib", required_argument, NULL, OPT_IMPL_LIB},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {"repeats", required_argument, NULL, OPT_REPEATS},
         {NULL, 0, NULL, 0},
     };
     int opt;
@@ -768,11 +804,14 @@ int main(int argc, char **argv)
             break;
         case OPT_STEPS:
         case OPT_THREADS:
+        case OPT_REPEATS:
         case OPT_SEED: {
             /* The same ranges as the case file keys (cases/README.md); a
              * seed is never negative: strtoull would wrap "-1" to 2^64-1. */
-            const char *name = opt == OPT_STEPS ? "steps" : opt == OPT_THREADS ? "threads" : "seed";
-            unsigned long long max = opt == OPT_STEPS ? CLI_MAX_STEPS : opt == OPT_THREADS ? CLI_MAX_THREADS : ULLONG_MAX;
+            const char *name = opt == OPT_STEPS ? "steps" : opt == OPT_THREADS ? "threads" : opt == OPT_REPEATS ? "repeats" : "seed";
+            unsigned long long max = opt == OPT_STEPS || opt == OPT_REPEATS ? CLI_MAX_STEPS
+                                     : opt == OPT_THREADS                   ? CLI_MAX_THREADS
+                                                                            : ULLONG_MAX;
             unsigned long long min = opt == OPT_SEED ? 0 : 1;
             errno = 0;
             unsigned long long v = strtoull(optarg, &end, 10);
@@ -784,6 +823,8 @@ int main(int argc, char **argv)
                 o.steps = (int)v;
             else if (opt == OPT_THREADS)
                 o.threads = (int)v;
+            else if (opt == OPT_REPEATS)
+                o.repeats = (int)v;
             else {
                 o.seed = v;
                 o.has_seed = 1;
@@ -791,6 +832,7 @@ int main(int argc, char **argv)
             break;
         }
         case 'h': usage(stdout); return 0;
+        case OPT_VERSION: print_version(stdout); return 0;
         case ':':
             fprintf(stderr, "ckpt-verify: option '%s' needs a value (see --help)\n", argv[optind - 1]);
             return EXIT_USAGE;
@@ -903,6 +945,7 @@ int main(int argc, char **argv)
         return fail(st);
     }
 
+    announce_blas(isatty(STDOUT_FILENO) ? stdout : NULL);
     struct summary *summary = NULL;
     if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION)) ||
         (st = summary_set_run(summary, n_selected ? NULL : suite ? suite : "smoke", shard.k, shard.n))) {
@@ -913,7 +956,8 @@ int main(int argc, char **argv)
         case_list_free(&cases);
         return fail(st);
     }
-    struct run_settings settings = {.out_dir = out_dir, .git_rev = CKPT_GIT_REV, .harness_version = CKPT_VERSION};
+    struct run_settings settings = {.out_dir = out_dir, .git_rev = CKPT_GIT_REV, .harness_version = CKPT_VERSION,
+                                    .repeats = o.repeats};
     int unexpected = 0, worst = 0;
     struct case_result *result = malloc(sizeof *result);
     struct progress bar;

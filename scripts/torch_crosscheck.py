@@ -447,6 +447,7 @@ class RunResult:
         self.tensors = {}          # "steps/1/loss" -> tensor, in order written
         self.attrs = {}            # "timing.forward_ms" -> number
         self.forward_ms = []       # per step
+        self.step_cpu_ms = []      # per step: process CPU time of forward + backward
         self.backward_ms = []
         self.peak_bytes = []       # per step: max of the two below
         self.forward_peak_bytes = []
@@ -581,6 +582,7 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
         elif allocator is not None:
             allocator.ckpt_counting_allocator_reset_peak()
             before = allocator_live(allocator)
+        c0 = time.process_time()
         t0 = time.perf_counter()
         ctx = torch.autocast(dev.type, dtype=ac_dtype) if ac_dtype is not None else nullcontext()
         with ctx:
@@ -619,6 +621,7 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
             res.note = ("loss does not require grad (no checkpoint input requires grad): torch's "
                         "backward() refuses, the harness runs an empty backward; compared as no gradients")
         t2 = time.perf_counter()
+        res.step_cpu_ms.append((time.process_time() - c0) * 1e3)
         if clock is not None:
             clock.mark()
             res.forward_ms.append(clock.ms(0, 1))
@@ -659,6 +662,7 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
     res.attrs["timing.forward_ms"] = statistics.median(res.forward_ms)
     res.attrs["timing.backward_ms"] = statistics.median(res.backward_ms)
     res.attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(res.forward_ms, res.backward_ms))
+    res.attrs["timing.step_cpu_ms"] = statistics.median(res.step_cpu_ms)
     res.attrs["timing.timed_steps"] = len(res.forward_ms)
     res.attrs["timing.steps"] = case.steps
     if res.peak_bytes:

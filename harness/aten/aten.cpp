@@ -952,6 +952,16 @@ int tensor_div_scalar(tensor **out, const tensor *a, double s)
     return produce(__func__, out, [&] { return at::div(ref(a), at::Scalar(s)); });
 }
 
+int tensor_div_scalar_(tensor *a, double s)
+{
+    return guarded(__func__, [&] {
+        if (!a)
+            throw shim_error(ST_INTERNAL, "NULL tensor handle");
+        a->t.div_(at::Scalar(s));
+        return (int)ST_OK;
+    });
+}
+
 int tensor_is_exclusive(const tensor *t)
 {
     if (!t || !t->t.defined() || !t->t.has_storage())

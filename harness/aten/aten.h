@@ -195,6 +195,8 @@ int tensor_mul_scalar(tensor **out, const tensor *a, double s);
 /* a / s with ATen's scalar division (not a multiplication by 1/s: the two
  * round differently, and dropout and attention must match ATen bitwise). */
 int tensor_div_scalar(tensor **out, const tensor *a, double s);
+/* In place a /= s, the same scalar division: dropout's noise.div_(1 - p). */
+int tensor_div_scalar_(tensor *a, double s);
 /* In place a += b (gradient accumulation and SGD use it). */
 int tensor_add_(tensor *a, const tensor *b, double alpha);
 int tensor_copy_(tensor *dst, const tensor *src);

@@ -430,17 +430,19 @@ out:
 /* ---- dropout ----------------------------------------------------------------- */
 
 /* noise = bernoulli(1 - p) / (1 - p): the draw and the scaling ATen's CPU
- * dropout does, so masks and outputs are bitwise ATen's. */
+ * dropout does, so masks and outputs are bitwise ATen's. The division is in
+ * place, as ATen's is (noise.div_): one buffer per dropout, not two. */
 static int dropout_noise(tensor **noise, const tensor *like, double p)
 {
     if (p >= 1.0)
         return tensor_zeros_like(noise, like);
-    tensor *mask;
-    int st = tensor_bernoulli(&mask, like, 1.0 - p);
+    int st = tensor_bernoulli(noise, like, 1.0 - p);
     if (st)
         return st;
-    st = tensor_div_scalar(noise, mask, 1.0 - p);
-    tensor_free(mask);
+    if ((st = tensor_div_scalar_(*noise, 1.0 - p))) {
+        tensor_free(*noise);
+        *noise = NULL;
+    }
     return st;
 }
 

@@ -9,6 +9,7 @@
 
 #include "../impls/impl.h"
 #include "aten/aten.h"
+#include "blas_info.h"
 #include "case.h"
 #include "error.h"
 #include "fit.h"
@@ -592,6 +593,9 @@ int bench_run(const struct bench_options *o, FILE *out, int *targets_met)
                                     .harness_version = CKPT_VERSION, .repeats = repeats, .skip_h5 = !o->keep_h5};
     fprintf(out, "ckpt-verify bench%s: %d case(s) labelled %s from %s, %d timed steps per run (median)%s%s\n",
             o->quick ? " --quick" : "", n, label, path, repeats, o->device ? ", on " : "", o->device ? o->device : "");
+    struct blas_info blas;
+    blas_info_detect(&blas);
+    fprintf(out, "BLAS %s: %s\n", blas.name, blas.path);
     int unexpected = 0, k = 0;
     for (int i = 0; i < cases.count; i++) {
         if (!case_has_label(&cases.items[i], label))

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "aten/aten.h"
+#include "blas_info.h"
 #include "compare.h"
 #include "error.h"
 #include "summary_file.h"
@@ -129,10 +130,12 @@ int summary_create(struct summary **out, const char *git_rev, const char *harnes
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    struct blas_info blas;
+    blas_info_detect(&blas);
     s->records = json_array();
-    s->root = json_pack("{s:i, s:s, s:s, s:s, s:s, s:O}", "schema_version", 1, "harness_version", harness_version,
-                        "git_rev", git_rev, "libtorch_version", aten_libtorch_version(), "created_utc", when,
-                        "records", s->records);
+    s->root = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:O}", "schema_version", 1, "harness_version",
+                        harness_version, "git_rev", git_rev, "libtorch_version", aten_libtorch_version(), "blas",
+                        blas.name, "created_utc", when, "records", s->records);
     if (!s->root || !s->records) {
         summary_free(s);
         return error_set(ST_RUN, "out of memory for the summary");

@@ -10,6 +10,7 @@
 #include "../impls/impl.h"
 #include "aten/aten.h"
 #include "autocast.h"
+#include "blas_info.h"
 #include "compare.h"
 #include "error.h"
 #include "h5store.h"
@@ -254,6 +255,8 @@ static int forward_segments(const struct case_setup *s, const struct checkpoint_
 struct run_measure {
     int n, cap;                  /* timed steps so far */
     double *forward_ms, *backward_ms, *recompute_ms, *step_ms;
+    double *step_cpu_ms;         /* process CPU time of the step (CPU runs): what the step cost, however
+                                  * much of the wall time other work on a shared machine took */
     int64_t peak_bytes;          /* forward + backward */
     int64_t forward_peak_bytes;  /* forward through the loss */
     int64_t backward_peak_bytes; /* backward alone (peak reset when it starts) */
@@ -275,7 +278,8 @@ static int measure_init(struct run_measure *m, int steps)
     m->recompute_ms = calloc((size_t)steps, sizeof(double));
     m->step_ms = calloc((size_t)steps, sizeof(double));
     m->start_bytes = calloc((size_t)steps, sizeof(int64_t));
-    if (!m->forward_ms || !m->backward_ms || !m->recompute_ms || !m->step_ms || !m->start_bytes)
+    m->step_cpu_ms = calloc((size_t)steps, sizeof(double));
+    if (!m->forward_ms || !m->backward_ms || !m->recompute_ms || !m->step_ms || !m->start_bytes || !m->step_cpu_ms)
         return error_set(ST_RUN, "out of memory for %d step timings", steps);
     return ST_OK;
 }
@@ -288,6 +292,17 @@ static void measure_free(struct run_measure *m)
     free(m->step_ms);
     free(m->start_bytes);
     op_timing_free(&m->ops);
+    free(m->step_cpu_ms);
+}
+
+/* Process CPU time in ms (all threads): unlike the wall clock, it does not
+ * grow while other processes hold the cores. */
+static double process_cpu_ms(void)
+{
+    struct timespec t;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t))
+        return NAN;
+    return 1e3 * (double)t.tv_sec + 1e-6 * (double)t.tv_nsec;
 }
 
 static int compare_doubles(const void *a, const void *b)
@@ -375,6 +390,7 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
         m->start_bytes[step - 1] = before.live_bytes;
     probe.previous = tape_set_op_observer((struct op_observer){activation_probe_op, &probe});
     probing = 1;
+    double cpu_start = process_cpu_ms();
     if ((st = aten_timer_mark(timer)))
         goto out;
     op_timing_phase(&m->ops, OP_PHASE_FORWARD);
@@ -395,6 +411,7 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
     if ((st = step_backward(c->backward, loss, params, s->model.n_params, x, m->hooks, step)) ||
         (st = aten_timer_mark(timer)) || (st = aten_synchronize(s->device)))
         goto out;
+    double cpu_ms = process_cpu_ms() - cpu_start;
     double t0 = 0, t1, t2; /* ms since mark 0 */
     if ((st = aten_timer_ms(timer, 0, 1, &t1)) || (st = aten_timer_ms(timer, 0, 2, &t2)))
         goto out;
@@ -407,6 +424,7 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
         m->forward_ms[m->n] = t1 - t0;
         m->backward_ms[m->n] = t2 - t1;
         m->step_ms[m->n] = t2 - t0;
+        m->step_cpu_ms[m->n] = cpu_ms;
         m->recompute_ms[m->n] = opts->stats ? opts->stats->recompute_ms - recompute_before : 0;
         m->n++;
     }
@@ -545,6 +563,8 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         run_record_set_attr(rec, "timing.backward_ms", median(measure.backward_ms, measure.n));
         run_record_set_attr(rec, "timing.recompute_ms", median(measure.recompute_ms, measure.n));
         run_record_set_attr(rec, "timing.step_ms", median(measure.step_ms, measure.n));
+        if (s->device == DEVICE_CPU)
+            run_record_set_attr(rec, "timing.step_cpu_ms", median(measure.step_cpu_ms, measure.n));
         run_record_set_attr(rec, "timing.timed_steps", measure.n);
         run_record_set_attr(rec, "timing.steps", c->steps);
         run_record_set_attr(rec, "recompute.count", stats->recomputes);
@@ -756,6 +776,8 @@ static int write_header(struct h5store *h5, const struct case_state *cs, const s
 {
     const struct ckpt_case *c = cs->setup.c;
     char buf[8192], dev[64], when[32];
+    struct blas_info blas;
+    blas_info_detect(&blas);
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -766,6 +788,8 @@ static int write_header(struct h5store *h5, const struct case_state *cs, const s
         (st = h5store_attr_str(h5, "/", "harness_version", s->harness_version)) ||
         (st = h5store_attr_str(h5, "/", "git_rev", s->git_rev)) ||
         (st = h5store_attr_str(h5, "/", "libtorch_version", aten_libtorch_version())) ||
+        (st = h5store_attr_str(h5, "/", "blas", blas.name)) ||
+        (st = h5store_attr_str(h5, "/", "blas_library", blas.path)) ||
         (st = h5store_attr_str(h5, "/", "device", aten_device_str(cs->setup.device, dev, sizeof dev))) ||
         (st = h5store_attr_str(h5, "/", "device_name", aten_device_name(cs->setup.device, buf, sizeof buf))) ||
         (st = h5store_attr_str(h5, "/", "dtype", dtype_name((enum dtype)c->dtype))) ||

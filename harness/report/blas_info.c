@@ -1,0 +1,112 @@
+/* dladdr, RTLD_DEFAULT and RTLD_NOLOAD are GNU extensions. */
+#define _GNU_SOURCE
+#include "blas_info.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* Debian's reference BLAS (package libblas3) lives in .../blas/libblas.so.3*:
+ * the libblas.so.3 alternative of lowest priority. */
+static int is_reference_path(const char *path)
+{
+    const char *file = base_name(path);
+    if (strncmp(file, "libblas.so", 10) != 0 || file - path < 6)
+        return 0;
+    return strncmp(file - 6, "/blas/", 6) == 0;
+}
+
+static const char *parallel_name(int parallel, const char *path)
+{
+    switch (parallel) {
+    case 0: return "serial";
+    case 1: return "pthread";
+    case 2: return "OpenMP";
+    default: break;
+    }
+    /* Debian installs each threading flavour in its own directory. */
+    if (path && strstr(path, "openblas-pthread"))
+        return "pthread";
+    if (path && strstr(path, "openblas-openmp"))
+        return "OpenMP";
+    if (path && strstr(path, "openblas-serial"))
+        return "serial";
+    return NULL;
+}
+
+void blas_info_name(struct blas_info *info, const char *path, const char *openblas_config, int openblas_parallel)
+{
+    memset(info, 0, sizeof *info);
+    snprintf(info->path, sizeof info->path, "%s", path ? path : "");
+    if (!info->path[0]) {
+        snprintf(info->name, sizeof info->name, "none found (no sgemm_ in the process)");
+        return;
+    }
+    if (openblas_config) {
+        /* "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64":
+         * the product and its version are the first two words. */
+        char product[64] = "", version[64] = "";
+        if (sscanf(openblas_config, "%63s %63s", product, version) < 1)
+            snprintf(product, sizeof product, "OpenBLAS");
+        const char *threading = parallel_name(openblas_parallel, info->path);
+        snprintf(info->name, sizeof info->name, "%s%s%s%s%s%s", product, version[0] ? " " : "", version,
+                 threading ? " (" : "", threading ? threading : "", threading ? ")" : "");
+        return;
+    }
+    if (is_reference_path(info->path)) {
+        info->is_reference = 1;
+        snprintf(info->name, sizeof info->name, "reference BLAS (libblas3)");
+        return;
+    }
+    snprintf(info->name, sizeof info->name, "BLAS from %s", base_name(info->path));
+}
+
+void blas_info_detect(struct blas_info *info)
+{
+    /* The same global lookup the dynamic linker did for libtorch's sgemm_
+     * calls: the first library in load order that defines it. */
+    void *sgemm = dlsym(RTLD_DEFAULT, "sgemm_");
+    Dl_info where;
+    if (!sgemm || !dladdr(sgemm, &where) || !where.dli_fname) {
+        blas_info_name(info, NULL, NULL, -1);
+        return;
+    }
+    char real[PATH_MAX];
+    const char *path = realpath(where.dli_fname, real) ? real : where.dli_fname;
+    /* OpenBLAS's own queries, looked up in that library and its
+     * dependencies only (Debian's OpenBLAS libblas.so.3 is a thin library
+     * over libopenblas.so.0): an OpenBLAS loaded beside a reference BLAS
+     * (for LAPACK, say) must not name the reference one. */
+    const char *config = NULL;
+    int parallel = -1;
+    void *lib = dlopen(where.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (lib) {
+        char *(*get_config)(void) = NULL;
+        int (*get_parallel)(void) = NULL;
+        *(void **)&get_config = dlsym(lib, "openblas_get_config");
+        *(void **)&get_parallel = dlsym(lib, "openblas_get_parallel");
+        if (get_config)
+            config = get_config();
+        if (get_parallel)
+            parallel = get_parallel();
+    }
+    blas_info_name(info, path, config, parallel);
+    if (lib)
+        dlclose(lib);
+}
+
+const char *blas_info_warning(const struct blas_info *info)
+{
+    if (!info->is_reference)
+        return NULL;
+    return "warning: BLAS is the reference BLAS (libblas3), ~25x slower than OpenBLAS: "
+           "install libopenblas0-pthread";
+}
