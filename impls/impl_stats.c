@@ -6,6 +6,8 @@
 
 int impl_stats_hold(struct impl_stats *stats, void *object, void (*release)(void *object))
 {
+    if (!stats)
+        return error_set(ST_INTERNAL, "holding an object for the run needs the run's impl_stats");
     struct impl_held *h = malloc(sizeof *h);
     if (!h)
         return error_set(ST_RUN, "out of memory holding an object for the run");
