@@ -1,7 +1,12 @@
 """A reentrant-style checkpoint written in Python, twice: as it should be
 (the RNG state stashed in forward and restored, under a forked RNG, for the
 recompute) and with the planted bug of not stashing it, so the recompute's
-dropout draws other masks. The first PASSes, the second must FAIL.
+dropout draws other masks. The first PASSes, the second must FAIL. A
+third backpropagates through its recompute in two passes over halves of
+the gradient (a checkpoint that handles each output, or each micro-step,
+in its own autograd.backward): its gradients come out bitwise right, but
+every parameter's gradient hook fires twice in one backward, which breaks
+DDP's "mark ready once" (PyTorch #24005); the hook count catches it.
 
     python -m ckpt_verify python/examples/planted_no_rng_stash.py"""
 import torch
@@ -19,8 +24,8 @@ class PythonCheckpoint(torch.autograd.Function):
     with grad enabled and backpropagates through the recompute."""
 
     @staticmethod
-    def forward(ctx, fn, stash_rng, x):
-        ctx.fn, ctx.stash_rng = fn, stash_rng
+    def forward(ctx, fn, stash_rng, halves, x):
+        ctx.fn, ctx.stash_rng, ctx.halves = fn, stash_rng, halves
         if stash_rng:
             ctx.devices = _cuda_devices([x])
             ctx.cpu_state = torch.get_rng_state()
@@ -45,13 +50,20 @@ class PythonCheckpoint(torch.autograd.Function):
             # PLANTED BUG: no stash, no restore: dropout draws new masks.
             with torch.enable_grad():
                 out = ctx.fn(x)
-        torch.autograd.backward(out, grad_out)
-        return None, None, x.grad
+        if ctx.halves:
+            # PLANTED BUG: two passes over halves (exact, so the sums are
+            # the same bits), each firing the parameters' hooks.
+            half = grad_out * 0.5
+            torch.autograd.backward(out, half, retain_graph=True)
+            torch.autograd.backward(out, half)
+        else:
+            torch.autograd.backward(out, grad_out)
+        return None, None, None, x.grad
 
 
-def python_checkpoint(stash_rng):
+def python_checkpoint(stash_rng, halves=False):
     def wrap(fn, x):
-        return PythonCheckpoint.apply(fn, stash_rng, x)
+        return PythonCheckpoint.apply(fn, stash_rng, halves, x)
     return wrap
 
 
@@ -59,5 +71,7 @@ baseline = adapters.with_stack(step, adapters.stack_of(adapters.plain))
 runs = {
     "py_reentrant": adapters.with_stack(step, adapters.stack_of(python_checkpoint(stash_rng=True))),
     "py_reentrant_no_rng_stash": adapters.with_stack(step, adapters.stack_of(python_checkpoint(stash_rng=False))),
+    "py_reentrant_backward_in_halves": adapters.with_stack(
+        step, adapters.stack_of(python_checkpoint(stash_rng=True, halves=True))),
 }
-expect = {"py_reentrant_no_rng_stash": "FAIL"}
+expect = {"py_reentrant_no_rng_stash": "FAIL", "py_reentrant_backward_in_halves": "FAIL"}
