@@ -600,7 +600,7 @@ static void runs_without_hook_or_byte_records_are_not_held_to_them(void **state)
     fixture_free(&f);
 }
 
-static void a_baseline_that_leaks_is_an_input_error(void **state)
+static void a_baseline_whose_hook_fires_twice_is_an_input_error(void **state)
 {
     (void)state;
     struct fixture f;
@@ -609,10 +609,47 @@ static void a_baseline_that_leaks_is_an_input_error(void **state)
     init(&f);
     base_grads(&g);
     add_baselines(&f, &g, 0);
-    add_checks(&f.runs[0], 1, 8192);
+    add_checks(&f.runs[0], 2, 4096);
     add(&f, "mine", &g);
     assert_int_equal(judge_run(&f.c, f.runs, f.n, "mine", &r), ST_INPUT);
-    assert_non_null(strstr(error_message(), "/runs/baseline_0: the baseline itself fails a run check: leak"));
+    assert_non_null(strstr(error_message(), "/runs/baseline_0: the baseline itself fails a run check: gradient hook"));
+    fixture_free(&f);
+}
+
+/* A model that allocates lazily in its first steps (a user's, through
+ * python/ckpt_verify) grows in its baseline too: growing as much is no leak. */
+static void a_run_growing_as_much_as_its_baseline_is_no_leak(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add_checks(&f.runs[0], 1, 8192);
+    add_checks(&f.runs[1], 1, 8192);
+    add(&f, "mine", &g);
+    add_checks(&f.runs[f.n - 1], 1, 8192);
+    assert_int_equal(judge(&f, "mine").verdict, V_PASS);
+    fixture_free(&f);
+}
+
+static void a_run_growing_more_than_its_baseline_fails_naming_both(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add_checks(&f.runs[0], 1, 8192);
+    add_checks(&f.runs[1], 1, 8192);
+    add(&f, "mine", &g);
+    add_checks(&f.runs[f.n - 1], 1, 8192 + 512);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "leak: step 2 started +4608 live bytes from step 1 (8704 vs 4096), where "
+                                     "baseline_0's step 2 started +4096 from its step 1"));
     fixture_free(&f);
 }
 
@@ -660,7 +697,9 @@ int main(void)
         cmocka_unit_test(a_hook_that_never_fires_fails_too),
         cmocka_unit_test(a_step_starting_with_more_live_bytes_than_step_1_fails_as_a_leak),
         cmocka_unit_test(runs_without_hook_or_byte_records_are_not_held_to_them),
-        cmocka_unit_test(a_baseline_that_leaks_is_an_input_error),
+        cmocka_unit_test(a_baseline_whose_hook_fires_twice_is_an_input_error),
+        cmocka_unit_test(a_run_growing_as_much_as_its_baseline_is_no_leak),
+        cmocka_unit_test(a_run_growing_more_than_its_baseline_fails_naming_both),
         cmocka_unit_test(a_hook_count_that_is_not_int64_is_an_input_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -573,7 +573,8 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
                          base->outcome, base->message);
     int violated;
     char why[RESULT_TEXT_MAX], where[RESULT_TEXT_MAX];
-    int st = run_checks_judge(base, &violated, why, sizeof why, where, sizeof where);
+    /* Its hooks; its bytes are the reference (a file's baseline may allocate lazily). */
+    int st = run_checks_judge(base, base, &violated, why, sizeof why, where, sizeof where);
     if (st)
         return st;
     if (violated)
@@ -592,7 +593,7 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
     /* Hooks and leaks: a run whose tensors passed can still fail them (a
      * run the tensors already fail keeps that reason). */
     if (!run->outcome[0] && (res->verdict == V_PASS || res->verdict == V_NOISE)) {
-        if ((st = run_checks_judge(run, &violated, why, sizeof why, where, sizeof where)))
+        if ((st = run_checks_judge(run, base, &violated, why, sizeof why, where, sizeof where)))
             return st;
         if (violated) {
             res->verdict = V_FAIL;

@@ -22,9 +22,12 @@ int run_checks_record_start_bytes(struct run_record *rec, const int64_t *bytes, 
 /* *violated = 1 with the reason (naming the parameter, the step and the
  * count, or the step and the bytes) and where (the dataset) when a check
  * fails; the first failure in step order, hooks before bytes within a
- * step. ST_INPUT naming the dataset when one is not int64 of the
- * documented shape. */
-int run_checks_judge(const struct run_record *r, int *violated, char *reason, size_t reason_len, char *where,
-                     size_t where_len);
+ * step. Hooks must fire exactly once. Each step's start bytes must exceed
+ * step 1's by what reference's did (NULL: by nothing), so a model that
+ * allocates lazily in its first steps, baseline and all, is no leak; a
+ * run checked against itself passes the byte rule. ST_INPUT naming the
+ * dataset when one is not int64 of the documented shape. */
+int run_checks_judge(const struct run_record *r, const struct run_record *reference, int *violated, char *reason,
+                     size_t reason_len, char *where, size_t where_len);
 
 #endif

@@ -6,7 +6,10 @@ third backpropagates through its recompute in two passes over halves of
 the gradient (a checkpoint that handles each output, or each micro-step,
 in its own autograd.backward): its gradients come out bitwise right, but
 every parameter's gradient hook fires twice in one backward, which breaks
-DDP's "mark ready once" (PyTorch #24005); the hook count catches it.
+DDP's "mark ready once" (PyTorch #24005); the hook count catches it. A
+fourth keeps each recompute's output (and so its graph) after backward, a
+leak across steps (PyTorch #80151): right gradients, and every step starts
+with more live bytes than step 1 did, beyond what the baseline grew.
 
     python -m ckpt_verify python/examples/planted_no_rng_stash.py"""
 import torch
@@ -23,9 +26,12 @@ class PythonCheckpoint(torch.autograd.Function):
     """Forward without saving activations; backward recomputes the region
     with grad enabled and backpropagates through the recompute."""
 
+    # PLANTED BUG (keep_recompute): recomputed outputs kept here for ever.
+    kept = []
+
     @staticmethod
-    def forward(ctx, fn, stash_rng, halves, x):
-        ctx.fn, ctx.stash_rng, ctx.halves = fn, stash_rng, halves
+    def forward(ctx, fn, stash_rng, halves, x, keep_recompute=False):
+        ctx.fn, ctx.stash_rng, ctx.halves, ctx.keep = fn, stash_rng, halves, keep_recompute
         if stash_rng:
             ctx.devices = _cuda_devices([x])
             ctx.cpu_state = torch.get_rng_state()
@@ -58,12 +64,14 @@ class PythonCheckpoint(torch.autograd.Function):
             torch.autograd.backward(out, half)
         else:
             torch.autograd.backward(out, grad_out)
-        return None, None, None, x.grad
+        if ctx.keep:
+            PythonCheckpoint.kept.append(out)
+        return None, None, None, x.grad, None
 
 
-def python_checkpoint(stash_rng, halves=False):
+def python_checkpoint(stash_rng, halves=False, keep_recompute=False):
     def wrap(fn, x):
-        return PythonCheckpoint.apply(fn, stash_rng, halves, x)
+        return PythonCheckpoint.apply(fn, stash_rng, halves, x, keep_recompute)
     return wrap
 
 
@@ -73,5 +81,8 @@ runs = {
     "py_reentrant_no_rng_stash": adapters.with_stack(step, adapters.stack_of(python_checkpoint(stash_rng=False))),
     "py_reentrant_backward_in_halves": adapters.with_stack(
         step, adapters.stack_of(python_checkpoint(stash_rng=True, halves=True))),
+    "py_reentrant_keeps_recompute": adapters.with_stack(
+        step, adapters.stack_of(python_checkpoint(stash_rng=True, keep_recompute=True))),
 }
-expect = {"py_reentrant_no_rng_stash": "FAIL", "py_reentrant_backward_in_halves": "FAIL"}
+expect = {"py_reentrant_no_rng_stash": "FAIL", "py_reentrant_backward_in_halves": "FAIL",
+          "py_reentrant_keeps_recompute": "FAIL"}
