@@ -1007,6 +1007,31 @@ struct attr_walk {
     int status;
 };
 
+/* An attribute opened with its type and dataspace; any of the three is
+ * negative when it could not be had. attr_close closes what opened. */
+struct open_attr {
+    hid_t a, type, space;
+};
+
+static struct open_attr attr_open(hid_t loc, const char *name)
+{
+    struct open_attr o;
+    o.a = H5Aopen(loc, name, H5P_DEFAULT);
+    o.type = o.a >= 0 ? H5Aget_type(o.a) : H5I_INVALID_HID;
+    o.space = o.a >= 0 ? H5Aget_space(o.a) : H5I_INVALID_HID;
+    return o;
+}
+
+static void attr_close(struct open_attr *o)
+{
+    if (o->space >= 0)
+        H5Sclose(o->space);
+    if (o->type >= 0)
+        H5Tclose(o->type);
+    if (o->a >= 0)
+        H5Aclose(o->a);
+}
+
 /* One scalar attribute as text: strings as stored, integers in decimal,
  * floats with every digit needed to read them back. Others are skipped. */
 static herr_t walk_attr(hid_t loc, const char *name, const H5A_info_t *info, void *data)
@@ -1014,9 +1039,8 @@ static herr_t walk_attr(hid_t loc, const char *name, const H5A_info_t *info, voi
     (void)info;
     struct attr_walk *w = data;
     char value[8192];
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-    hid_t t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
-    hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
+    struct open_attr o = attr_open(loc, name);
+    hid_t a = o.a, t = o.type, sp = o.space;
     int have = 0;
     if (t < 0 || sp < 0) {
         w->status = fail_h5(ST_INPUT, w->file, w->group, "unreadable attribute %s", name);
@@ -1046,12 +1070,7 @@ static herr_t walk_attr(hid_t loc, const char *name, const H5A_info_t *info, voi
     }
     if (have && w->status == ST_OK)
         w->status = w->fn(w->ctx, name, value);
-    if (sp >= 0)
-        H5Sclose(sp);
-    if (t >= 0)
-        H5Tclose(t);
-    if (a >= 0)
-        H5Aclose(a);
+    attr_close(&o);
     return w->status == ST_OK ? 0 : -1;
 }
 
@@ -1215,9 +1234,8 @@ static herr_t visit_attr(hid_t loc, const char *name, const H5A_info_t *info, vo
     char where[RUN_PATH_MAX + 80];
     snprintf(where, sizeof where, "%s%s%s", v->run_path, v->prefix ? "/" : "",
              v->prefix ? v->prefix : "");
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-    hid_t t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
-    hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
+    struct open_attr o = attr_open(loc, name);
+    hid_t a = o.a, t = o.type, sp = o.space;
     if (t < 0 || sp < 0) {
         v->status = fail_h5(ST_INPUT, v->file, where, "unreadable attribute %s", name);
     } else {
@@ -1261,12 +1279,7 @@ static herr_t visit_attr(hid_t loc, const char *name, const H5A_info_t *info, vo
                 v->status = run_record_set_attr(v->rec, key, value);
         }
     }
-    if (sp >= 0)
-        H5Sclose(sp);
-    if (t >= 0)
-        H5Tclose(t);
-    if (a >= 0)
-        H5Aclose(a);
+    attr_close(&o);
     return v->status == ST_OK ? 0 : -1;
 }
 
