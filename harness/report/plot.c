@@ -596,29 +596,16 @@ static int pick_groups(const struct grouping *gr, int *pick, int max)
 
 /* ---- the model's prediction for a definition ------------------------------- */
 
-/* Names as case files spell them (cases/README.md), indexed like the enums. */
-static int name_index(const char *const *names, const char *name)
-{
-    for (int i = 0; names[i]; i++)
-        if (strcmp(names[i], name) == 0)
-            return i;
-    return -1;
-}
-
 /* Predicted bytes held at end of forward for d with `segments` (0 every,
  * SEGMENTS_NONE baseline) at `layers` and `seq`, checkpointed selectively
  * when `policy` is not ""; NAN when d names something this build does not
  * know. */
 static double predict_at(const struct def *d, int layers, int segments, int seq, const char *policy)
 {
-    static const char *const models[] = {"mlp", "gpt_block", "branchy", "rrelu_mlp", "bn_mlp", "scaled_mlp", "two_stream",
-                                         NULL};
-    static const char *const fusions[] = {"none", "bias_gelu", "bias_gelu_atomic", NULL};
-    static const char *const autocasts[] = {"off", "bf16", "f16", NULL};
     struct ckpt_case c;
     case_defaults(&c);
-    int model = name_index(models, d->model), fusion = name_index(fusions, d->fusion);
-    int autocast = name_index(autocasts, d->autocast), dtype = dtype_from_name(d->dtype);
+    int model = case_model_from_name(d->model), fusion = case_fusion_from_name(d->fusion);
+    int autocast = case_autocast_from_name(d->autocast), dtype = dtype_from_name(d->dtype);
     if (model < 0 || fusion < 0 || autocast < 0 || dtype < 0)
         return NAN;
     c.model = (enum model_kind)model;

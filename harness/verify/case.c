@@ -1446,6 +1446,10 @@ static int check_stateful_model(const struct case_builder *b, const char *path, 
     return ST_OK;
 }
 
+int case_model_from_name(const char *name) { return name_index(model_names, name); }
+int case_fusion_from_name(const char *name) { return name_index(fusion_names, name); }
+int case_autocast_from_name(const char *name) { return name_index(autocast_names, name); }
+
 const char *case_model_name(enum model_kind kind)
 {
     return kind >= MODEL_MLP && kind <= MODEL_TWO_STREAM ? model_names[kind] : "?";

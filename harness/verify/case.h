@@ -45,6 +45,11 @@ enum verdict { V_PASS = 0, V_NOISE, V_FAIL, V_MEMFAIL, V_ERROR, V_NOT_OBSERVABLE
 const char *verdict_name(enum verdict v);
 /* "mlp", "gpt_block", ... as the case key `model` spells it. */
 const char *case_model_name(enum model_kind kind);
+/* The enum value of a model, fusion or autocast as case files and reports
+ * spell it (canonical names only), or -1. */
+int case_model_from_name(const char *name);
+int case_fusion_from_name(const char *name);
+int case_autocast_from_name(const char *name);
 int verdict_from_name(const char *name); /* -1 if unknown */
 
 struct impl_expectation {
