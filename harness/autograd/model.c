@@ -335,8 +335,6 @@ static int bn_mlp_layer(const struct model *m, int i, struct var *x, struct var 
 {
     struct var *y, *z, *h;
     int st;
-    if (!m->state || !m->state->n)
-        return error_set(ST_INTERNAL, "bn_mlp runs without its buffers");
     if ((st = op_linear(&y, x, layer_param(m, i, 0), layer_param(m, i, 1))))
         return st;
     if ((st = step_done(y, op_batch_norm(&z, y, layer_param(m, i, 2), layer_param(m, i, 3),
@@ -356,8 +354,6 @@ static int scaled_mlp_layer(const struct model *m, int i, struct var *x, struct 
 {
     struct var *q, *y, *h;
     int st;
-    if (!m->state || !m->state->n)
-        return error_set(ST_INTERNAL, "scaled_mlp runs without its buffers");
     if ((st = op_fake_quantize(&q, x, layer_buffer_read(m, i, 1), FP8_E4M3_MAX)))
         return st;
     if ((st = tensor_delayed_scaling_update_(layer_buffer_write(m, i, 0), layer_buffer_write(m, i, 1), x->data,
@@ -431,6 +427,9 @@ int model_layer_forward(const struct model *m, int layer, struct var *x, struct 
 {
     if (layer < 0 || layer >= m->layers)
         return error_set(ST_INTERNAL, "layer %d out of range", layer);
+    if (m->n_buffers && (!m->state || !m->state->n))
+        return error_set(ST_INTERNAL, "model %s runs without its buffers (module_state_init first)",
+                         case_model_name(m->kind));
     switch (m->kind) {
     case MODEL_MLP: return mlp_layer(m, layer, x, out);
     case MODEL_RRELU_MLP: return rrelu_layer(m, layer, x, out);
