@@ -23,6 +23,7 @@
 #include "aten/aten.h"
 #include "bench.h"
 #include "blas_info.h"
+#include "aten/torch_runtime.h"
 #include "case.h"
 #include "compare.h"
 #include "error.h"
@@ -101,14 +102,30 @@ static void usage(FILE *out)
     fprintf(out, "\nBLAS (the library providing sgemm_ in this process): %s\n", blas.name);
 }
 
-/* What this process computes with: the harness, libtorch, and the BLAS
- * found at run time (harness/report/blas_info.h). */
+/* What this process computes with: the harness, the torch it was compiled
+ * against and the one it runs with (harness/aten/torch_runtime.h), CUDA,
+ * and the BLAS found at run time (harness/report/blas_info.h). */
 static void print_version(FILE *out)
 {
     struct blas_info blas;
     blas_info_detect(&blas);
-    fprintf(out, "ckpt-verify %s (git %s)\nlibtorch %s\nBLAS %s%s%s\n", CKPT_VERSION, CKPT_GIT_REV,
-            aten_libtorch_version(), blas.name, blas.path[0] ? ": " : "", blas.path);
+    struct torch_runtime rt;
+    torch_runtime_read(&rt);
+    fprintf(out, "ckpt-verify %s (git %s)\n", CKPT_VERSION, CKPT_GIT_REV);
+    fprintf(out, "torch %s (CUDA %s) from %s\n", rt.version, rt.cuda, rt.library);
+    fprintf(out, "compiled against torch %s (CUDA %s); pinned torch %s (env/requirements.txt)%s\n",
+            torch_compiled_version(), torch_compiled_cuda(), torch_pinned_version(),
+            strcmp(rt.version, torch_compiled_version()) ? "; MISMATCH: rebuild" : "");
+    if (!aten_built_with_cuda()) {
+        fprintf(out, "cuda: not compiled\n");
+    } else if (aten_device_count() == 0) {
+        fprintf(out, "cuda: compiled (no device)\n");
+    } else {
+        char name[256];
+        fprintf(out, "cuda: compiled, %d device(s): %s (cuda:0)\n", aten_device_count(),
+                aten_device_name(0, name, sizeof name));
+    }
+    fprintf(out, "BLAS %s%s%s\n", blas.name, blas.path[0] ? ": " : "", blas.path);
 }
 
 /* Runs and benchmarks compute: a slow BLAS gets its one-line warning, and
@@ -731,6 +748,14 @@ int main(int argc, char **argv)
     /* Past a file size limit (ulimit -f) a write fails with EFBIG and is
      * reported like a full disk, instead of the signal killing the run. */
     signal(SIGXFSZ, SIG_IGN);
+    /* A binary run against another libtorch than it was compiled for is
+     * refused before anything is read or written; --version still reports. */
+    int asks_version = 0;
+    for (int i = 1; i < argc; i++)
+        asks_version |= strcmp(argv[i], "--version") == 0;
+    int st_torch = asks_version ? ST_OK : torch_runtime_check();
+    if (st_torch != ST_OK)
+        return fail(st_torch);
     if (argc > 1 && strcmp(argv[1], "diff") == 0)
         return cmd_diff(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "plot") == 0)

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Installs (with apt-get) everything ckpt-verify needs to build, test and
-# plot. Idempotent: does nothing when every package is already installed.
+# Installs everything ckpt-verify needs to build, test and plot: Debian's
+# packages with apt-get, then the project's Python environment with the
+# pinned torch from PyPI (scripts/setup-env.sh: .venv/, whose libtorch the C
+# build links). Idempotent: does nothing when everything is already there.
 # clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes) build the
 # fuzz targets (CKPT_FUZZ=ON, fuzz/); valgrind runs the memcheck test.
-# libopenblas0-pthread takes over the libblas.so.3 alternative that Debian's
-# libtorch calls: without it the reference BLAS makes every matmul ~25x slower.
+# torch, h5py and numpy come from PyPI (env/requirements.txt), never from
+# Debian: one torch for the C build and every Python part.
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libtorch-dev libopenblas0-pthread libhdf5-dev hdf5-tools gnuplot-nox
+  libhdf5-dev hdf5-tools gnuplot-nox
   libcmocka-dev libinih-dev libjansson-dev
-  python3 python3-torch python3-h5py python3-numpy
+  python3 python3-venv
   clang libclang-rt-dev valgrind
 )
 
@@ -19,11 +21,11 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+bash "$(dirname "$0")/setup-env.sh"

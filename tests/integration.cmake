@@ -63,13 +63,19 @@ add_test(NAME case.failed_check_records_the_op_log
   COMMAND bash -c "set -e; ${EXPECT} 0 'autocast_not_restored_nr +FAIL' 'own check failed: .*recomputed saved tensor #0 \\(op linear\\) has dtype float32' '^ +#0 \\| linear \\| linear <- recomputed tensor differs$' -- ${CV} --case checks_dtype --out ${IT_OUT}/checks_dtype; ${CKPT_PYTHON} -c \"import h5py,sys; log=h5py.File('${IT_OUT}/checks_dtype/checks_dtype.h5')['runs/autocast_not_restored_nr'].attrs['op_log']; log=log.decode() if isinstance(log,bytes) else log; want='saved tensor | forward op | recompute op\\n#0 | linear | linear <- recomputed tensor differs\\n'; sys.exit(0 if log==want else 'op_log: %r' % log)\"")
 
 # A run names the BLAS it computes with (--version, the report's root
-# attributes, summary.json), checked against the library the loader
-# resolves; the reference BLAS, forced first on LD_LIBRARY_PATH where it is
-# installed, is named and warned about in one line.
+# attributes, summary.json): the MKL linked into the libtorch_cpu.so the
+# loader resolves, at the release torch's own build configuration reports.
+# (The OpenBLAS and reference-BLAS names are unit.blas_info's.)
 add_test(NAME env.blas_named_as_loaded
-  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/check_blas.sh ${CV} ${IT_OUT}/blas ${CKPT_PYTHON} /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/blas)
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/check_blas.sh ${CV} ${IT_OUT}/blas ${CKPT_PYTHON})
 
 # --repeats N: N timed steps per run, the case's steps recorded and the rest
 # timing-only (their gradients are not written).
 add_test(NAME cli.repeats_times_steps_it_does_not_record
   COMMAND bash -c "set -e; rm -rf ${IT_OUT}/repeats; ${CV} --case bias_gelu_bs1 --impl nonreentrant --steps 1 --repeats 4 --out ${IT_OUT}/repeats >/dev/null; ${CKPT_PYTHON} -c \"import h5py,sys; f=h5py.File('${IT_OUT}/repeats/bias_gelu_bs1.h5'); t=f['runs/nonreentrant/timing'].attrs; ok=t['timed_steps']==4 and t['steps']==1 and 'step_cpu_ms' in t and list(f['runs/nonreentrant/steps'])==['1']; sys.exit(0 if ok else 'timing %s, steps %s' % (dict(t), list(f['runs/nonreentrant/steps'])))\"")
+
+# The torch version guard: the binary run against another libtorch (the
+# linked one seen through links whose version.py names another version) is
+# refused with one line, exit 2, nothing written; --version names both.
+add_test(NAME env.other_libtorch_is_refused_before_anything_is_written
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/check_torch_guard.sh ${CV} ${IT_OUT}/torch_guard)

@@ -25,6 +25,20 @@ static void openblas_is_named_by_its_config_and_threading(void **state)
     assert_string_equal(b.name, "OpenBLAS 0.3.26 (OpenMP)");
 }
 
+static void mkl_linked_into_libtorch_is_named_by_its_release(void **state)
+{
+    (void)state;
+    struct blas_info b;
+    blas_info_name_mkl(&b, "/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so",
+                       "Intel(R) oneAPI Math Kernel Library Version 2024.2-Product Build 20240605 for Intel(R) 64 "
+                       "architecture applications");
+    assert_string_equal(b.name, "Intel MKL 2024.2 (in libtorch_cpu.so)");
+    assert_false(b.is_reference);
+    assert_null(blas_info_warning(&b));
+    blas_info_name_mkl(&b, "/x/libmkl_rt.so.2", "garbled");
+    assert_string_equal(b.name, "Intel MKL (in libmkl_rt.so.2)");
+}
+
 static void openblas_threading_falls_back_to_debians_directory(void **state)
 {
     (void)state;
@@ -101,6 +115,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(openblas_is_named_by_its_config_and_threading),
+        cmocka_unit_test(mkl_linked_into_libtorch_is_named_by_its_release),
         cmocka_unit_test(openblas_threading_falls_back_to_debians_directory),
         cmocka_unit_test(debians_reference_blas_is_named_and_warned_about),
         cmocka_unit_test(an_unknown_library_is_named_by_its_file_without_a_warning),

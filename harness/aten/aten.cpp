@@ -13,6 +13,7 @@
  * 2.x; the one API difference that matters (c10::Allocator) is handled with
  * TORCH_VERSION_MAJOR/MINOR in counting_allocator.cpp. */
 #include "shim.hpp"
+#include "torch_runtime.h"
 
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
@@ -278,7 +279,10 @@ int aten_init(void)
     });
 }
 
-const char *aten_libtorch_version(void) { return TORCH_VERSION; }
+/* The full version of the torch compiled against ("2.11.0+cu130": the local
+ * tag names its CUDA build), which torch_runtime_check holds equal to the
+ * running one. */
+const char *aten_libtorch_version(void) { return torch_compiled_version(); }
 
 int aten_cuda_available(void)
 {

@@ -69,6 +69,20 @@ void blas_info_name(struct blas_info *info, const char *path, const char *openbl
     snprintf(info->name, sizeof info->name, "BLAS from %s", base_name(info->path));
 }
 
+void blas_info_name_mkl(struct blas_info *info, const char *path, const char *mkl_version)
+{
+    memset(info, 0, sizeof *info);
+    snprintf(info->path, sizeof info->path, "%s", path ? path : "");
+    /* "Intel(R) oneAPI Math Kernel Library Version 2024.2-Product Build
+     * 20240605 for ...": the release is the word after "Version". */
+    const char *v = mkl_version ? strstr(mkl_version, "Version ") : NULL;
+    char release[64] = "";
+    if (v)
+        sscanf(v + 8, "%63[^- ]", release);
+    snprintf(info->name, sizeof info->name, "Intel MKL%s%s (in %s)", release[0] ? " " : "", release,
+             info->path[0] ? base_name(info->path) : "this process");
+}
+
 void blas_info_detect(struct blas_info *info)
 {
     /* The same global lookup the dynamic linker did for libtorch's sgemm_
@@ -88,6 +102,21 @@ void blas_info_detect(struct blas_info *info)
     const char *config = NULL;
     int parallel = -1;
     void *lib = dlopen(where.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    /* PyPI's torch links MKL into libtorch_cpu.so, which then defines sgemm_
+     * and MKL's own version query. */
+    void (*mkl_version)(char *, int) = NULL;
+    if (lib)
+        *(void **)&mkl_version = dlsym(lib, "mkl_get_version_string");
+    if (lib && !mkl_version)
+        *(void **)&mkl_version = dlsym(lib, "MKL_Get_Version_String");
+    if (mkl_version) {
+        char text[256] = "";
+        mkl_version(text, (int)sizeof text);
+        text[sizeof text - 1] = '\0';
+        blas_info_name_mkl(info, path, text);
+        dlclose(lib);
+        return;
+    }
     if (lib) {
         char *(*get_config)(void) = NULL;
         int (*get_parallel)(void) = NULL;

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "aten/aten.h"
+#include "aten/torch_runtime.h"
 #include "blas_info.h"
 #include "compare.h"
 #include "error.h"
@@ -133,8 +134,9 @@ int summary_create(struct summary **out, const char *git_rev, const char *harnes
     struct blas_info blas;
     blas_info_detect(&blas);
     s->records = json_array();
-    s->root = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:O}", "schema_version", 1, "harness_version",
-                        harness_version, "git_rev", git_rev, "libtorch_version", aten_libtorch_version(), "blas",
+    s->root = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "schema_version", 1, "harness_version",
+                        harness_version, "git_rev", git_rev, "libtorch_version", aten_libtorch_version(),
+                        "torch_cuda", torch_compiled_cuda(), "torch_pinned", torch_pinned_version(), "blas",
                         blas.name, "created_utc", when, "records", s->records);
     if (!s->root || !s->records) {
         summary_free(s);

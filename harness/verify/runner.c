@@ -9,6 +9,7 @@
 #include "../impls/checkpoint_env.h"
 #include "../impls/impl.h"
 #include "aten/aten.h"
+#include "aten/torch_runtime.h"
 #include "autocast.h"
 #include "blas_info.h"
 #include "compare.h"
@@ -789,6 +790,8 @@ static int write_header(struct h5store *h5, const struct case_state *cs, const s
         (st = h5store_attr_str(h5, "/", "harness_version", s->harness_version)) ||
         (st = h5store_attr_str(h5, "/", "git_rev", s->git_rev)) ||
         (st = h5store_attr_str(h5, "/", "libtorch_version", aten_libtorch_version())) ||
+        (st = h5store_attr_str(h5, "/", "torch_cuda", torch_compiled_cuda())) ||
+        (st = h5store_attr_str(h5, "/", "torch_pinned", torch_pinned_version())) ||
         (st = h5store_attr_str(h5, "/", "blas", blas.name)) ||
         (st = h5store_attr_str(h5, "/", "blas_library", blas.path)) ||
         (st = h5store_attr_str(h5, "/", "device", aten_device_str(cs->setup.device, dev, sizeof dev))) ||
