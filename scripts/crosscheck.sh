@@ -8,22 +8,21 @@
 # (torch_crosscheck.py CAUSES) and the difference is within its bound.
 #
 #   --ckpt-verify PATH   the binary (default: build/ckpt-verify)
-#   --python PATH        python with torch and h5py (default: /usr/bin/python3)
+#   --python PATH        python with torch and h5py (default: scripts/python)
 #   --out DIR            reports go here, torch's under DIR/torch/
 #                        (default: reports/crosscheck-<UTC time>)
 #   --rules torch|harness, --plant KIND   passed to torch_crosscheck.py
 #   --selective          also selective vs torch_selective (torch 2.x's
-#                        create_selective_checkpoint_contexts); exit 77
+#                        create_selective_checkpoint_contexts); exit 2 without it
 #                        (skipped) with the reason where torch lacks it
 #
 # Exit: 0 every pair bitwise or within its bound, 1 an unexplained
-# difference, 2 usage error or the harness run itself failed, 77 skipped
-# (--selective where torch has no selective checkpointing).
+# difference, 2 usage error or the harness run itself failed (or
+# --selective where torch has no selective checkpointing).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cv=$root/build/ckpt-verify
-py=/usr/bin/python3
-[ -x "$py" ] || py=python3
+py=$root/scripts/python
 out=""
 extra=()
 cases=()
@@ -46,11 +45,12 @@ fi
 [ -n "$out" ] || out=$root/reports/crosscheck-$(date -u +%Y%m%d-%H%M%S)
 mkdir -p "$out/torch" || exit 2
 
-# --selective needs torch 2.x: say so before running anything.
+# --selective needs torch 2.x (the pinned torch has it): an older torch is
+# an error, said before running anything, never a skip.
 for e in ${extra[@]+"${extra[@]}"}; do
   if [ "$e" = --selective ] && ! "$py" -c 'import sys, torch.utils.checkpoint as c; sys.exit(0 if hasattr(c, "create_selective_checkpoint_contexts") else 1)'; then
-    echo "crosscheck: skipped: $("$py" -c 'import torch; print("torch", torch.__version__)') has no selective checkpointing (create_selective_checkpoint_contexts is torch 2.x)"
-    exit 77
+    echo "crosscheck: $("$py" -c 'import torch; print("torch", torch.__version__)') has no selective checkpointing (create_selective_checkpoint_contexts is torch 2.x; env/requirements.txt pins one)" >&2
+    exit 2
   fi
 done
 

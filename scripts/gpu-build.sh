@@ -107,6 +107,9 @@ generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 [ $dry -eq 1 ] || {
   echo "python: $(command -v "$python") torch $("$python" -c 'import torch; print(torch.__version__, torch.version.cuda)')"
+  # This machine's own PyTorch (it cannot fetch the pinned wheel); every report
+  # names it (libtorch_version, torch_cuda) beside the pin (torch_pinned).
+  echo "pinned: $(grep '^torch==' "$src/env/requirements.txt")"
   echo "nvcc: $(command -v nvcc || echo none)"; nvcc --version 2>/dev/null | tail -n 2
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: none"
   cmake --version | head -n 1

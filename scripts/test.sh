@@ -10,4 +10,9 @@ werror=${CKPT_WERROR:-OFF}
 if [ "${CI:-}" = true ]; then werror=ON; fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCKPT_WERROR="$werror" >/dev/null
 cmake --build build -j "$jobs"
-ctest --test-dir build --output-on-failure -j "$jobs" "$@"
+# JUnit for the CI server (build/ctest-junit.xml); then every skipped test
+# with the reason it gave, since ctest's summary names none.
+rc=0
+ctest --test-dir build --output-on-failure -j "$jobs" --output-junit ctest-junit.xml "$@" || rc=$?
+python3 tests/skip_reasons.py build/ctest-junit.xml || true
+exit $rc

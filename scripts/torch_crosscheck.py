@@ -551,8 +551,16 @@ def train(case, run_name, plant=None, rules="torch", allocator=None, record=True
             return layers_forward(case, P, begin, end, inp, rules, {k: v.clone() for k, v in snapshot.items()})
         return replayed
 
+    # The case's early_stop and determinism_check are torch's own switches
+    # of the non-reentrant checkpoint (torch >= 2.1): set_checkpoint_early_stop
+    # is read when the checkpoint's forward runs, determinism_check is passed.
+    early_stop = case.attrs.get("early_stop", "true") == "true"
+    if reentrant is False:
+        context["determinism_check"] = "none" if case.attrs.get("determinism_check") == "none" else "default"
+
     def ckpt(fn, *args):
-        return checkpoint(fn, *args, use_reentrant=reentrant, preserve_rng_state=preserve, **context)
+        with torch.utils.checkpoint.set_checkpoint_early_stop(early_stop):
+            return checkpoint(fn, *args, use_reentrant=reentrant, preserve_rng_state=preserve, **context)
 
     def nested(fn):
         """nest = N: fn inside N - 1 checkpoints (the caller adds the outermost)."""
@@ -923,8 +931,8 @@ def crosscheck_one(report, out, args):
             why = (f"case {case.name} has no policy" if policy == "none" else
                    f"torch {torch.__version__} has no selective checkpointing "
                    "(create_selective_checkpoint_contexts is torch 2.x)")
-            print(f"torch_crosscheck: --selective: skipped: {why}", file=sys.stderr)
-            return 77
+            print(f"torch_crosscheck: --selective: {why}", file=sys.stderr)
+            return 2
         if policy != "none" and not selective:
             # Selective checkpointing (the harness's `selective` impl) has no
             # counterpart here: torch.utils.checkpoint gained

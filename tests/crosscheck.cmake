@@ -65,15 +65,12 @@ add_test(NAME crosscheck.state_models
 
 # Selective checkpointing against torch 2.x's
 # create_selective_checkpoint_contexts (same policy as ATen ops): bitwise.
-# torch 1.13 has none: Skipped, with the reason in the output. It runs
-# where torch 2.x is installed (scripts/gpu-build.sh's ctest step).
 add_test(NAME crosscheck.selective_torch2
   COMMAND ${CC_RUN} 0 "ok: selective_mlp_none selective vs torch_selective: bitwise identical"
     "ok: selective_gpt_attention_core_segevery selective vs torch_selective: bitwise identical"
     "ok: state_bn_mlp_selective selective vs torch_selective: bitwise identical"
   -- ${CC_SCRIPT} --selective --out ${CC_OUT}/selective selective_mlp_none selective_gpt_attention_core_segevery
      state_bn_mlp_selective)
-set_tests_properties(crosscheck.selective_torch2 PROPERTIES SKIP_RETURN_CODE 77)
 # Bitwise under each backward call (cases/backward.ini): torch.autograd.grad,
 # backward(inputs=) and a retained graph backwarded twice, against torch's
 # own (its reentrant checkpoint refuses the first two, as the harness's does;
@@ -92,6 +89,22 @@ add_test(NAME crosscheck.backward_api
     "every pair bitwise identical"
   -- ${CC_SCRIPT} --out ${CC_OUT}/backward_api backward_mlp_grad backward_mlp_inputs backward_gpt_twice
      backward_reentrant_mlp_twice)
+
+# torch's own switches of the non-reentrant checkpoint, as the case sets
+# them: set_checkpoint_early_stop(False) for early_stop = false and
+# determinism_check = "none": bitwise against the harness under each.
+add_test(NAME crosscheck.early_stop_and_determinism_check
+  COMMAND ${CC_RUN} 0 "ok: checks_no_early_stop nonreentrant vs torch_nonreentrant: bitwise identical"
+    "ok: checks_determinism_none nonreentrant vs torch_nonreentrant: bitwise identical"
+    "every pair bitwise identical"
+  -- ${CC_SCRIPT} --out ${CC_OUT}/checks checks_no_early_stop checks_determinism_none)
+# torch's determinism_check="default" (and debug=True's op trace) beside the
+# harness's metadata check, on the same planted bug: a recompute that runs
+# outside the forward's autocast. Both must fire; with the check off both
+# end in the backward's dtype error instead.
+add_test(NAME crosscheck.torch_determinism_check_fires_beside_ours
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_torch_determinism_check.py
+    $<TARGET_FILE:ckpt-verify> ${CC_OUT}/determinism_check)
 
 # The check can fail: planted differences must be reported.
 # torch's checkpoint without the state replay: the replay pairs differ.
@@ -112,7 +125,8 @@ set_tests_properties(crosscheck.mlp crosscheck.gpt crosscheck.branchy_autocast_m
   crosscheck.nested crosscheck.fused_bias_gelu
   crosscheck.autocast_gpt_harness_rules crosscheck.autocast_gpt_torch_rules crosscheck.planted_sgd_rounding_is_caught crosscheck.planted_rng_beyond_bound_is_caught
   crosscheck.state_models crosscheck.planted_no_state_replay_is_caught crosscheck.selective_torch2
-  crosscheck.backward_api PROPERTIES LABELS "crosscheck")
+  crosscheck.backward_api crosscheck.early_stop_and_determinism_check
+  crosscheck.torch_determinism_check_fires_beside_ours PROPERTIES LABELS "crosscheck")
 
 # Side-by-side benchmark (label `bench`): the same model in ckpt-verify and
 # in PyTorch, peaks from the same counting allocator, interleaved repeats;

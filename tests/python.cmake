@@ -11,6 +11,13 @@ foreach(example transformer_torch_checkpoint planted_no_rng_stash hook_checkpoin
   add_test(NAME python.example.${example}
     COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_example.py ${example} --out-dir ${PY_OUT}/examples)
   set_tests_properties(python.example.${example} PROPERTIES LABELS "python" ENVIRONMENT "${PY_ENV}")
+  # verify(device="cuda"): registered everywhere, Skipped with the reason
+  # where the torch sees no CUDA device (77), run on a GPU machine.
+  add_test(NAME python.example.${example}_cuda
+    COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_example.py ${example} --device cuda
+      --out-dir ${PY_OUT}/examples_cuda)
+  set_tests_properties(python.example.${example}_cuda PROPERTIES LABELS "python;gpu" ENVIRONMENT "${PY_ENV}"
+    SKIP_RETURN_CODE 77)
 endforeach()
 
 foreach(pair "nonscalar_loss NonScalarLoss" "model_not_reproducible ModelNotReproducible"
