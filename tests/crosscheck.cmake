@@ -91,12 +91,13 @@ add_test(NAME crosscheck.backward_api
      backward_reentrant_mlp_twice)
 
 # torch's own switches of the non-reentrant checkpoint, as the case sets
-# them: set_checkpoint_early_stop(False) for early_stop = false and
-# determinism_check = "none": bitwise against the harness under each.
+# them: set_checkpoint_early_stop(False) for early_stop = false (the case
+# uses the harness's fused bias+GELU: within that kernel's documented bound,
+# as its baseline is) and determinism_check = "none" (bitwise).
 add_test(NAME crosscheck.early_stop_and_determinism_check
-  COMMAND ${CC_RUN} 0 "ok: checks_no_early_stop nonreentrant vs torch_nonreentrant: bitwise identical"
+  COMMAND ${CC_RUN} 0 "ok: checks_no_early_stop nonreentrant vs torch_nonreentrant: within the documented bound"
     "ok: checks_determinism_none nonreentrant vs torch_nonreentrant: bitwise identical"
-    "every pair bitwise identical"
+    "every pair bitwise identical or within its documented bound"
   -- ${CC_SCRIPT} --out ${CC_OUT}/checks checks_no_early_stop checks_determinism_none)
 # torch's determinism_check="default" (and debug=True's op trace) beside the
 # harness's metadata check, on the same planted bug: a recompute that runs
