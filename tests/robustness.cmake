@@ -158,13 +158,36 @@ foreach(target case_file h5_compare)
 endforeach()
 
 # ---- memcheck over the README's triage command: no invalid access, no leak
-# (scripts/valgrind.supp holds the one report of libtorch's that is no bug).
-# Not in the sanitizer build: valgrind and ASan cannot share a process.
+# (scripts/valgrind.supp holds the reports of code outside ours that are no
+# bug). Not in the sanitizer build: valgrind and ASan cannot share a process.
+# tests/valgrind_memcheck.sh turns a SIGILL that valgrind meets in code
+# outside ours (an instruction it does not emulate on this CPU) into Skipped
+# with the reason, and one in our own code into a failure.
 find_program(CKPT_VALGRIND valgrind)
 if(CKPT_VALGRIND AND NOT CKPT_SANITIZE)
+  set(MEMCHECK ${CMAKE_SOURCE_DIR}/tests/valgrind_memcheck.sh)
   add_test(NAME robust.valgrind.bias_gelu_bs1
-    COMMAND ${CKPT_VALGRIND} -q --error-exitcode=1 --leak-check=full
+    COMMAND ${MEMCHECK} -- ${CKPT_VALGRIND} -q --error-exitcode=1 --leak-check=full
       --suppressions=${CMAKE_SOURCE_DIR}/scripts/valgrind.supp
       ${CV} --case bias_gelu_bs1 --out ${ROBUST_OUT}/valgrind)
-  set_tests_properties(robust.valgrind.bias_gelu_bs1 PROPERTIES LABELS "robust;valgrind" TIMEOUT 600)
+  set_tests_properties(robust.valgrind.bias_gelu_bs1 PROPERTIES LABELS "robust;valgrind" TIMEOUT 600
+    SKIP_RETURN_CODE 77)
+
+  # The planted input: a library outside ours whose initialiser uses AVX-512
+  # (tests/fixtures/valgrind_foreign.c). Natively it runs where the CPU has
+  # AVX-512 (elsewhere these two tests are Skipped, saying so); under
+  # valgrind it dies with SIGILL before main, as libhwy did.
+  add_library(valgrind_foreign_fixture SHARED tests/fixtures/valgrind_foreign.c)
+  # -g0: built like a distribution library (no debug info), so valgrind names
+  # its object; a frame with a source file and no object counts as ours.
+  target_compile_options(valgrind_foreign_fixture PRIVATE -mavx512f -O1 -g0)
+  add_executable(valgrind_sigill_fixture tests/fixtures/valgrind_foreign_main.c)
+  target_link_libraries(valgrind_sigill_fixture PRIVATE valgrind_foreign_fixture)
+  set(NATIVE_OR_SKIP "$<TARGET_FILE:valgrind_sigill_fixture> >/dev/null 2>&1 || { echo 'skipped: this CPU has no AVX-512, so the fixture cannot run natively'; exit 77; }")
+  add_test(NAME robust.valgrind.sigill_outside_our_code_is_skipped_with_the_reason
+    COMMAND bash -c "${NATIVE_OR_SKIP}; ${CMAKE_SOURCE_DIR}/tests/expect.sh 77 '^skipped: valgrind cannot emulate an instruction in libvalgrind_foreign_fixture.so, outside ckpt-verify \\(at 0x[0-9A-Fa-f]+: valgrind_foreign_init' -- ${MEMCHECK} -- ${CKPT_VALGRIND} -q $<TARGET_FILE:valgrind_sigill_fixture>")
+  add_test(NAME robust.valgrind.sigill_in_our_code_fails
+    COMMAND bash -c "${NATIVE_OR_SKIP}; ${CMAKE_SOURCE_DIR}/tests/expect.sh 1 'valgrind_memcheck: SIGILL in our own code: at 0x[0-9A-Fa-f]+: valgrind_foreign_init' -- ${MEMCHECK} --ours libvalgrind_foreign_fixture -- ${CKPT_VALGRIND} -q $<TARGET_FILE:valgrind_sigill_fixture>; r=$?; if [ $r -eq 77 ]; then echo 'our own SIGILL was skipped'; exit 1; fi; exit $r")
+  set_tests_properties(robust.valgrind.sigill_outside_our_code_is_skipped_with_the_reason
+    robust.valgrind.sigill_in_our_code_fails PROPERTIES LABELS "robust;valgrind" SKIP_RETURN_CODE 77)
 endif()
