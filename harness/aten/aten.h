@@ -30,7 +30,7 @@ typedef struct tensor tensor;
  * made; later calls do nothing). Returns ST_OK, or ST_INPUT when the
  * CKPT_MEMORY_LIMIT environment variable is malformed. */
 int aten_init(void);
-const char *aten_libtorch_version(void);   /* "1.13.0" */
+const char *aten_libtorch_version(void);   /* compiled against (= running): "2.11.0+cu130" */
 int aten_cuda_available(void);             /* built with CUDA and a device present */
 /* 1 when the shim was compiled against a CUDA libtorch (CKPT_WITH_CUDA),
  * whether or not a device is present: tests and --version report it. */

@@ -77,9 +77,12 @@ int torch_runtime_parse(struct torch_runtime *rt, const char *text)
     if (n == 0 || n >= sizeof rt->version || !strchr("0123456789", text[0]))
         return 0;
     snprintf(rt->version, sizeof rt->version, "%.*s", (int)n, text);
-    const char *cu = strstr(rt->version, "+cu");
-    if (cu && strlen(cu) >= 5) /* "+cu130" -> "13.0" */
-        snprintf(rt->cuda, sizeof rt->cuda, "%.*s.%s", (int)strlen(cu + 3) - 1, cu + 3, cu + 3 + strlen(cu + 3) - 1);
+    /* The local tag names the CUDA build: "+cu130" is CUDA 13.0 (the last
+     * digit is the minor version), "+cpu" none. */
+    const char *tag = strstr(rt->version, "+cu");
+    size_t digits = tag ? strspn(tag + 3, "0123456789") : 0;
+    if (digits >= 2)
+        snprintf(rt->cuda, sizeof rt->cuda, "%.*s.%c", (int)(digits - 1), tag + 3, tag[3 + digits - 1]);
     else if (strstr(rt->version, "+cpu"))
         snprintf(rt->cuda, sizeof rt->cuda, "none");
     return 1;

@@ -83,6 +83,34 @@ void blas_info_name_mkl(struct blas_info *info, const char *path, const char *mk
              info->path[0] ? base_name(info->path) : "this process");
 }
 
+/* Names the library that defines sgemm_ by its own version queries, looked
+ * up in it and its dependencies only (`lib`, NULL when it cannot be
+ * opened). PyPI's torch links MKL into libtorch_cpu.so, which then answers
+ * MKL's query. Debian's OpenBLAS libblas.so.3 is a thin library over
+ * libopenblas.so.0, whose queries answer: an OpenBLAS loaded beside a
+ * reference BLAS (for LAPACK, say) must not name the reference one. */
+static void name_by_own_queries(struct blas_info *info, void *lib, const char *path)
+{
+    void (*mkl_version)(char *, int) = NULL;
+    char *(*get_config)(void) = NULL;
+    int (*get_parallel)(void) = NULL;
+    if (lib) {
+        *(void **)&mkl_version = dlsym(lib, "mkl_get_version_string");
+        if (!mkl_version)
+            *(void **)&mkl_version = dlsym(lib, "MKL_Get_Version_String");
+        *(void **)&get_config = dlsym(lib, "openblas_get_config");
+        *(void **)&get_parallel = dlsym(lib, "openblas_get_parallel");
+    }
+    if (mkl_version) {
+        char text[256] = "";
+        mkl_version(text, (int)sizeof text);
+        text[sizeof text - 1] = '\0';
+        blas_info_name_mkl(info, path, text);
+        return;
+    }
+    blas_info_name(info, path, get_config ? get_config() : NULL, get_parallel ? get_parallel() : -1);
+}
+
 void blas_info_detect(struct blas_info *info)
 {
     /* The same global lookup the dynamic linker did for libtorch's sgemm_
@@ -95,39 +123,8 @@ void blas_info_detect(struct blas_info *info)
     }
     char real[PATH_MAX];
     const char *path = realpath(where.dli_fname, real) ? real : where.dli_fname;
-    /* OpenBLAS's own queries, looked up in that library and its
-     * dependencies only (Debian's OpenBLAS libblas.so.3 is a thin library
-     * over libopenblas.so.0): an OpenBLAS loaded beside a reference BLAS
-     * (for LAPACK, say) must not name the reference one. */
-    const char *config = NULL;
-    int parallel = -1;
     void *lib = dlopen(where.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-    /* PyPI's torch links MKL into libtorch_cpu.so, which then defines sgemm_
-     * and MKL's own version query. */
-    void (*mkl_version)(char *, int) = NULL;
-    if (lib)
-        *(void **)&mkl_version = dlsym(lib, "mkl_get_version_string");
-    if (lib && !mkl_version)
-        *(void **)&mkl_version = dlsym(lib, "MKL_Get_Version_String");
-    if (mkl_version) {
-        char text[256] = "";
-        mkl_version(text, (int)sizeof text);
-        text[sizeof text - 1] = '\0';
-        blas_info_name_mkl(info, path, text);
-        dlclose(lib);
-        return;
-    }
-    if (lib) {
-        char *(*get_config)(void) = NULL;
-        int (*get_parallel)(void) = NULL;
-        *(void **)&get_config = dlsym(lib, "openblas_get_config");
-        *(void **)&get_parallel = dlsym(lib, "openblas_get_parallel");
-        if (get_config)
-            config = get_config();
-        if (get_parallel)
-            parallel = get_parallel();
-    }
-    blas_info_name(info, path, config, parallel);
+    name_by_own_queries(info, lib, path);
     if (lib)
         dlclose(lib);
 }
