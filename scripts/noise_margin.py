@@ -58,8 +58,8 @@ def quantiles(values):
     v = sorted(values)
     if not v:
         return "none"
-    pick = lambda q: v[min(len(v) - 1, int(q * (len(v) - 1) + 0.5))]
-    return "n=%d  min %.3g  median %.3g  max %.3g" % (len(v), v[0], pick(0.5), v[-1])
+    median = v[min(len(v) - 1, int(0.5 * (len(v) - 1) + 0.5))]
+    return "n=%d  min %.3g  median %.3g  max %.3g" % (len(v), v[0], median, v[-1])
 
 
 def histogram(values, lo=-1, hi=9):

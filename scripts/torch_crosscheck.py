@@ -120,6 +120,7 @@ def policy_ops(policy, model_ops=tuple(POLICY_ATEN_OPS)):
 def selective_context(policy):
     """context_fn for torch.utils.checkpoint (torch 2.x)."""
     import functools
+
     from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
     saved = policy_ops(policy)
 

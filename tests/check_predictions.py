@@ -34,7 +34,8 @@ def main():
     if not checks:
         print(f"check_predictions: no record to check in {run_dir}")
         sys.exit(2)
-    print(f"check_predictions: {len(checks)} runs, worst error {100 * worst[0]:.2f}% ({worst[1]}), limit {100 * limit:.0f}%")
+    print(f"check_predictions: {len(checks)} runs, worst error {100 * worst[0]:.2f}% ({worst[1]}), "
+          f"limit {100 * limit:.0f}%")
     for m in misses:
         print("  MISS", m)
     sys.exit(1 if misses else 0)

@@ -8,7 +8,6 @@ import shutil
 import sys
 
 import h5py
-import numpy
 
 good, out = sys.argv[1], sys.argv[2]
 shutil.copy(good, out + "/other.h5")

@@ -52,3 +52,11 @@ add_test(NAME python.raising_run_is_error_raising_baseline_writes_nothing
   COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_run_error.py ${PY_OUT}/run_error)
 set_tests_properties(python.raising_run_is_error_raising_baseline_writes_nothing PROPERTIES
   LABELS "python" ENVIRONMENT "${PY_ENV}")
+
+# Every Python file of the project is ruff-clean (ruff.toml; ruff is pinned
+# in env/requirements.txt). A python without ruff (a GPU machine's own) is
+# Skipped, saying so.
+add_test(NAME lint.ruff
+  COMMAND bash -c "${CKPT_PYTHON} -m ruff --version >/dev/null 2>&1 || { echo 'skipped: ${CKPT_PYTHON} has no ruff'; exit 77; }; exec ${CKPT_PYTHON} -m ruff check --no-cache python scripts tests"
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(lint.ruff PROPERTIES LABELS "lint;python" SKIP_RETURN_CODE 77)

@@ -8,11 +8,20 @@ and a checkpointed step; the verdicts come from the C harness's judge.
 
 See docs/external.md."""
 from .adapters import Skipped
-from .errors import (BadInput, BadRunName, JudgeError, ModelNotReproducible, NameCollision, NonScalarLoss, RunError,
-                     VerificationFailed, VerifyError)
+from .errors import (
+    BadInput,
+    BadRunName,
+    JudgeError,
+    ModelNotReproducible,
+    NameCollision,
+    NonScalarLoss,
+    RunError,
+    VerificationFailed,
+    VerifyError,
+)
 from .judge import Verdict, find_judge
 from .verify import Report, assert_verified, default_baseline, verify
 
 __all__ = ["verify", "assert_verified", "default_baseline", "Report", "Verdict", "Skipped", "find_judge",
-           "VerifyError", "BadInput", "NonScalarLoss", "ModelNotReproducible", "NameCollision", "BadRunName", "RunError",
-           "JudgeError", "VerificationFailed"]
+           "VerifyError", "BadInput", "NonScalarLoss", "ModelNotReproducible", "NameCollision", "BadRunName",
+           "RunError", "JudgeError", "VerificationFailed"]

@@ -9,8 +9,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "python", "examples")]
 
-import ckpt_verify  # noqa: E402
 import planted_no_rng_stash as ex  # noqa: E402
+
+import ckpt_verify  # noqa: E402
 
 
 def main():
