@@ -60,3 +60,10 @@ add_test(NAME lint.ruff
   COMMAND bash -c "${CKPT_PYTHON} -m ruff --version >/dev/null 2>&1 || { echo 'skipped: ${CKPT_PYTHON} has no ruff'; exit 77; }; exec ${CKPT_PYTHON} -m ruff check --no-cache python scripts tests"
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(lint.ruff PROPERTIES LABELS "lint;python" SKIP_RETURN_CODE 77)
+
+# pytest specifications of the Python API (tests/python/test_*.py): the
+# Report's truthiness, mapping and repr; up-front refusals; temporary reports.
+add_test(NAME python.pytest
+  COMMAND ${CKPT_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/python
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(python.pytest PROPERTIES LABELS "python" ENVIRONMENT "${PY_ENV}")

@@ -12,7 +12,9 @@ that raised is judged ERROR), 2 bad input or a baseline that raised
 import argparse
 import os
 import runpy
+import shutil
 import sys
+import tempfile
 
 REQUIRED = ("model_fn", "batch_fn", "runs")
 OPTIONAL = ("baseline", "expect", "steps", "seed", "lr", "tolerance", "min_memory_saving", "noise_runs", "name",
@@ -52,15 +54,19 @@ def main(argv=None):
     for key in ("steps", "seed", "judge"):
         if getattr(args, key) is not None:
             kwargs[key] = getattr(args, key)
+    # The CLI prints where the report is, so it keeps it: a new temporary
+    # folder by default (verify() alone would remove its own with the Report).
+    scratch = None if args.out else tempfile.mkdtemp(prefix="ckpt_verify.")
+    out = args.out or os.path.join(scratch, f"{kwargs['name']}.h5")
     try:
-        report = verify(defs["model_fn"], defs["batch_fn"], defs["runs"], device=args.device, out=args.out, **kwargs)
-    except errors.BadInput as e:
-        print(f"{args.script}: bad input ({type(e).__name__}): {e}; nothing written", file=sys.stderr)
+        report = verify(defs["model_fn"], defs["batch_fn"], defs["runs"], device=args.device, out=out, **kwargs)
+    except (errors.BadInput, errors.RunError) as e:
+        if scratch:  # nothing was written: leave no folder behind either
+            shutil.rmtree(scratch, ignore_errors=True)
+        what = f"bad input ({type(e).__name__})" if isinstance(e, errors.BadInput) else "the plain baseline failed"
+        print(f"{args.script}: {what}: {e}; nothing written", file=sys.stderr)
         return 2
-    except errors.RunError as e:
-        print(f"{args.script}: the plain baseline failed: {e}; nothing written", file=sys.stderr)
-        return 2
-    except errors.JudgeError as e:
+    except errors.JudgeError as e:  # the report is complete and kept
         print(f"{args.script}: {e}", file=sys.stderr)
         return 3
     print(report.table.rstrip())

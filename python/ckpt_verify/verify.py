@@ -1,15 +1,23 @@
 """verify(): the user's model and checkpoint against a plain baseline,
 written as a schema-1 report and judged by `ckpt-verify judge`.
-assert_verified(): the same, raising when a verdict is not the expected one."""
+assert_verified(): the same, raising when a verdict is not the expected one.
+
+Every argument the judge or the report would refuse is refused here, with
+BadInput, before any training. The Report is a read-only mapping of run name
+to verdict whose truth is `.ok`, so `assert verify(...)` is a real check."""
+import math
 import os
 import re
+import shutil
 import tempfile
+import weakref
+from collections.abc import Mapping
 
 import torch
 
 from . import judge as judge_mod
 from .adapters import Skipped
-from .errors import BadInput, BadRunName, RunError, VerificationFailed
+from .errors import BadInput, BadRunName, JudgeError, RunError, VerificationFailed
 from .h5report import write_report
 from .memory import NoMeter, meter_for
 from .runner import Spec, check_report_names, model_state, runs_identical, seed_all, tensor_leaves, to_device, train
@@ -29,24 +37,41 @@ def default_baseline(model, batch):
     return model(batch)
 
 
-class Report:
-    """What verify() returns: the verdicts by run name, where the report
-    and the judge's outputs are, and what was not measured."""
+class Report(Mapping):
+    """What verify() returns: a read-only mapping {run name: verdict string}
+    ("PASS", "NOISE", "FAIL", "MEMFAIL", "ERROR"), true when every verdict
+    is the expected one (`.ok`), with where the report and the judge's
+    outputs are and what was not measured. `.verdicts` holds the full
+    Verdict records (reason, first divergence)."""
 
     def __init__(self, path, judge_dir, verdicts, exit_code, table, skipped, memory_source):
         self.path, self.judge_dir, self.verdicts = path, judge_dir, verdicts
         self.exit_code, self.table, self.skipped, self.memory_source = exit_code, table, skipped, memory_source
 
-    def __getitem__(self, run):
+    def __getitem__(self, run: str) -> str:
         return self.verdicts[run].verdict
 
+    def __iter__(self):
+        return iter(self.verdicts)
+
+    def __len__(self) -> int:
+        return len(self.verdicts)
+
+    def __bool__(self) -> bool:
+        return self.ok
+
     @property
-    def ok(self):
+    def ok(self) -> bool:
         """Every verdict was the expected one."""
         return all(v.expected for v in self.verdicts.values())
 
     def unexpected(self):
         return [v for v in self.verdicts.values() if not v.expected]
+
+    def __repr__(self):
+        runs = ", ".join(f"{run!r}: {v.verdict!r}{'' if v.expected else ' (unexpected)'}"
+                         for run, v in self.verdicts.items())
+        return f"<Report ok={self.ok} {{{runs}}} path={self.path!r}>"
 
     def __str__(self):
         lines = [f"{v.run}: {v.verdict}{'' if v.expected else ' (UNEXPECTED)'}: {v.reason}"
@@ -68,7 +93,8 @@ def _check_name(name, what):
         raise BadRunName(f"{what} {name!r}: names with _rerun_ are reserved for re-runs of a run")
 
 
-def _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, tolerance, min_memory_saving):
+def _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, tolerance, min_memory_saving,
+                  seed, lr):
     if not isinstance(runs, dict) or not runs:
         raise BadInput("runs must be a non-empty dict {name: step_fn(model, batch) -> loss}")
     for run, fn in runs.items():
@@ -90,8 +116,12 @@ def _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, 
     if not isinstance(noise_runs, int) or noise_runs < 0:
         raise BadInput(f"noise_runs must be an integer >= 0, not {noise_runs!r}")
     for key, value in (("tolerance", tolerance), ("min_memory_saving", min_memory_saving)):
-        if value is not None and (not isinstance(value, (int, float)) or value < 0):
-            raise BadInput(f"{key} must be a number >= 0, not {value!r}")
+        if value is not None and not (_is_number(value) and math.isfinite(value) and value >= 0):
+            raise BadInput(f"{key} must be a finite number >= 0, not {value!r}")
+    if not (_is_number(lr) and math.isfinite(lr) and lr > 0):
+        raise BadInput(f"lr must be a finite number > 0, not {lr!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+        raise BadInput(f"seed must be an integer in [0, 2**63), not {seed!r}")
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as e:
@@ -102,7 +132,13 @@ def _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, 
         parent = os.path.dirname(os.path.abspath(out))
         if not os.path.isdir(parent):
             raise BadInput(f"out {out!r}: directory {parent} does not exist")
+        if os.path.isdir(out):
+            raise BadInput(f"out {out!r} is a directory; give the report's file name (for example {out}/report.h5)")
     return dev
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _baseline_name(k):
@@ -126,7 +162,7 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
     name = name or (os.path.splitext(os.path.basename(out))[0].replace("-", "_").replace(".", "_") if out
                     else "external")
     dev = _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, tolerance,
-                        min_memory_saving)
+                        min_memory_saving, seed, lr)
     baseline = baseline or default_baseline
     judge_path = judge_mod.find_judge(judge)
     meter = meter_for(dev, judge_path)
@@ -187,13 +223,28 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
     for k, batch in enumerate(batches, start=1):
         inputs.update(tensor_leaves(batch, str(k)))
 
-    if out is None:
-        out = os.path.join(tempfile.mkdtemp(prefix="ckpt_verify."), f"{name}.h5")
-    write_report(out, root, case_attrs, inputs, params_init, done)
-    judge_dir = os.path.splitext(out)[0] + ".judge"
-    os.makedirs(judge_dir, exist_ok=True)
-    verdicts, code, table = judge_mod.judge(judge_path, out, judge_dir, name)
-    return Report(out, judge_dir, verdicts, code, table, skipped, meter.source or meter.why)
+    # Without out= the report lives in a temporary folder that goes with the
+    # Report (or the process): pass out= (pytest: tmp_path / "r.h5") to keep it.
+    scratch = tempfile.mkdtemp(prefix="ckpt_verify.") if out is None else None
+    if scratch:
+        out = os.path.join(scratch, f"{name}.h5")
+    try:
+        write_report(out, root, case_attrs, inputs, params_init, done)
+        judge_dir = os.path.splitext(out)[0] + ".judge"
+        os.makedirs(judge_dir, exist_ok=True)
+        verdicts, code, table = judge_mod.judge(judge_path, out, judge_dir, name)
+    except JudgeError:
+        raise  # the complete report is kept, and the error names it
+    except BaseException:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    # In the order the runs were given (the judge lists them its own way).
+    verdicts = {run: verdicts[run] for run in [*runs, *verdicts] if run in verdicts}
+    report = Report(out, judge_dir, verdicts, code, table, skipped, meter.source or meter.why)
+    if scratch:
+        weakref.finalize(report, shutil.rmtree, scratch, True)
+    return report
 
 
 def _train_or_error(spec, step_fn, run_name):
