@@ -13,6 +13,7 @@
 #include "blas_info.h"
 #include "compare.h"
 #include "error.h"
+#include "h5store.h"
 #include "summary_file.h"
 
 static const char *percent_cell(double v, char *buf, size_t len)
@@ -176,6 +177,13 @@ static void add_case_attr(void *ctx, const char *key, const char *value)
                                                             : json_string(value));
 }
 
+/* The same for a /case attribute of another producer's file, as stored. */
+static int add_stored_case_attr(void *ctx, const char *key, const char *value)
+{
+    add_case_attr(ctx, key, value);
+    return ST_OK;
+}
+
 /* Memory and time of one record (docs/schema.md has the same figures per
  * run), and the case definition so plots can group and label records
  * without the case files. */
@@ -205,8 +213,19 @@ static void add_memory_time(json_t *rec, const struct case_result *r, const stru
         json_object_set_new(rec, f[i].key, json_number(f[i].v));
     json_object_set_new(rec, "timed_steps", json_integer(r->timed_steps));
     json_t *def = json_object();
-    case_foreach_attr(&r->definition, add_case_attr, def);
-    json_object_set_new(rec, "case_definition", def);
+    if (!r->definition_from_producer) {
+        case_foreach_attr(&r->definition, add_case_attr, def);
+    } else if (h5store_has_group(r->h5_path, "/case")) {
+        /* The file was read whole by the judge a moment ago; a failure here
+         * leaves the definition out, never the record. */
+        if (h5store_foreach_attr(r->h5_path, "/case", add_stored_case_attr, def) != ST_OK)
+            json_object_clear(def);
+        error_clear();
+    }
+    if (json_object_size(def) > 0)
+        json_object_set_new(rec, "case_definition", def);
+    else
+        json_decref(def); /* another producer's file without /case: nothing to describe */
 }
 
 int summary_add_case_run(struct summary *s, const struct case_result *r, int case_index, double seconds)

@@ -732,6 +732,9 @@ int judge_file(const char *path, uint64_t *budget, struct case_result *out)
         return st;
     snprintf(out->definition.name, sizeof out->definition.name, "%s", name);
     snprintf(out->name, sizeof out->name, "%s", name);
+    char producer[256];
+    out->definition_from_producer = h5store_read_attr_str(path, "/", "producer", producer, sizeof producer) == ST_OK;
+    error_clear();
 
     char (*names)[64] = NULL;
     int count = 0;

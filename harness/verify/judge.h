@@ -77,6 +77,11 @@ struct case_result {
     double slowest_baseline_step_ms; /* with baseline_step_ms: the baselines' spread */
     int timed_steps;              /* steps per run behind the timing medians */
     struct ckpt_case definition;  /* the case as run (overrides applied) */
+    /* 1 when the judged file names another producer (its root `producer`
+     * attribute: python/ckpt_verify, a torch script): its /case describes
+     * its own model, so reports show it as stored, not `definition` (the
+     * harness's defaults filled in). */
+    int definition_from_producer;
     int status;                   /* ST_OK, or the case could not run at all */
     char error[RESULT_TEXT_MAX];
 };

@@ -6,6 +6,7 @@ the C judge ($CKPT_VERIFY or the tree's build/ckpt-verify). A checkpoint
 with preserve_rng_state=False draws other dropout masks in its recompute:
 PyTorch's documented wrong gradients, FAIL."""
 import gc
+import json
 import math
 import os
 import sys
@@ -141,3 +142,12 @@ def test_without_out_the_temporary_report_goes_with_the_report(tmp_path):
     del report
     gc.collect()
     assert not os.path.exists(folder)
+
+
+def test_the_summary_describes_the_users_model_not_the_harness_default(declared):
+    with open(os.path.join(declared.judge_dir, "summary.json"), encoding="utf-8") as f:
+        records = json.load(f)["records"]
+    definition = records[0]["case_definition"]
+    assert "test_report.model_fn" in definition["model_definition"]
+    assert definition["framework"].startswith("pytorch ")
+    assert "model" not in definition and "hidden" not in definition  # the harness's mlp defaults
