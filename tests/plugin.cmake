@@ -35,7 +35,7 @@ set_tests_properties(plugin.example_replays_module_state PROPERTIES LABELS "plug
 add_test(NAME plugin.listed_in_help
   COMMAND ${EXPECT} 0 "example_checkpoint +plugin example" -- ${CV} --impl-lib ${EXAMPLE_PLUGIN} --help)
 add_test(NAME plugin.wrong_abi_version_is_input_error
-  COMMAND ${EXPECT_ERROR} 2 "libckpt_plugin_bad_abi\\.so: plugin built for ABI version 5 .* loads version 4"
+  COMMAND ${EXPECT_ERROR} 2 "libckpt_plugin_bad_abi\\.so: plugin built for ABI version 6 .* loads version 5"
   -- ${CV} --impl-lib $<TARGET_FILE:ckpt_plugin_bad_abi> --case bias_gelu_bs1)
 add_test(NAME plugin.missing_entry_symbol_is_input_error
   COMMAND ${EXPECT_ERROR} 2 "libckpt_plugin_no_symbol\\.so: not a ckpt-verify plugin: no symbol ckpt_verify_plugin"
