@@ -24,6 +24,13 @@ foreach(case mlp_seg2 gpt_bias_gelu)
        --out ${CMAKE_BINARY_DIR}/it/plugin_${case})
   set_tests_properties(plugin.example_${case} PROPERTIES LABELS "plugin")
 endforeach()
+# A plugin plants a bug in the harness's own reference as impls/faulty/
+# does: the non-reentrant reference with its rng_replay service replaced.
+add_test(NAME plugin.example_planted_service_in_reference
+  COMMAND ${EXPECT} 0 "example_nr_no_rng_replay +FAIL +yes" "nonreentrant +PASS +yes" "all verdicts as expected"
+  -- ${CV} --impl-lib ${EXAMPLE_PLUGIN} --case mlp_seg2 --impl nonreentrant,example_nr_no_rng_replay
+     --out ${CMAKE_BINARY_DIR}/it/plugin_planted_service)
+set_tests_properties(plugin.example_planted_service_in_reference PROPERTIES LABELS "plugin")
 # A model with buffers: the example replays them (PASS, buffers bitwise); the
 # harness's own state_double_update beside it shows what not replaying does.
 add_test(NAME plugin.example_replays_module_state
