@@ -18,9 +18,9 @@ int checkpoint_env_capture(struct checkpoint_env *env, const struct checkpoint_i
                            const struct impl_options *opts, struct var *const *in, int n_in)
 {
     memset(env, 0, sizeof *env);
-    env->preserve_rng = opts->preserve_rng_state;
+    env->preserve_rng = env->replay_rng = opts->preserve_rng_state;
     env->autocast = autocast_get();
-    env->mutation = &impl->mutation;
+    checkpoint_services_resolve(&env->services, impl->services);
     env->context = opts->context;
     env->stats = opts->stats;
     env->state = opts->state;
@@ -37,7 +37,7 @@ int checkpoint_env_capture(struct checkpoint_env *env, const struct checkpoint_i
     int arg_devices[REGION_MAX_TENSORS];
     for (int i = 0; i < n_in && i < REGION_MAX_TENSORS; i++)
         arg_devices[i] = tensor_device(in[i]->data);
-    enum rng_devices policy = impl->mutation.force_args_only_rng ? RNG_ARGS_ONLY : opts->rng_devices;
+    enum rng_devices policy = env->services.rng_devices(opts->rng_devices);
     rng_device_set_build(&set, arg_devices, n_in < REGION_MAX_TENSORS ? n_in : REGION_MAX_TENSORS,
                          opts->current_device, policy);
     int st = rng_stash_capture(&env->forward_rng, &set);
@@ -90,22 +90,14 @@ int checkpoint_env_enter(struct checkpoint_env *env, struct recompute_frame *fra
     frame->started_ms = monotonic_ms();
     frame->grad_mode = grad_mode_set(1);
     frame->autocast = autocast_get();
-    if (!env->mutation->skip_autocast_restore)
-        autocast_set(env->autocast);
-    if (env->preserve_rng && !env->mutation->skip_rng_restore) {
-        if (!env->mutation->skip_rng_fork) {
-            int st = rng_stash_capture(&frame->surrounding_rng, &env->forward_rng.set);
-            if (st)
-                return st;
-            frame->forked = 1;
-        }
-        int st = rng_stash_restore(&env->forward_rng);
+    env->services.autocast_replay(env->autocast);
+    if (env->replay_rng) {
+        int st = env->services.rng_replay(&env->forward_rng, &frame->surrounding_rng, &frame->forked);
         if (st)
             return st;
     }
     if (env->state) {
-        int st = module_state_recompute_enter(env->state, &env->forward_state, env->mutation->state_replay,
-                                              &frame->state);
+        int st = env->services.state_replay(env->state, &env->forward_state, &frame->state);
         if (st)
             return st;
         frame->state_entered = 1;

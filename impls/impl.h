@@ -3,7 +3,8 @@
  * recording whatever nodes it needs: `none` runs it plainly, `reentrant`
  * and `nonreentrant` follow torch.utils.checkpoint's two styles (see
  * reentrant.c and nonreentrant.c), and impls/faulty/ holds planted-bug
- * variants, each a documented mutation of a reference. */
+ * variants, each a reference run with one of its services (services.h)
+ * replaced by a wrong one. */
 #ifndef CKPT_IMPL_H
 #define CKPT_IMPL_H
 
@@ -13,6 +14,8 @@
 #include "module_state.h"
 #include "rng_stash.h"
 #include "tape.h"
+
+struct checkpoint_services;
 
 /* A region holds at most this many tensor inputs and as many outputs. */
 #define REGION_MAX_TENSORS 4
@@ -54,38 +57,6 @@ struct context_hooks {
     void (*recompute_enter)(void *ctx);
     void (*recompute_exit)(void *ctx);
     void *ctx;
-};
-
-/* Planted-bug switches. A reference impl runs with all of them zero; each
- * faulty impl sets one (impls/faulty/ documents the real failure). */
-struct impl_mutation {
-    int skip_rng_restore;        /* no_rng_stash: recompute draws fresh numbers */
-    int skip_rng_fork;           /* rng_not_forked: replayed stream leaks on */
-    int force_args_only_rng;     /* args_only_rng: current device not stashed */
-    int skip_autocast_restore;   /* autocast_not_restored */
-    /* counter_reset: after that many unpacks of one checkpoint frame (<0:
-     * half of its handles) the frame restarts its recompute numbering at the
-     * unpacks already served, so handle k is handed the tensor recomputed for
-     * handle k + N (nonreentrant.c, impls/faulty/counter_reset.c). */
-    int reset_counter_after;
-    int keep_forward_tensors;    /* recompute_elided: forward activations kept and handed back */
-    /* Selective checkpointing's bugs (impls/faulty/selective_bugs.c). */
-    int ignore_policy;           /* policy_ignored: every saved tensor kept */
-    int stale_cache;             /* stale_cache: a kept tensor looked up at the previous invocation */
-    int mutate_cached_output;    /* mutated_saved_output: a kept tensor changed in place after forward, */
-                                 /* and its version no longer checked */
-    int skip_replay_if_random_kept; /* rng_op_saved_without_replay: no RNG replay when the policy */
-                                    /* keeps the random ops' saved tensors */
-    /* Module state in recompute (impls/faulty/state_bugs.c): what the
-     * recompute reads its buffers from and writes its updates to. */
-    enum state_replay state_replay;
-    /* hook_fires_twice: the reentrant nested backward runs as two passes
-     * over halves of the upstream gradient (impls/faulty/hook_fires_twice.c). */
-    int backward_per_half;
-    /* leaked_recompute_frame: a non-reentrant frame keeps its recomputed
-     * tensors and is held by the run after backward
-     * (impls/faulty/leaked_recompute_frame.c). */
-    int leak_recompute_frame;
 };
 
 /* Everything a run tells the impl, and what it reports back. */
@@ -143,7 +114,9 @@ struct checkpoint_impl {
      * this impl does it. */
     int (*run)(const struct checkpoint_impl *impl, const struct impl_options *opts,
                const struct segment_fn *seg, struct var *const *in, struct var **out);
-    struct impl_mutation mutation;
+    /* The services the run calls (services.h): NULL, or entries left NULL,
+     * are the reference's; a planted bug sets the one it replaces. */
+    const struct checkpoint_services *services;
     int is_reference; /* none, reentrant, nonreentrant, selective */
     /* Planted bugs: whether the bug can show in case c at all (NULL: it
      * always can). When it cannot, it writes what hides it to why (e.g.
@@ -157,12 +130,12 @@ const struct checkpoint_impl *impl_find(const char *name);
 const struct checkpoint_impl *const *impl_all(void);
 
 /* Whether a built-in impl is a reentrant checkpoint (reentrant.c or a
- * mutation of it): it keeps no saved tensors, so it refuses
+ * planted bug built on it): it keeps no saved tensors, so it refuses
  * determinism_check = values. Checked before a run; a plugin's reentrant
  * impl refuses when it runs. */
 int impl_is_reentrant(const struct checkpoint_impl *impl);
 
-/* Shared by the reference impls and their mutations. */
+/* Shared by the reference impls and the planted bugs built on them. */
 int impl_run_none(const struct checkpoint_impl *impl, const struct impl_options *opts,
                   const struct segment_fn *seg, struct var *const *in, struct var **out);
 int impl_run_reentrant(const struct checkpoint_impl *impl, const struct impl_options *opts,

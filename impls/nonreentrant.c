@@ -28,24 +28,11 @@
 #include "policy.h"
 #include "checkpoint_env.h"
 #include "impl.h"
-
-struct saved_meta {
-    const char *op;
-    int ndim;
-    int64_t shape[TENSOR_MAX_DIMS];
-    enum dtype dtype;
-    int device;
-    uint64_t fingerprint;
-    int alive;                 /* its handle is still held by a node */
-    /* selective: kept from forward (not recomputed), which call of its op
-     * in this checkpoint saved it, as which of that node's saved tensors,
-     * and the storage's version counter then. */
-    int cached;
-    int invocation, slot;
-    int64_t version;
-};
+#include "saved_store.h"
 
 struct nr_frame {
+    /* First member: saved_store_retain/release find the frame from it. */
+    struct saved_store store;
     int refcount;
     struct checkpoint_env env;
     struct segment_fn seg;
@@ -59,36 +46,19 @@ struct nr_frame {
     int input_requires_grad[REGION_MAX_TENSORS];
     enum determinism_check check;
     int early_stop;
-    const struct impl_mutation *mutation;
     struct saved_hooks forward_hooks, recompute_hooks;
 
-    int n_handles, cap_handles;
-    struct saved_meta *meta;
-    tensor **kept;              /* recompute_elided: every forward tensor; selective: the cached ones */
-    unsigned keep;              /* selective: ops whose saved tensors are cached (policy.h) */
-    int keep_all;               /* policy_ignored: every saved tensor cached */
+    int cap_handles;
+    unsigned keep;              /* selective: ops whose saved tensors are kept (policy.h) */
     int recompute_end;          /* one past the last handle a recompute must fill */
     int op_calls[POP_COUNT];    /* calls so far of each op in this checkpoint's forward */
-    struct checkpoint_impl impl; /* the impl, with a selective mutation resolved */
-    tensor **recomputed;        /* filled by the recompute, emptied by unpacks */
     /* the op that saved the k-th tensor of the last recompute, k <= n_handles
      * (one more than forward saved, for the op log of that mismatch) */
     const char **recompute_ops;
     int recompute_counter;
-    uint64_t recomputed_for;    /* engine call the recompute belongs to */
-    int unpacks;
-    /* counter_reset only: the k-th recomputed tensor fills slot k - this;
-     * always 0 in the reference. */
-    int slot_offset;
-    /* leaked_recompute_frame only: every tensor the recomputes produced,
-     * kept by the frame, which the run holds (impl_stats_hold). */
-    tensor **leaked;
-    int n_leaked, cap_leaked, held;
 };
 
-/* recomputed_for before the first recompute: no engine call has this id
- * (0 is "outside any backward", where an unpack recomputes too). */
-#define NO_RECOMPUTE UINT64_MAX
+void saved_store_retain(struct saved_store *store) { ((struct nr_frame *)store)->refcount++; }
 
 struct nr_handle {
     struct nr_frame *frame;
@@ -99,23 +69,22 @@ static void frame_release(struct nr_frame *f)
 {
     if (--f->refcount > 0)
         return;
-    for (int i = 0; i < f->n_handles; i++) {
-        if (f->recomputed)
-            tensor_free(f->recomputed[i]);
-        if (f->kept)
-            tensor_free(f->kept[i]);
+    for (int i = 0; i < f->store.n_handles; i++) {
+        if (f->store.recomputed)
+            tensor_free(f->store.recomputed[i]);
+        if (f->store.kept)
+            tensor_free(f->store.kept[i]);
     }
-    for (int i = 0; i < f->n_leaked; i++)
-        tensor_free(f->leaked[i]);
-    free(f->leaked);
-    free(f->recomputed);
+    free(f->store.recomputed);
     free(f->recompute_ops);
-    free(f->kept);
-    free(f->meta);
+    free(f->store.kept);
+    free(f->store.meta);
     node_release(f->input_saver);
     checkpoint_env_free(&f->env);
     free(f);
 }
+
+void saved_store_release(struct saved_store *store) { frame_release((struct nr_frame *)store); }
 
 /* FNV-1a over the tensor's bytes (host copy): cheap, and any bit flip in a
  * recomputed tensor changes it. */
@@ -136,19 +105,17 @@ static int fingerprint(const tensor *t, uint64_t *out)
 
 static int grow_handles(struct nr_frame *f)
 {
-    if (f->n_handles < f->cap_handles)
+    if (f->store.n_handles < f->cap_handles)
         return ST_OK;
     int cap = f->cap_handles ? f->cap_handles * 2 : 16;
-    struct saved_meta *meta = realloc(f->meta, (size_t)cap * sizeof *meta);
+    struct saved_meta *meta = realloc(f->store.meta, (size_t)cap * sizeof *meta);
     if (!meta)
         return error_set(ST_RUN, "out of memory growing checkpoint handles");
-    f->meta = meta;
-    if (f->mutation->keep_forward_tensors || f->keep || f->keep_all) {
-        tensor **kept = realloc(f->kept, (size_t)cap * sizeof *kept);
-        if (!kept)
-            return error_set(ST_RUN, "out of memory growing checkpoint handles");
-        f->kept = kept;
-    }
+    f->store.meta = meta;
+    tensor **kept = realloc(f->store.kept, (size_t)cap * sizeof *kept);
+    if (!kept)
+        return error_set(ST_RUN, "out of memory growing checkpoint handles");
+    f->store.kept = kept;
     f->cap_handles = cap;
     return ST_OK;
 }
@@ -162,7 +129,7 @@ static int forward_pack(void *ctx, const struct node *n, const tensor *t, void *
     struct nr_handle *h = malloc(sizeof *h);
     if (!h)
         return error_set(ST_RUN, "out of memory creating a checkpoint handle");
-    struct saved_meta *m = &f->meta[f->n_handles];
+    struct saved_meta *m = &f->store.meta[f->store.n_handles];
     memset(m, 0, sizeof *m);
     m->op = n->name;
     m->ndim = tensor_shape(t, m->shape);
@@ -180,20 +147,22 @@ static int forward_pack(void *ctx, const struct node *n, const tensor *t, void *
             f->op_calls[op]++;
         m->invocation = f->op_calls[op] - 1;
     }
-    m->cached = f->keep_all || (op >= 0 && (f->keep & POLICY_BIT(op)));
-    if (f->kept)
-        f->kept[f->n_handles] = NULL;
-    if (f->mutation->keep_forward_tensors || m->cached) {
-        if ((st = tensor_share(&f->kept[f->n_handles], t))) {
-            free(h);
-            return st;
-        }
+    m->cached = f->env.services.policy_keeps(f->keep, op);
+    f->store.kept[f->store.n_handles] = NULL;
+    if (m->cached) {
+        st = tensor_share(&f->store.kept[f->store.n_handles], t);
         m->version = tensor_version(t);
+    } else {
+        st = f->env.services.keep_forward(&f->store, f->store.n_handles, t);
+    }
+    if (st) {
+        free(h);
+        return st;
     }
     if (!m->cached)
-        f->recompute_end = f->n_handles + 1;
+        f->recompute_end = f->store.n_handles + 1;
     h->frame = f;
-    h->index = f->n_handles++;
+    h->index = f->store.n_handles++;
     f->refcount++;
     *packed = h;
     return ST_OK;
@@ -204,15 +173,15 @@ static void handle_free(void *ctx, void *packed)
     (void)ctx;
     struct nr_handle *h = packed;
     struct nr_frame *f = h->frame;
-    f->meta[h->index].alive = 0;
-    if (f->meta[h->index].cached) {
+    f->store.meta[h->index].alive = 0;
+    if (f->store.meta[h->index].cached) {
         /* A cached tensor lives as long as the node that saved it. */
-        tensor_free(f->kept[h->index]);
-        f->kept[h->index] = NULL;
+        tensor_free(f->store.kept[h->index]);
+        f->store.kept[h->index] = NULL;
     }
-    if (f->recomputed) {
-        tensor_free(f->recomputed[h->index]);
-        f->recomputed[h->index] = NULL;
+    if (f->store.recomputed) {
+        tensor_free(f->store.recomputed[h->index]);
+        f->store.recomputed[h->index] = NULL;
     }
     free(h);
     frame_release(f);
@@ -229,10 +198,10 @@ static void write_op_log(const struct nr_frame *f, int failed, const char *what)
         return;
     char *log = f->env.stats->op_log;
     size_t cap = sizeof f->env.stats->op_log, used = 0;
-    int recomputed = f->recompute_counter < f->n_handles + 1 ? f->recompute_counter : f->n_handles + 1;
+    int recomputed = f->recompute_counter < f->store.n_handles + 1 ? f->recompute_counter : f->store.n_handles + 1;
     int last = failed;
     for (int k = 0; k < failed; k++) {
-        const char *fwd = k < f->n_handles ? f->meta[k].op : NULL;
+        const char *fwd = k < f->store.n_handles ? f->store.meta[k].op : NULL;
         const char *rec = k < recomputed ? f->recompute_ops[k] : NULL;
         if (!fwd || !rec || strcmp(fwd, rec) != 0) {
             last = k;
@@ -247,7 +216,7 @@ static void write_op_log(const struct nr_frame *f, int failed, const char *what)
         n += snprintf(log + n, cap - (size_t)n, "#0..#%d | (the same ops) | (the same ops)\n", first - 1);
     used = n > 0 ? (size_t)n : 0;
     for (int k = first; k <= last && used < cap; k++) {
-        const char *fwd = k < f->n_handles ? f->meta[k].op : "(none: forward saved no more)";
+        const char *fwd = k < f->store.n_handles ? f->store.meta[k].op : "(none: forward saved no more)";
         const char *rec = k < recomputed ? f->recompute_ops[k] : "(none: recompute saved no more)";
         n = snprintf(log + used, cap - used, "#%d | %s | %s%s%s\n", k, fwd, rec, k == last ? " <- " : "",
                      k == last ? what : "");
@@ -258,29 +227,29 @@ static void write_op_log(const struct nr_frame *f, int failed, const char *what)
 }
 
 /* Inner pack hook of the recompute: the k-th saved tensor fills handle k
- * (handle k - slot_offset under counter_reset). Once the last handle is
- * filled the recompute stops (PyTorch's early stop). */
+ * (k - slot_offset, which only a count_unpack service moves). Once the
+ * last handle is filled the recompute stops (PyTorch's early stop). */
 static int recompute_pack(void *ctx, const struct node *n, const tensor *t, void **packed)
 {
     struct nr_frame *f = ctx;
     *packed = NULL;
     int k = f->recompute_counter++;
-    if (k <= f->n_handles)
+    if (k <= f->store.n_handles)
         f->recompute_ops[k] = n->name;
     /* Only reachable with early_stop = false: otherwise the recompute stops
      * at the last handle. */
-    if (k >= f->n_handles) {
+    if (k >= f->store.n_handles) {
         write_op_log(f, k, "saved by the recompute only");
         return error_set(ST_MISMATCH, "recompute saved more tensors (%d) than the forward did (%d; the extra one by "
                                       "op %s)",
-                         k + 1, f->n_handles, n->name);
+                         k + 1, f->store.n_handles, n->name);
     }
-    int slot = k - f->slot_offset;
-    if (slot >= 0 && f->meta[slot].alive && !f->meta[slot].cached) {
+    int slot = k - f->store.slot_offset;
+    if (slot >= 0 && f->store.meta[slot].alive && !f->store.meta[slot].cached) {
         /* A slot a previous recompute filled but nobody unpacked. */
-        tensor_free(f->recomputed[slot]);
-        f->recomputed[slot] = NULL;
-        int st = tensor_share(&f->recomputed[slot], t);
+        tensor_free(f->store.recomputed[slot]);
+        f->store.recomputed[slot] = NULL;
+        int st = tensor_share(&f->store.recomputed[slot], t);
         if (st)
             return st;
         if (f->env.stats)
@@ -299,44 +268,9 @@ static int recompute_unpack(void *ctx, void *packed, tensor **out)
     return error_set(ST_INTERNAL, "a tensor saved during recompute was unpacked");
 }
 
-static void frame_release_held(void *frame) { frame_release(frame); }
-
-/* leaked_recompute_frame: the frame keeps a reference to each tensor its
- * recompute produced and is itself held by the run, so neither dies with
- * the graph after backward. */
-static int leak_recomputed(struct nr_frame *f)
-{
-    if (!f->env.stats)
-        return ST_OK;
-    for (int k = 0; k < f->n_handles; k++) {
-        if (!f->recomputed[k])
-            continue;
-        if (f->n_leaked == f->cap_leaked) {
-            int cap = f->cap_leaked ? 2 * f->cap_leaked : 16;
-            tensor **grown = realloc(f->leaked, (size_t)cap * sizeof *grown);
-            if (!grown)
-                return error_set(ST_RUN, "out of memory keeping recomputed tensors");
-            f->leaked = grown;
-            f->cap_leaked = cap;
-        }
-        int st = tensor_share(&f->leaked[f->n_leaked], f->recomputed[k]);
-        if (st)
-            return st;
-        f->n_leaked++;
-    }
-    if (f->held)
-        return ST_OK;
-    int st = impl_stats_hold(f->env.stats, f, frame_release_held);
-    if (!st) {
-        f->refcount++;
-        f->held = 1;
-    }
-    return st;
-}
-
 static int check_metadata(const struct nr_frame *f, int k, const tensor *t)
 {
-    const struct saved_meta *m = &f->meta[k];
+    const struct saved_meta *m = &f->store.meta[k];
     if (f->check == DETERMINISM_NONE)
         return ST_OK;
     int64_t shape[TENSOR_MAX_DIMS];
@@ -383,9 +317,9 @@ static int recompute_inputs(struct nr_frame *f, struct var **detached)
 static int recompute(struct nr_frame *f)
 {
     int st;
-    if (!f->recomputed && !(f->recomputed = calloc((size_t)f->n_handles + 1, sizeof *f->recomputed)))
+    if (!f->store.recomputed && !(f->store.recomputed = calloc((size_t)f->store.n_handles + 1, sizeof *f->store.recomputed)))
         return error_set(ST_RUN, "out of memory recomputing a checkpoint");
-    if (!f->recompute_ops && !(f->recompute_ops = calloc((size_t)f->n_handles + 1, sizeof *f->recompute_ops)))
+    if (!f->recompute_ops && !(f->recompute_ops = calloc((size_t)f->store.n_handles + 1, sizeof *f->recompute_ops)))
         return error_set(ST_RUN, "out of memory recomputing a checkpoint");
     f->recompute_counter = 0;
     struct var *detached[REGION_MAX_TENSORS] = {0}, *out[REGION_MAX_TENSORS] = {0};
@@ -407,66 +341,45 @@ static int recompute(struct nr_frame *f)
         st = exit_st;
     if (st)
         return st;
-    f->recomputed_for = tape_engine_current_id();
+    f->store.recomputed_for = tape_engine_current_id();
     /* The first mismatch in saving order names the op that diverged first. */
-    for (int k = 0; k < f->n_handles; k++) {
-        if (!f->meta[k].alive || f->meta[k].cached)
+    for (int k = 0; k < f->store.n_handles; k++) {
+        if (!f->store.meta[k].alive || f->store.meta[k].cached)
             continue;
-        if (!f->recomputed[k]) {
+        if (!f->store.recomputed[k]) {
             write_op_log(f, k, "not recomputed");
             return error_set(ST_MISMATCH, "recompute saved %d tensors; the forward saved %d (saved tensor #%d, op %s, "
                                           "was not recomputed)",
-                             f->recompute_counter, f->n_handles, k, f->meta[k].op);
+                             f->recompute_counter, f->store.n_handles, k, f->store.meta[k].op);
         }
-        if ((st = check_metadata(f, k, f->recomputed[k]))) {
+        if ((st = check_metadata(f, k, f->store.recomputed[k]))) {
             if (st == ST_MISMATCH)
                 write_op_log(f, k, "recomputed tensor differs");
             return st;
         }
     }
-    return f->mutation->leak_recompute_frame ? leak_recomputed(f) : ST_OK;
-}
-
-/* stale_cache: the lookup of a cached tensor is off by one invocation —
- * it finds the same saved tensor of the op's previous call in this
- * checkpoint (when that one has the same shape and dtype, so nothing
- * downstream notices). The reference matches (op, invocation, slot). */
-static int cache_lookup(const struct nr_frame *f, int k)
-{
-    const struct saved_meta *m = &f->meta[k];
-    if (!f->mutation->stale_cache)
-        return k;
-    for (int j = k - 1; j >= 0; j--) {
-        const struct saved_meta *o = &f->meta[j];
-        if (o->cached && f->kept[j] && strcmp(o->op, m->op) == 0 && o->slot == m->slot &&
-            o->invocation == m->invocation - 1 && o->dtype == m->dtype && o->ndim == m->ndim &&
-            memcmp(o->shape, m->shape, (size_t)m->ndim * sizeof m->shape[0]) == 0)
-            return j;
-    }
-    return k;
+    return f->env.services.recompute_done(&f->store);
 }
 
 /* A tensor cached in forward, handed out as it is, after PyTorch's check
  * that no in-place op changed it since (its version counter). No identity
  * or metadata check: the reference finds the entry by the handle's own
  * index and hands back the very tensor it measured, so neither could fail
- * (stale_cache's lookup only takes an entry of the same metadata; its wrong
- * entry is caught by the gradients). */
+ * (a cache_lookup service that finds another entry must take one of the
+ * same metadata, or the gradients catch it). */
 static int cached_unpack(struct nr_frame *f, int k, tensor **out)
 {
-    int j = cache_lookup(f, k);
-    const struct saved_meta *m = &f->meta[k], *e = &f->meta[j];
-    if (!f->kept[j])
+    int j = f->env.services.cache_lookup(&f->store, k);
+    const struct saved_meta *m = &f->store.meta[k], *e = &f->store.meta[j];
+    if (!f->store.kept[j])
         return error_set(ST_INTERNAL, "cached saved tensor #%d (op %s) was already freed", k, m->op);
-    if (!f->mutation->mutate_cached_output) {
-        char what[128];
-        snprintf(what, sizeof what, "saved tensor #%d (op %s, call %d) kept by the selective policy", k, m->op,
-                 m->invocation);
-        int st = tape_check_version(f->kept[j], e->version, what);
-        if (st)
-            return st;
-    }
-    return tensor_share(out, f->kept[j]);
+    char what[128];
+    snprintf(what, sizeof what, "saved tensor #%d (op %s, call %d) kept by the selective policy", k, m->op,
+             m->invocation);
+    int st = f->env.services.cache_unchanged(f->store.kept[j], e->version, what);
+    if (st)
+        return st;
+    return tensor_share(out, f->store.kept[j]);
 }
 
 static int forward_unpack(void *ctx, void *packed, tensor **out)
@@ -476,42 +389,19 @@ static int forward_unpack(void *ctx, void *packed, tensor **out)
     struct nr_frame *f = h->frame;
     int k = h->index;
     int st;
-    f->unpacks++;
-    if (f->mutation->keep_forward_tensors)
-        return tensor_share(out, f->kept[k]);
-    if (f->meta[k].cached)
+    f->env.services.count_unpack(&f->store);
+    if (f->store.meta[k].cached)
         return cached_unpack(f, k, out);
-    if (f->mutation->reset_counter_after) {
-        /* counter_reset: after N unpacks the bookkeeping believes a new
-         * pass began and recomputes, but numbers the recompute from the N
-         * tensors already handed out, so the remaining handles get tensors
-         * recomputed for handles N places later. With N one layer of a
-         * two-layer segment those have the same shapes: a silent mix-up. */
-        int after = f->mutation->reset_counter_after > 0 ? f->mutation->reset_counter_after : f->n_handles / 2;
-        if (after > 0 && f->unpacks == after + 1) {
-            f->recomputed_for = NO_RECOMPUTE;
-            f->slot_offset = after;
-        }
-    }
-    if (f->recomputed_for != tape_engine_current_id() && (st = recompute(f)))
+    if ((st = f->env.services.take_kept(&f->store, k, out)) || *out)
         return st;
-    if (!f->recomputed[k])
+    if (f->store.recomputed_for != tape_engine_current_id() && (st = recompute(f)))
+        return st;
+    if (!f->store.recomputed[k])
         return error_set(ST_MISMATCH, "saved tensor #%d (op %s) was unpacked twice in one backward without a recompute",
-                         k, f->meta[k].op);
+                         k, f->store.meta[k].op);
     /* Handed over: the frame drops its reference right away. */
-    *out = f->recomputed[k];
-    f->recomputed[k] = NULL;
-    return ST_OK;
-}
-
-/* mutated_saved_output: after the forward, an in-place op changes the last
- * cached activation (the first tensor its op saved: an input, a mask, q),
- * as a buffer reused by user code or a memory planner would. */
-static int mutate_cached(struct nr_frame *f)
-{
-    for (int k = f->n_handles - 1; k >= 0; k--)
-        if (f->meta[k].cached && f->meta[k].slot == 0 && f->kept[k])
-            return tensor_add_(f->kept[k], f->kept[k], 1.0 / 1024.0);
+    *out = f->store.recomputed[k];
+    f->store.recomputed[k] = NULL;
     return ST_OK;
 }
 
@@ -531,17 +421,8 @@ int impl_run_nonreentrant_keeping(const struct checkpoint_impl *impl, const stru
     f->n_out = n_out;
     f->check = opts->determinism_check;
     f->early_stop = !opts->disable_early_stop;
-    f->recomputed_for = NO_RECOMPUTE;
-    f->impl = *impl;
+    f->store.recomputed_for = NO_RECOMPUTE;
     f->keep = keep;
-    f->keep_all = impl->mutation.ignore_policy;
-    /* rng_op_saved_without_replay: with the random ops' saved tensors kept,
-     * the recompute is taken to need no RNG — but the ops after them are
-     * recomputed from a fresh draw. */
-    if (impl->mutation.skip_replay_if_random_kept && (keep & policy_random_ops()))
-        f->impl.mutation.skip_rng_restore = 1;
-    impl = &f->impl;
-    f->mutation = &impl->mutation;
     f->forward_hooks = (struct saved_hooks){forward_pack, forward_unpack, handle_free, f};
     f->recompute_hooks = (struct saved_hooks){recompute_pack, recompute_unpack, NULL, f};
     f->n_in = n_in;
@@ -550,8 +431,10 @@ int impl_run_nonreentrant_keeping(const struct checkpoint_impl *impl, const stru
         f->input_requires_grad[i] = in[i]->requires_grad;
         st = node_save(f->input_saver, in[i]->data);
     }
-    if (!st)
-        st = checkpoint_env_capture(&f->env, impl, opts, in, n_in);
+    if (!st && !(st = checkpoint_env_capture(&f->env, impl, opts, in, n_in))) {
+        f->store.stats = opts->stats;
+        f->env.replay_rng = f->env.replay_rng && f->env.services.rng_replay_needed(keep);
+    }
     if (!st)
         st = saved_hooks_push(&f->forward_hooks);
     if (st) {
@@ -566,7 +449,7 @@ int impl_run_nonreentrant_keeping(const struct checkpoint_impl *impl, const stru
     saved_hooks_pop();
     if (!st && (st = checkpoint_env_check_forward(&f->env)))
         region_release(out, n_out);
-    if (!st && f->mutation->mutate_cached_output && (st = mutate_cached(f)))
+    if (!st && (st = f->env.services.forward_done(&f->store)))
         region_release(out, n_out);
     frame_release(f); /* the handles keep it alive as long as nodes hold them */
     return st;

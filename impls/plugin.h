@@ -9,17 +9,27 @@
  * shim (harness/autograd/tape.h, harness/aten/aten.h), which the ckpt-verify binary
  * exports. An impl with is_reference = 1 claims to be right (expected PASS
  * or NOISE), with 0 it is a planted bug (expected FAIL or MEMFAIL);
- * impls/plugin/example_checkpoint.c is a complete example. */
+ * impls/plugin/example_checkpoint.c is a complete example.
+ *
+ * A plugin plants a bug as the harness does (impls/faulty/): its impl
+ * names the one service it replaces (checkpoint_impl.services,
+ * services.h) and runs a reference (impl_run_reentrant,
+ * impl_run_nonreentrant, impl_run_selective), or resolves the table
+ * itself (checkpoint_services_resolve) and calls the services from its
+ * own checkpoint, as the example does. */
 #ifndef CKPT_PLUGIN_H
 #define CKPT_PLUGIN_H
 
 #include <stddef.h>
 
 #include "impl.h"
+#include "services.h"
 
-/* Bumped whenever struct checkpoint_impl, struct impl_options or the
- * functions a plugin may call change incompatibly. */
-#define CKPT_PLUGIN_ABI_VERSION 4
+/* Bumped whenever struct checkpoint_impl, struct impl_options, struct
+ * checkpoint_services or the functions a plugin may call change
+ * incompatibly. 5: checkpoint_impl's planted-bug switches became the
+ * services table. */
+#define CKPT_PLUGIN_ABI_VERSION 5
 #define CKPT_PLUGIN_SYMBOL "ckpt_verify_plugin"
 
 struct ckpt_plugin {

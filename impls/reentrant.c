@@ -49,26 +49,6 @@ static int recompute_inputs(struct node *n, const struct reentrant_ctx *c, struc
     return ST_OK;
 }
 
-/* hook_fires_twice: the nested backward as two passes over halves of the
- * upstream gradients, the first retaining the recompute graph. Halving is
- * exact, so the gradients sum to the same bits where nothing accumulated
- * before; every parameter of the segment accumulates twice. */
-static int backward_per_half(struct var *const *roots, tensor *const *grads, int n)
-{
-    tensor *half[REGION_MAX_TENSORS] = {0};
-    int st = ST_OK;
-    for (int i = 0; i < n && !st; i++)
-        st = tensor_mul_scalar(&half[i], grads[i], 0.5);
-    struct backward_options retain = {.retain_graph = 1};
-    if (!st)
-        st = tape_backward_with(roots, half, n, &retain);
-    if (!st)
-        st = tape_backward(roots, half, n);
-    for (int i = 0; i < n; i++)
-        tensor_free(half[i]);
-    return st;
-}
-
 static int reentrant_backward(struct node *n, tensor *const *g, tensor **gi)
 {
     struct reentrant_ctx *c = n->ctx;
@@ -101,8 +81,7 @@ static int reentrant_backward(struct node *n, tensor *const *g, tensor **gi)
         st = error_set(ST_RUN, "checkpoint: no output of the segment requires grad; the checkpoint is not needed");
         goto out;
     }
-    if ((st = c->env.mutation->backward_per_half ? backward_per_half(roots, root_grads, n_roots)
-                                                 : tape_backward(roots, root_grads, n_roots)))
+    if ((st = c->env.services.nested_backward(roots, root_grads, n_roots)))
         goto out;
     for (int i = 0; i < c->n_in && !st; i++)
         if (n->next[i].node && detached[i]->grad)

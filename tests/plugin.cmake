@@ -24,6 +24,13 @@ foreach(case mlp_seg2 gpt_bias_gelu)
        --out ${CMAKE_BINARY_DIR}/it/plugin_${case})
   set_tests_properties(plugin.example_${case} PROPERTIES LABELS "plugin")
 endforeach()
+# A plugin plants a bug in the harness's own reference as impls/faulty/
+# does: the non-reentrant reference with its rng_replay service replaced.
+add_test(NAME plugin.example_planted_service_in_reference
+  COMMAND ${EXPECT} 0 "example_nr_no_rng_replay +FAIL +yes" "nonreentrant +PASS +yes" "all verdicts as expected"
+  -- ${CV} --impl-lib ${EXAMPLE_PLUGIN} --case mlp_seg2 --impl nonreentrant,example_nr_no_rng_replay
+     --out ${CMAKE_BINARY_DIR}/it/plugin_planted_service)
+set_tests_properties(plugin.example_planted_service_in_reference PROPERTIES LABELS "plugin")
 # A model with buffers: the example replays them (PASS, buffers bitwise); the
 # harness's own state_double_update beside it shows what not replaying does.
 add_test(NAME plugin.example_replays_module_state
@@ -35,7 +42,7 @@ set_tests_properties(plugin.example_replays_module_state PROPERTIES LABELS "plug
 add_test(NAME plugin.listed_in_help
   COMMAND ${EXPECT} 0 "example_checkpoint +plugin example" -- ${CV} --impl-lib ${EXAMPLE_PLUGIN} --help)
 add_test(NAME plugin.wrong_abi_version_is_input_error
-  COMMAND ${EXPECT_ERROR} 2 "libckpt_plugin_bad_abi\\.so: plugin built for ABI version 5 .* loads version 4"
+  COMMAND ${EXPECT_ERROR} 2 "libckpt_plugin_bad_abi\\.so: plugin built for ABI version 6 .* loads version 5"
   -- ${CV} --impl-lib $<TARGET_FILE:ckpt_plugin_bad_abi> --case bias_gelu_bs1)
 add_test(NAME plugin.missing_entry_symbol_is_input_error
   COMMAND ${EXPECT_ERROR} 2 "libckpt_plugin_no_symbol\\.so: not a ckpt-verify plugin: no symbol ckpt_verify_plugin"

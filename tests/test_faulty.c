@@ -19,6 +19,7 @@
 #include "faulty/faulty.h"
 #include "impl.h"
 #include "ops.h"
+#include "services.h"
 
 static const char *const planted[] = {
     "no_rng_stash",          "no_rng_stash_nr",          "rng_not_forked",
@@ -47,6 +48,43 @@ static void test_planted_bugs_follow_the_references(void **state)
         assert_false(impl->is_reference);
         assert_non_null(impl->observable);
         assert_non_null(strstr(impl->summary, "planted bug"));
+    }
+}
+
+/* How many services the table `replaced` changes from the reference's. */
+static int services_replaced(const struct checkpoint_services *replaced)
+{
+    struct checkpoint_services s;
+    checkpoint_services_resolve(&s, replaced);
+    const struct checkpoint_services *r = &checkpoint_services_reference;
+    return (s.rng_devices != r->rng_devices) + (s.rng_replay != r->rng_replay) +
+           (s.rng_replay_needed != r->rng_replay_needed) + (s.autocast_replay != r->autocast_replay) +
+           (s.state_replay != r->state_replay) + (s.nested_backward != r->nested_backward) +
+           (s.policy_keeps != r->policy_keeps) + (s.keep_forward != r->keep_forward) +
+           (s.take_kept != r->take_kept) + (s.count_unpack != r->count_unpack) +
+           (s.cache_lookup != r->cache_lookup) + (s.cache_unchanged != r->cache_unchanged) +
+           (s.forward_done != r->forward_done) + (s.recompute_done != r->recompute_done);
+}
+
+/* The references run on the reference services; every planted bug but the
+ * two that wrap the run replaces one service (recompute_elided's store and
+ * mutated_saved_output's cache guard are each one service with two ends). */
+static void test_planted_bugs_replace_one_service_of_a_reference(void **state)
+{
+    (void)state;
+    assert_int_equal(services_replaced(NULL), 0);
+    const char *references[] = {"none", "reentrant", "nonreentrant", "selective"};
+    for (size_t i = 0; i < sizeof references / sizeof *references; i++)
+        assert_null(impl_find(references[i])->services);
+    for (size_t i = 0; i < N_PLANTED; i++) {
+        const struct checkpoint_impl *impl = impl_find(planted[i]);
+        int n = services_replaced(impl->services);
+        if (!strcmp(planted[i], "stale_input") || !strcmp(planted[i], "first_call_kernel"))
+            assert_int_equal(n, 0);
+        else if (!strcmp(planted[i], "recompute_elided") || !strcmp(planted[i], "mutated_saved_output"))
+            assert_int_equal(n, 2);
+        else if (n != 1)
+            fail_msg("%s replaces %d services", planted[i], n);
     }
 }
 
@@ -295,6 +333,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_planted_bugs_follow_the_references),
+        cmocka_unit_test(test_planted_bugs_replace_one_service_of_a_reference),
         cmocka_unit_test(test_rng_bugs_need_something_random_to_replay),
         cmocka_unit_test(test_args_only_rng_shows_only_where_segments_draw_off_their_arguments_device),
         cmocka_unit_test(test_state_bugs_need_buffers_and_a_wrong_read_needs_a_model_that_reads_them),

@@ -20,6 +20,15 @@
 /* "cuda" is the current CUDA device, cuda:0 for the harness. */
 static const char *canonical_device(const char *d) { return strcmp(d, "cuda") == 0 ? "cuda:0" : d; }
 
+/* PyTorch's policy whatever the run asks for. */
+static enum rng_devices rng_devices_args_only(enum rng_devices requested)
+{
+    (void)requested;
+    return RNG_ARGS_ONLY;
+}
+
+static const struct checkpoint_services args_only_rng_services = {.rng_devices = rng_devices_args_only};
+
 static int args_only_rng_observable(const struct ckpt_case *c, char *why, size_t len)
 {
     if (!faulty_replays_rng(c, why, len))
@@ -39,6 +48,6 @@ const struct checkpoint_impl impl_args_only_rng = {
     .name = "args_only_rng",
     .summary = "planted bug: reentrant, RNG stashed for the arguments' devices only, not the current one",
     .run = impl_run_reentrant,
-    .mutation = {.force_args_only_rng = 1},
+    .services = &args_only_rng_services,
     .observable = args_only_rng_observable,
 };

@@ -12,6 +12,11 @@
 
 #include "faulty.h"
 
+/* The caller's autocast state stays in force. */
+static void autocast_replay_nothing(struct autocast_state forward) { (void)forward; }
+
+static const struct checkpoint_services autocast_not_restored_services = {.autocast_replay = autocast_replay_nothing};
+
 static int autocast_observable(const struct ckpt_case *c, char *why, size_t len)
 {
     if (!faulty_has_checkpoints(c, why, len))
@@ -27,7 +32,7 @@ const struct checkpoint_impl impl_autocast_not_restored = {
     .name = "autocast_not_restored",
     .summary = "planted bug: reentrant, recompute under the caller's autocast state",
     .run = impl_run_reentrant,
-    .mutation = {.skip_autocast_restore = 1},
+    .services = &autocast_not_restored_services,
     .observable = autocast_observable,
 };
 
@@ -35,6 +40,6 @@ const struct checkpoint_impl impl_autocast_not_restored_nr = {
     .name = "autocast_not_restored_nr",
     .summary = "planted bug: non-reentrant, recompute under the caller's autocast state",
     .run = impl_run_nonreentrant,
-    .mutation = {.skip_autocast_restore = 1},
+    .services = &autocast_not_restored_services,
     .observable = autocast_observable,
 };

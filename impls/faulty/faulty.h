@@ -1,7 +1,10 @@
-/* faulty: the planted bugs. Each is a small mutation of a reference
- * checkpoint (impls/reentrant.c, impls/nonreentrant.c) standing for a
- * failure seen in real frameworks, with a rule that says in which cases it
- * can show at all (checkpoint_impl.observable). The file of each bug names
+/* faulty: the planted bugs. Each is a reference checkpoint
+ * (impls/reentrant.c, impls/nonreentrant.c, impls/selective.c) run with one
+ * of its services (impls/services.h) replaced by a wrong one written here,
+ * (stale_input and first_call_kernel wrap the run instead: their fault is
+ * in the data around the checkpoint), standing for a failure seen in real
+ * frameworks, with a rule that says in which cases it can show at all
+ * (checkpoint_impl.observable). The file of each bug names
  * the failure and the detector that must catch it; cases/mutation.ini says
  * where, and `ckpt-verify --suite mutation` proves every one is caught. */
 #ifndef CKPT_FAULTY_H
@@ -9,7 +12,9 @@
 
 #include <stddef.h>
 
+#include "../../harness/error.h"
 #include "../impl.h"
+#include "../services.h"
 
 extern const struct checkpoint_impl impl_no_rng_stash;
 extern const struct checkpoint_impl impl_no_rng_stash_nr;

@@ -17,6 +17,28 @@
 
 #include "faulty.h"
 
+/* The nested backward as two passes over halves of the upstream
+ * gradients, the first retaining the recompute graph. Halving is exact, so
+ * the gradients sum to the same bits where nothing accumulated before;
+ * every parameter of the segment accumulates twice. */
+static int nested_backward_per_half(struct var *const *roots, tensor *const *grads, int n)
+{
+    tensor *half[REGION_MAX_TENSORS] = {0};
+    int st = ST_OK;
+    for (int i = 0; i < n && !st; i++)
+        st = tensor_mul_scalar(&half[i], grads[i], 0.5);
+    struct backward_options retain = {.retain_graph = 1};
+    if (!st)
+        st = tape_backward_with(roots, half, n, &retain);
+    if (!st)
+        st = tape_backward(roots, half, n);
+    for (int i = 0; i < n; i++)
+        tensor_free(half[i]);
+    return st;
+}
+
+static const struct checkpoint_services hook_fires_twice_services = {.nested_backward = nested_backward_per_half};
+
 static int hook_fires_twice_observable(const struct ckpt_case *c, char *why, size_t len)
 {
     if (!faulty_has_checkpoints(c, why, len))
@@ -33,6 +55,6 @@ const struct checkpoint_impl impl_hook_fires_twice = {
     .name = "hook_fires_twice",
     .summary = "planted bug: reentrant, nested backward in two passes (each parameter's hook fires twice)",
     .run = impl_run_reentrant,
-    .mutation = {.backward_per_half = 1},
+    .services = &hook_fires_twice_services,
     .observable = hook_fires_twice_observable,
 };

@@ -10,8 +10,51 @@
  * Caught by: the live bytes at the start of step 2 exceed step 1's
  * (harness/verify/run_checks.c); needs at least two steps. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "faulty.h"
+
+/* What one recompute leaks: a reference to each tensor it produced, and
+ * to the frame (its saved inputs, its store), held by the run. */
+struct leaked_recompute {
+    struct saved_store *store;
+    int n;
+    tensor *recomputed[];
+};
+
+static void leaked_recompute_free(void *object)
+{
+    struct leaked_recompute *leak = object;
+    for (int i = 0; i < leak->n; i++)
+        tensor_free(leak->recomputed[i]);
+    saved_store_release(leak->store);
+    free(leak);
+}
+
+/* The recompute_done service that keeps what the recompute produced: the
+ * unpacks still hand each tensor out and drop the store's own reference,
+ * but this one lives until the run ends. */
+static int keep_recomputed(struct saved_store *store)
+{
+    if (!store->stats)
+        return ST_OK;
+    struct leaked_recompute *leak = calloc(1, sizeof *leak + (size_t)store->n_handles * sizeof leak->recomputed[0]);
+    if (!leak)
+        return error_set(ST_RUN, "out of memory keeping recomputed tensors");
+    leak->store = store;
+    saved_store_retain(store);
+    int st = ST_OK;
+    for (int k = 0; k < store->n_handles && !st; k++)
+        if (store->recomputed[k] && !(st = tensor_share(&leak->recomputed[leak->n], store->recomputed[k])))
+            leak->n++;
+    if (!st)
+        st = impl_stats_hold(store->stats, leak, leaked_recompute_free);
+    if (st)
+        leaked_recompute_free(leak);
+    return st;
+}
+
+static const struct checkpoint_services leaked_recompute_frame_services = {.recompute_done = keep_recomputed};
 
 static int leaked_recompute_frame_observable(const struct ckpt_case *c, char *why, size_t len)
 {
@@ -28,6 +71,6 @@ const struct checkpoint_impl impl_leaked_recompute_frame = {
     .name = "leaked_recompute_frame",
     .summary = "planted bug: non-reentrant, recompute frame and its tensors kept alive after backward (leak)",
     .run = impl_run_nonreentrant,
-    .mutation = {.leak_recompute_frame = 1},
+    .services = &leaked_recompute_frame_services,
     .observable = leaked_recompute_frame_observable,
 };

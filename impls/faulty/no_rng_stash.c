@@ -11,11 +11,22 @@
  * through its saved-tensor check. */
 #include "faulty.h"
 
+/* The replay service that forgets the stash: nothing is put in force, nothing forked. */
+static int rng_replay_nothing(const struct rng_stash *forward, struct rng_stash *surrounding, int *forked)
+{
+    (void)forward;
+    (void)surrounding;
+    (void)forked;
+    return ST_OK;
+}
+
+static const struct checkpoint_services no_rng_stash_services = {.rng_replay = rng_replay_nothing};
+
 const struct checkpoint_impl impl_no_rng_stash = {
     .name = "no_rng_stash",
     .summary = "planted bug: reentrant, recompute without restoring the RNG state",
     .run = impl_run_reentrant,
-    .mutation = {.skip_rng_restore = 1},
+    .services = &no_rng_stash_services,
     .observable = faulty_replays_rng,
 };
 
@@ -23,6 +34,6 @@ const struct checkpoint_impl impl_no_rng_stash_nr = {
     .name = "no_rng_stash_nr",
     .summary = "planted bug: non-reentrant, recompute without restoring the RNG state",
     .run = impl_run_nonreentrant,
-    .mutation = {.skip_rng_restore = 1},
+    .services = &no_rng_stash_services,
     .observable = faulty_replays_rng,
 };

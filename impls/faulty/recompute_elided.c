@@ -9,6 +9,21 @@
 
 #include "faulty.h"
 
+/* The store service that keeps what the policy did not ask for: every
+ * forward tensor is kept (pack) and handed back (unpack), so the recompute
+ * never runs. The frame frees them when it dies. */
+static int keep_every_forward(struct saved_store *store, int k, const tensor *t)
+{
+    return tensor_share(&store->kept[k], t);
+}
+
+static int take_forward(struct saved_store *store, int k, tensor **out) { return tensor_share(out, store->kept[k]); }
+
+static const struct checkpoint_services recompute_elided_services = {
+    .keep_forward = keep_every_forward,
+    .take_kept = take_forward,
+};
+
 static int recompute_elided_observable(const struct ckpt_case *c, char *why, size_t len)
 {
     if (!faulty_has_checkpoints(c, why, len))
@@ -24,6 +39,6 @@ const struct checkpoint_impl impl_recompute_elided = {
     .name = "recompute_elided",
     .summary = "planted bug: non-reentrant, forward activations kept and handed back (no memory saved)",
     .run = impl_run_nonreentrant,
-    .mutation = {.keep_forward_tensors = 1},
+    .services = &recompute_elided_services,
     .observable = recompute_elided_observable,
 };

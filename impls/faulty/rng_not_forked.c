@@ -13,6 +13,17 @@
 
 #include "faulty.h"
 
+/* A plain set_rng_state: the forward's states are put in force, the
+ * surrounding ones are not saved, so nothing puts them back. */
+static int rng_replay_unforked(const struct rng_stash *forward, struct rng_stash *surrounding, int *forked)
+{
+    (void)surrounding;
+    (void)forked;
+    return rng_stash_restore(forward);
+}
+
+static const struct checkpoint_services rng_not_forked_services = {.rng_replay = rng_replay_unforked};
+
 static int rng_not_forked_observable(const struct ckpt_case *c, char *why, size_t len)
 {
     if (!faulty_replays_rng(c, why, len))
@@ -32,6 +43,6 @@ const struct checkpoint_impl impl_rng_not_forked = {
     .name = "rng_not_forked",
     .summary = "planted bug: reentrant, RNG replayed without fork (stream leaks into the next step)",
     .run = impl_run_reentrant,
-    .mutation = {.skip_rng_fork = 1},
+    .services = &rng_not_forked_services,
     .observable = rng_not_forked_observable,
 };

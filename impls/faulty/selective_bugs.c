@@ -1,6 +1,7 @@
 /* selective_bugs: the planted bugs of selective checkpointing
- * (impls/selective.c), each a mutation of its cache or of its replay, and
- * the rule that says in which cases each can show.
+ * (impls/selective.c), each selective with one service of its cache or of
+ * its replay replaced (services.h), and the rule that says in which cases
+ * each can show.
  *
  * policy_ignored: every saved tensor is cached, whatever the policy says.
  *   Gradients stay right, memory is not saved. Real failure: a policy
@@ -21,9 +22,70 @@
  *   ops after them are recomputed from a fresh draw. Caught by: gradient
  *   comparison. */
 #include <stdio.h>
+#include <string.h>
 
 #include "policy.h"
 #include "faulty.h"
+
+/* policy_ignored's policy lookup: every op is kept. */
+static int policy_keeps_everything(unsigned policy, int op)
+{
+    (void)policy;
+    (void)op;
+    return 1;
+}
+
+/* stale_cache's lookup, off by one invocation: it finds the same saved
+ * tensor of the op's previous call in this checkpoint (when that one has
+ * the same shape and dtype, so nothing downstream notices). */
+static int cache_lookup_previous_call(const struct saved_store *store, int k)
+{
+    const struct saved_meta *m = &store->meta[k];
+    for (int j = k - 1; j >= 0; j--) {
+        const struct saved_meta *o = &store->meta[j];
+        if (o->cached && store->kept[j] && strcmp(o->op, m->op) == 0 && o->slot == m->slot &&
+            o->invocation == m->invocation - 1 && o->dtype == m->dtype && o->ndim == m->ndim &&
+            memcmp(o->shape, m->shape, (size_t)m->ndim * sizeof m->shape[0]) == 0)
+            return j;
+    }
+    return k;
+}
+
+/* mutated_saved_output's cache: after the forward, an in-place op changes
+ * the last cached activation (the first tensor its op saved: an input, a
+ * mask, q), as a buffer reused by user code or a memory planner would;
+ * and the unpack no longer checks the version counter that would refuse
+ * it. One service, the cache's guard, at its two ends. */
+static int change_last_cached(struct saved_store *store)
+{
+    for (int k = store->n_handles - 1; k >= 0; k--)
+        if (store->meta[k].cached && store->meta[k].slot == 0 && store->kept[k])
+            return tensor_add_(store->kept[k], store->kept[k], 1.0 / 1024.0);
+    return ST_OK;
+}
+
+static int cache_unchanged_unchecked(const tensor *t, int64_t version, const char *what)
+{
+    (void)t;
+    (void)version;
+    (void)what;
+    return ST_OK;
+}
+
+/* rng_op_saved_without_replay: with the random ops' saved tensors kept,
+ * the recompute is taken to need no RNG, but the ops after them are
+ * recomputed from a fresh draw. */
+static int rng_replay_needed_unless_random_kept(unsigned kept_ops) { return !(kept_ops & policy_random_ops()); }
+
+static const struct checkpoint_services policy_ignored_services = {.policy_keeps = policy_keeps_everything};
+static const struct checkpoint_services stale_cache_services = {.cache_lookup = cache_lookup_previous_call};
+static const struct checkpoint_services mutated_saved_output_services = {
+    .forward_done = change_last_cached,
+    .cache_unchanged = cache_unchanged_unchecked,
+};
+static const struct checkpoint_services rng_op_saved_without_replay_services = {
+    .rng_replay_needed = rng_replay_needed_unless_random_kept,
+};
 
 /* Layers per checkpointed segment (segments = every: 1). */
 static int segment_size(const struct ckpt_case *c)
@@ -111,7 +173,7 @@ const struct checkpoint_impl impl_policy_ignored = {
     .name = "policy_ignored",
     .summary = "planted bug: selective, every saved tensor cached whatever the policy (no memory saved)",
     .run = impl_run_selective,
-    .mutation = {.ignore_policy = 1},
+    .services = &policy_ignored_services,
     .observable = policy_ignored_observable,
 };
 
@@ -119,7 +181,7 @@ const struct checkpoint_impl impl_stale_cache = {
     .name = "stale_cache",
     .summary = "planted bug: selective, cache looked up at the previous invocation of the same op",
     .run = impl_run_selective,
-    .mutation = {.stale_cache = 1},
+    .services = &stale_cache_services,
     .observable = stale_cache_observable,
 };
 
@@ -127,7 +189,7 @@ const struct checkpoint_impl impl_mutated_saved_output = {
     .name = "mutated_saved_output",
     .summary = "planted bug: selective, a cached tensor changed in place after forward, version not checked",
     .run = impl_run_selective,
-    .mutation = {.mutate_cached_output = 1},
+    .services = &mutated_saved_output_services,
     .observable = mutated_saved_output_observable,
 };
 
@@ -135,6 +197,6 @@ const struct checkpoint_impl impl_rng_op_saved_without_replay = {
     .name = "rng_op_saved_without_replay",
     .summary = "planted bug: selective, no RNG replay when random ops are cached; later ops redraw",
     .run = impl_run_selective,
-    .mutation = {.skip_replay_if_random_kept = 1},
+    .services = &rng_op_saved_without_replay_services,
     .observable = rng_op_saved_observable,
 };

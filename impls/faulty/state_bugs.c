@@ -27,6 +27,30 @@
 
 #include "faulty.h"
 
+/* The three wrong state_replay services: module_state_recompute_enter with
+ * the half of STATE_REPLAY each bug breaks (module_state.h). */
+static int state_replay_live(struct module_state *state, const struct state_snapshot *forward,
+                             struct state_recompute *frame)
+{
+    return module_state_recompute_enter(state, forward, STATE_LIVE, frame);
+}
+
+static int state_replay_read_live(struct module_state *state, const struct state_snapshot *forward,
+                                  struct state_recompute *frame)
+{
+    return module_state_recompute_enter(state, forward, STATE_READ_LIVE, frame);
+}
+
+static int state_replay_write_live(struct module_state *state, const struct state_snapshot *forward,
+                                   struct state_recompute *frame)
+{
+    return module_state_recompute_enter(state, forward, STATE_WRITE_LIVE, frame);
+}
+
+static const struct checkpoint_services state_double_update_services = {.state_replay = state_replay_live};
+static const struct checkpoint_services scale_not_restored_services = {.state_replay = state_replay_read_live};
+static const struct checkpoint_services amax_updated_in_recompute_services = {.state_replay = state_replay_write_live};
+
 static int has_state(const struct ckpt_case *c, char *why, size_t len)
 {
     if (c->model != MODEL_BN_MLP && c->model != MODEL_SCALED_MLP) {
@@ -52,7 +76,7 @@ const struct checkpoint_impl impl_state_double_update = {
     .name = "state_double_update",
     .summary = "planted bug: reentrant, recompute reads and updates the live buffers (BatchNorm stats move twice)",
     .run = impl_run_reentrant,
-    .mutation = {.state_replay = STATE_LIVE},
+    .services = &state_double_update_services,
     .observable = has_state,
 };
 
@@ -60,7 +84,7 @@ const struct checkpoint_impl impl_scale_not_restored = {
     .name = "scale_not_restored",
     .summary = "planted bug: non-reentrant, recompute quantises with the scale its forward already updated",
     .run = impl_run_nonreentrant,
-    .mutation = {.state_replay = STATE_READ_LIVE},
+    .services = &scale_not_restored_services,
     .observable = reads_state,
 };
 
@@ -68,6 +92,6 @@ const struct checkpoint_impl impl_amax_updated_in_recompute = {
     .name = "amax_updated_in_recompute",
     .summary = "planted bug: non-reentrant, recompute's state updates (amax history) land in the live buffers",
     .run = impl_run_nonreentrant,
-    .mutation = {.state_replay = STATE_WRITE_LIVE},
+    .services = &amax_updated_in_recompute_services,
     .observable = has_state,
 };

@@ -13,9 +13,17 @@
  *                         forward and replayed in the recompute
  *                         (module_state.h), so batch-norm statistics move
  *                         once. Claims to be right: expected PASS.
- *   example_no_rng_replay the same with the replay left out: recompute
- *                         draws fresh dropout masks. A planted bug:
- *                         expected FAIL where the segment draws. */
+ *                         Every replay goes through the services
+ *                         (services.h), resolved from the impl's table.
+ *   example_no_rng_replay the same with its rng_replay service replaced
+ *                         by one that replays nothing: recompute draws
+ *                         fresh dropout masks. A planted bug: expected
+ *                         FAIL where the segment draws.
+ *   example_nr_no_rng_replay
+ *                         the harness's own non-reentrant reference with
+ *                         that same service replaced: a plugin plants a
+ *                         bug in a reference as impls/faulty/ does.
+ *                         Expected FAIL where the segment draws. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,16 +32,11 @@
 #include "../../harness/error.h"
 #include "../plugin.h"
 
-#define DEVICES 2 /* CPU and the input's device */
-
 struct example_ctx {
     struct segment_fn seg;
-    int replay_rng;
+    struct checkpoint_services services; /* the impl's, resolved */
     int input_requires_grad;
-    int n_devices;
-    int device[DEVICES];
-    uint8_t *state[DEVICES];
-    size_t len[DEVICES];
+    struct rng_stash forward_rng;        /* CPU and the input's device */
     struct autocast_state autocast;
     struct module_state *buffers;  /* NULL: the model has none */
     struct state_snapshot buffers_at_forward;
@@ -42,53 +45,41 @@ struct example_ctx {
 static void example_ctx_free(void *p)
 {
     struct example_ctx *c = p;
-    for (int i = 0; i < c->n_devices; i++)
-        free(c->state[i]);
+    rng_stash_free(&c->forward_rng);
     state_snapshot_free(&c->buffers_at_forward);
     free(c);
-}
-
-/* Sets the stashed states and returns the ones in force before, so that
- * the recompute's draws do not move the surrounding stream. */
-static int swap_rng(struct example_ctx *c, uint8_t **prev, size_t *prev_len)
-{
-    for (int i = 0; i < c->n_devices; i++) {
-        int st = aten_rng_get_state(c->device[i], &prev[i], &prev_len[i]);
-        if (!st)
-            st = aten_rng_set_state(c->device[i], c->state[i], c->len[i]);
-        if (st)
-            return st;
-    }
-    return ST_OK;
 }
 
 static int example_backward(struct node *n, tensor *const *g, tensor **gi)
 {
     struct example_ctx *c = n->ctx;
     tensor *saved;
-    uint8_t *prev[DEVICES] = {0};
-    size_t prev_len[DEVICES] = {0};
+    struct rng_stash surrounding = {0};
+    int forked = 0;
     struct var *leaf = NULL, *out = NULL;
     int st = node_saved(n, 0, &saved);
     if (!st)
         st = var_leaf(&leaf, saved, c->input_requires_grad, "example.input");
     if (st)
         return st;
-    if (c->replay_rng && (st = swap_rng(c, prev, prev_len)))
+    /* The replay puts the forward's states in force and keeps the ones in
+     * force before, so that the recompute's draws do not move the
+     * surrounding stream. */
+    if ((st = c->services.rng_replay(&c->forward_rng, &surrounding, &forked)))
         goto out;
     struct state_recompute buffers_frame;
-    if (c->buffers && (st = module_state_recompute_enter(c->buffers, &c->buffers_at_forward, STATE_REPLAY,
-                                                         &buffers_frame)))
+    if (c->buffers && (st = c->services.state_replay(c->buffers, &c->buffers_at_forward, &buffers_frame)))
         goto out;
-    struct autocast_state outer = autocast_set(c->autocast);
+    struct autocast_state outer = autocast_get();
+    c->services.autocast_replay(c->autocast);
     int grad = grad_mode_set(1);
     st = c->seg.call(c->seg.ctx, leaf, &out);
     grad_mode_set(grad);
     autocast_set(outer);
     if (c->buffers)
         module_state_recompute_exit(c->buffers, &buffers_frame);
-    for (int i = 0; i < c->n_devices && prev[i]; i++) {
-        int put = aten_rng_set_state(c->device[i], prev[i], prev_len[i]);
+    if (forked) {
+        int put = rng_stash_restore(&surrounding);
         st = st ? st : put;
     }
     if (st || (st = tape_backward(&out, g, 1)))
@@ -96,14 +87,13 @@ static int example_backward(struct node *n, tensor *const *g, tensor **gi)
     if (n->next[0].node && leaf->grad)
         st = tensor_share(&gi[0], leaf->grad);
 out:
-    for (int i = 0; i < DEVICES; i++)
-        free(prev[i]);
+    rng_stash_free(&surrounding);
     var_release(out);
     var_release(leaf);
     return st;
 }
 
-/* This example handles one-tensor segments only (ABI 4 hands a region of
+/* This example handles one-tensor segments only (ABI 4 and later hand a region of
  * several tensors as arrays; see impls/reentrant.c for one that takes
  * them): a region of more is refused with a message. */
 static int example_run(const struct checkpoint_impl *impl, const struct impl_options *opts,
@@ -124,15 +114,13 @@ static int example_run(const struct checkpoint_impl *impl, const struct impl_opt
         }
     }
     c->seg = *seg;
-    c->replay_rng = impl->is_reference;
+    checkpoint_services_resolve(&c->services, impl->services);
     c->input_requires_grad = in->requires_grad;
     c->autocast = autocast_get();
-    c->device[c->n_devices++] = DEVICE_CPU;
-    if (tensor_device(in->data) != DEVICE_CPU)
-        c->device[c->n_devices++] = tensor_device(in->data);
-    int st = ST_OK;
-    for (int i = 0; i < c->n_devices && !st; i++)
-        st = aten_rng_get_state(c->device[i], &c->state[i], &c->len[i]);
+    struct rng_device_set devices;
+    int input_device = tensor_device(in->data);
+    rng_device_set_build(&devices, &input_device, 1, opts->current_device, RNG_ARGS_ONLY);
+    int st = rng_stash_capture(&c->forward_rng, &devices);
     struct var *plain = NULL;
     tensor *y = NULL;
     struct node *n = NULL;
@@ -169,14 +157,35 @@ static const struct checkpoint_impl example_checkpoint = {
     .is_reference = 1,
 };
 
+/* The planted service: nothing replayed, nothing forked. */
+static int rng_replay_nothing(const struct rng_stash *forward, struct rng_stash *surrounding, int *forked)
+{
+    (void)forward;
+    (void)surrounding;
+    (void)forked;
+    return ST_OK;
+}
+
+static const struct checkpoint_services no_rng_replay = {.rng_replay = rng_replay_nothing};
+
 static const struct checkpoint_impl example_no_rng_replay = {
     .name = "example_no_rng_replay",
     .summary = "plugin example, planted: recompute draws fresh random numbers",
     .run = example_run,
+    .services = &no_rng_replay,
     .is_reference = 0,
 };
 
-static const struct checkpoint_impl *const example_impls[] = {&example_checkpoint, &example_no_rng_replay};
+static const struct checkpoint_impl example_nr_no_rng_replay = {
+    .name = "example_nr_no_rng_replay",
+    .summary = "plugin example, planted in the harness's non-reentrant reference: no RNG replay",
+    .run = impl_run_nonreentrant,
+    .services = &no_rng_replay,
+    .is_reference = 0,
+};
+
+static const struct checkpoint_impl *const example_impls[] = {&example_checkpoint, &example_no_rng_replay,
+                                                              &example_nr_no_rng_replay};
 
 const struct ckpt_plugin *ckpt_verify_plugin(void);
 
@@ -186,7 +195,7 @@ const struct ckpt_plugin *ckpt_verify_plugin(void)
         .abi_version = CKPT_PLUGIN_ABI_VERSION,
         .impl_size = sizeof(struct checkpoint_impl),
         .name = "example",
-        .n_impls = 2,
+        .n_impls = 3,
         .impls = example_impls,
     };
     return &plugin;
