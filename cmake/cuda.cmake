@@ -118,7 +118,8 @@ elseif(CKPT_CUDA_MODE STREQUAL "check")
   if(CKPT_ATEN_CUDA_HEADERS)
     set(_stub ${CMAKE_BINARY_DIR}/cuda-check-include)
     file(WRITE ${_stub}/c10/cuda/impl/cuda_cmake_macros.h "#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    add_library(cuda_shim_compile_check OBJECT harness/aten/aten.cpp)
+    add_library(cuda_shim_compile_check OBJECT harness/aten/shim.cpp harness/aten/aten_devices.cpp
+      harness/aten/aten_tensors.cpp harness/aten/aten_ops.cpp)
     target_include_directories(cuda_shim_compile_check PRIVATE ${CKPT_HARNESS_INCLUDES})
     target_include_directories(cuda_shim_compile_check SYSTEM PRIVATE ${_stub}
       ${CMAKE_CUDA_TOOLKIT_INCLUDE_DIRECTORIES})

@@ -291,7 +291,7 @@ def bias_gelu(case, y, b):
 
 def dropout(case, t):
     """F.dropout, or on CUDA with case.dropout_draw == "harness" the draw the
-    harness makes on every device (harness/aten/aten.cpp tensor_bernoulli):
+    harness makes on every device (harness/aten/aten_ops.cpp tensor_bernoulli):
     a mask of t's dtype from bernoulli_(1 - p), divided by 1 - p, times t.
     That is ATen's CPU dropout; torch's CUDA F.dropout is the fused
     native_dropout kernel instead (a bool mask, another draw), so a bitwise

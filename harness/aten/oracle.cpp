@@ -2,7 +2,7 @@
  *
  * Each op is written the way a PyTorch user would write it -- the public
  * torch::nn::functional / torch:: ops with requires_grad leaves and
- * torch::autograd::grad -- and never with the backward kernels aten.cpp
+ * torch::autograd::grad -- and never with the backward kernels aten_ops.cpp
  * calls by hand, so it checks the tape's forward AND backward formulas
  * independently. (On CPU, torch's autograd formulas end in the same ATen
  * kernels, so for single ops the results are expected to be bitwise equal.)

@@ -1,7 +1,11 @@
-/* shim.hpp: what the shim's C++ files (aten.cpp, oracle.cpp) share and the
- * C side never sees: the tensor handle's layout, the one exception guard that
- * keeps C++ exceptions from crossing into C, and the dtype/device mappings.
- * Internal to harness/aten/; never include it from C. */
+/* shim.hpp: what the shim's C++ files (aten_*.cpp, oracle.cpp) share and
+ * the C side never sees: the tensor handle's layout, the one exception guard
+ * that keeps C++ exceptions from crossing into C, the dtype/device mappings
+ * and the shape check (defined in shim.cpp).
+ * Internal to harness/aten/; never include it from C. The shim's files
+ * compile unchanged against libtorch 1.13 and 2.x; the one API difference
+ * that matters (c10::Allocator) is handled with TORCH_VERSION_MAJOR/MINOR in
+ * counting_allocator.cpp. */
 #ifndef CKPT_ATEN_SHIM_HPP
 #define CKPT_ATEN_SHIM_HPP
 
@@ -103,6 +107,10 @@ int produce(const char *op, tensor **out, F &&make) noexcept
  * slot means "not wanted"; an undefined result (a gradient ATen did not
  * compute) gives NULL. Callers NULL their out slots before the guard. */
 int give_all(const std::vector<std::pair<tensor **, at::Tensor>> &items);
+
+/* A checked view of a C shape array (rank within TENSOR_MAX_DIMS, no
+ * negative dimension, no NULL shape for a rank above 0). */
+at::IntArrayRef dims(int ndim, const int64_t *shape);
 
 at::ScalarType to_scalar_type(enum dtype d);       /* throws for an unknown dtype */
 enum dtype from_scalar_type(at::ScalarType s);      /* throws for a dtype the harness lacks */

@@ -15,7 +15,9 @@
  * say) is skipped, and the log says so. Data files are written to a
  * temporary name and renamed. The scripts take their inputs as gnuplot
  * variables (data, out, term, ...; see each script's header), so users can
- * restyle them and re-run gnuplot on the .dat files by hand. */
+ * restyle them and re-run gnuplot on the .dat files by hand.
+ * plot.c runs the families (plot_determinism.c, plot_memory.c,
+ * plot_per_case.c) over plot_summary.c, plot_curves.c and plot_gnuplot.c. */
 #ifndef CKPT_PLOT_H
 #define CKPT_PLOT_H
 

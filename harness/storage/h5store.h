@@ -3,7 +3,10 @@
  * run never leaves a half-written file; and the reader that loads any file
  * following the schema (ours, PyTorch cross-check's, another framework's)
  * into run_records. HDF5's own error printer is silenced; its failures come
- * back as one-line messages naming the file and the path inside it. */
+ * back as one-line messages naming the file and the path inside it.
+ * Written by h5store_write.c; read by h5store_open.c (opening a report
+ * with its checks), h5store_read_dataset.c, h5store_read_attrs.c and
+ * h5store_read_run.c. */
 #ifndef CKPT_H5STORE_H
 #define CKPT_H5STORE_H
 

@@ -1,0 +1,284 @@
+/* h5store_read_run: the runs of a report: listing them, loading one into a
+ * run_record (its datasets within a byte budget, its numeric attributes as
+ * "group.key", its outcome texts) and checking it holds what every run of
+ * the schema holds. Links into other files are refused. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "h5store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hdf5.h>
+
+#include "error.h"
+#include "h5store_internal.h"
+
+/* ---- listing runs --------------------------------------------------- */
+
+struct run_list {
+    const char *file;
+    char (*names)[64];
+    int n, cap;
+    int status;
+};
+
+static herr_t list_link(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    struct run_list *l = data;
+    if (info->type == H5L_TYPE_EXTERNAL) {
+        l->status = error_set(ST_INPUT, "%s: /runs/%s: external link to another file is not supported", l->file,
+                              name);
+        return -1;
+    }
+    if (info->type != H5L_TYPE_HARD)
+        return 0;
+    hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
+    if (obj < 0) {
+        l->status = h5store_fail(ST_INPUT, l->file, "/runs", "unreadable entry %s", name);
+        return -1;
+    }
+    int is_group = H5Iget_type(obj) == H5I_GROUP;
+    H5Oclose(obj);
+    if (!is_group)
+        return 0;
+    if (strlen(name) >= sizeof l->names[0]) {
+        l->status = error_set(ST_INPUT, "%s: /runs/%s: run name longer than 63 bytes", l->file,
+                              name);
+        return -1;
+    }
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 8;
+        char(*names)[64] = realloc(l->names, (size_t)cap * sizeof *names);
+        if (!names) {
+            l->status = error_set(ST_INTERNAL, "%s: out of memory listing runs", l->file);
+            return -1;
+        }
+        l->names = names;
+        l->cap = cap;
+    }
+    strcpy(l->names[l->n++], name);
+    return 0;
+}
+
+int h5store_list_runs(const char *path, char (**names)[64], int *count)
+{
+    h5store_silence_hdf5();
+    *names = NULL;
+    *count = 0;
+    hid_t f;
+    int rc = h5store_open_report(path, &f);
+    if (rc != ST_OK)
+        return rc;
+    struct run_list l = {path, NULL, 0, 0, ST_OK};
+    hid_t g = H5I_INVALID_HID;
+    if (!h5store_path_exists(f, "/runs") || (g = H5Gopen2(f, "/runs", H5P_DEFAULT)) < 0)
+        rc = error_set(ST_INPUT, "%s: /runs: group missing", path);
+    else if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, list_link, &l) < 0)
+        rc = l.status != ST_OK ? l.status : h5store_fail(ST_INPUT, path, "/runs", "cannot list runs");
+    if (g >= 0)
+        H5Gclose(g);
+    H5Fclose(f);
+    if (rc != ST_OK) {
+        free(l.names);
+        return rc;
+    }
+    *names = l.names;
+    *count = l.n;
+    return ST_OK;
+}
+
+int h5store_check_run(const char *path, const struct run_record *r)
+{
+    int steps = 0;
+    for (int i = 0; i < r->n; i++) {
+        const char *p = r->items[i].path;
+        if (strncmp(p, "steps/", 6) != 0)
+            continue;
+        const char *k = p + 6;
+        size_t digits = strspn(k, "0123456789");
+        if (digits == 0 || k[digits] != '/')
+            return error_set(ST_INPUT, "%s: /runs/%s/%s: not under a numbered step (steps/<k>/...)",
+                             path, r->name, p);
+        steps++;
+        /* Each step's loss is checked once, from the step's first entry;
+         * the reader sorts the loss first within its step. */
+        char loss[RUN_PATH_MAX];
+        snprintf(loss, sizeof loss, "steps/%.*s/loss", (int)digits, k);
+        if (i > 0 && strncmp(r->items[i - 1].path, p, 6 + digits + 1) == 0)
+            continue;
+        const struct run_tensor *t = run_record_find(r, loss);
+        if (!t)
+            return error_set(ST_INPUT, "%s: /runs/%s/%s: dataset missing", path, r->name, loss);
+        if (t->t.numel != 1)
+            return error_set(ST_INPUT, "%s: /runs/%s/%s: holds %zu values, expected one", path,
+                             r->name, loss, t->t.numel);
+    }
+    if (steps == 0)
+        return error_set(ST_INPUT, "%s: /runs/%s/steps: no step recorded", path, r->name);
+    return ST_OK;
+}
+
+/* ---- reading a run -------------------------------------------------- */
+
+struct run_visit {
+    const char *file;
+    const char *run_path; /* "/runs/<run>" */
+    struct run_record *rec;
+    uint64_t *budget; /* bytes the read may still load */
+    const char *prefix; /* subgroup path for attribute keys, NULL for the run group */
+    int status;
+};
+
+/* Numeric single-value attributes of a group become run attributes: on the
+ * run group "key", on a subgroup "<subgroup path>.key". Others (strings,
+ * arrays, enums) are not numeric facts about the run and are skipped. */
+static herr_t visit_attr(hid_t loc, const char *name, const H5A_info_t *info, void *data)
+{
+    (void)info;
+    struct run_visit *v = data;
+    char key[RUN_ATTR_KEY_MAX];
+    char where[RUN_PATH_MAX + 80];
+    snprintf(where, sizeof where, "%s%s%s", v->run_path, v->prefix ? "/" : "",
+             v->prefix ? v->prefix : "");
+    struct h5store_open_attr o = h5store_attr_open(loc, name);
+    hid_t a = o.a, t = o.type, sp = o.space;
+    if (t < 0 || sp < 0) {
+        v->status = h5store_fail(ST_INPUT, v->file, where, "unreadable attribute %s", name);
+    } else {
+        H5T_class_t cls = H5Tget_class(t);
+        char *text = NULL;
+        size_t text_len = 0;
+        if (!v->prefix && cls == H5T_STRING) {
+            if (strcmp(name, "outcome") == 0)
+                text = v->rec->outcome, text_len = sizeof v->rec->outcome;
+            else if (strcmp(name, "message") == 0)
+                text = v->rec->message, text_len = sizeof v->rec->message;
+            else if (strcmp(name, "warning") == 0)
+                text = v->rec->warning, text_len = sizeof v->rec->warning;
+            else if (strcmp(name, "baselines") == 0)
+                text = v->rec->baselines, text_len = sizeof v->rec->baselines;
+            else if (strcmp(name, "op_log") == 0)
+                text = v->rec->op_log, text_len = sizeof v->rec->op_log;
+        }
+        if (text) {
+            int got = h5store_attr_string(a, text, text_len);
+            if (got == -1)
+                v->status = h5store_fail(ST_INPUT, v->file, where, "unreadable attribute %s", name);
+            else if (got == -2)
+                v->status = error_set(ST_INPUT, "%s: %s: attribute %s longer than %zu bytes", v->file, where, name,
+                                      text_len - 1);
+            else if (strcmp(name, "outcome") == 0 && text[0] && strcmp(text, RUN_OUTCOME_ERROR) &&
+                     strcmp(text, RUN_OUTCOME_CHECK_FAILED))
+                v->status = error_set(ST_INPUT, "%s: %s: attribute outcome is '%s', expected '%s' or '%s'", v->file,
+                                      where, text, RUN_OUTCOME_ERROR, RUN_OUTCOME_CHECK_FAILED);
+        } else if ((cls == H5T_INTEGER || cls == H5T_FLOAT) && H5Sget_simple_extent_npoints(sp) == 1) {
+            double value;
+            int n = snprintf(key, sizeof key, "%s%s%s", v->prefix ? v->prefix : "",
+                             v->prefix ? "." : "", name);
+            if (n < 0 || (size_t)n >= sizeof key)
+                v->status = error_set(ST_INPUT, "%s: %s: attribute key %s.%s longer than %d bytes",
+                                      v->file, where, v->prefix ? v->prefix : "", name,
+                                      RUN_ATTR_KEY_MAX - 1);
+            else if (H5Aread(a, H5T_NATIVE_DOUBLE, &value) < 0)
+                v->status = h5store_fail(ST_INPUT, v->file, where, "unreadable attribute %s", name);
+            else
+                v->status = run_record_set_attr(v->rec, key, value);
+        }
+    }
+    h5store_attr_close(&o);
+    return v->status == ST_OK ? 0 : -1;
+}
+
+static int group_attrs(hid_t group, struct run_visit *v, const char *prefix)
+{
+    v->prefix = prefix;
+    herr_t rc = H5Aiterate2(group, H5_INDEX_NAME, H5_ITER_INC, NULL, visit_attr, v);
+    if (rc < 0 && v->status == ST_OK)
+        v->status = h5store_fail(ST_INPUT, v->file, v->run_path, "cannot list attributes");
+    return v->status;
+}
+
+static herr_t visit_link(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    struct run_visit *v = data;
+    char where[RUN_PATH_MAX * 2 + 80];
+    snprintf(where, sizeof where, "%s/%s", v->run_path, name);
+    /* A report is one file: an external link would make another file's
+     * data pass for this run's (or drop a step unseen). */
+    if (info->type == H5L_TYPE_EXTERNAL) {
+        v->status = error_set(ST_INPUT, "%s: %s: external link to another file is not supported", v->file, where);
+        return -1;
+    }
+    if (info->type != H5L_TYPE_HARD)
+        return 0; /* soft links name what the run holds under another path */
+    hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
+    if (obj < 0) {
+        v->status = h5store_fail(ST_INPUT, v->file, where, "unreadable object");
+        return -1;
+    }
+    H5I_type_t type = H5Iget_type(obj);
+    if (type == H5I_DATASET) {
+        struct host_tensor t;
+        if (strlen(name) >= RUN_PATH_MAX)
+            v->status = error_set(ST_INPUT, "%s: %s: path longer than %d bytes", v->file, where,
+                                  RUN_PATH_MAX - 1);
+        else if ((v->status = h5store_load_dataset(obj, v->file, where, &t, v->budget)) == ST_OK &&
+                 (v->status = run_record_add(v->rec, name, &t)) != ST_OK)
+            host_tensor_free(&t);
+    } else if (type == H5I_GROUP) {
+        group_attrs(obj, v, name);
+    }
+    H5Oclose(obj);
+    return v->status == ST_OK ? 0 : -1;
+}
+
+/* ST_INPUT when the link at an absolute path leads into another file. */
+static int check_not_external(hid_t f, const char *file, const char *link)
+{
+    H5L_info_t info;
+    if (H5Lget_info(f, link, &info, H5P_DEFAULT) >= 0 && info.type == H5L_TYPE_EXTERNAL)
+        return error_set(ST_INPUT, "%s: %s: external link to another file is not supported", file, link);
+    return ST_OK;
+}
+
+int h5store_read_run(const char *path, const char *run, struct run_record *out)
+{
+    uint64_t budget = H5STORE_READ_LIMIT;
+    return h5store_read_run_within(path, run, &budget, out);
+}
+
+int h5store_read_run_within(const char *path, const char *run, uint64_t *budget, struct run_record *out)
+{
+    h5store_silence_hdf5();
+    run_record_init(out, run ? run : "");
+    hid_t f;
+    int rc = h5store_open_report(path, &f);
+    if (rc != ST_OK)
+        return rc;
+    char run_path[sizeof out->name + 8];
+    snprintf(run_path, sizeof run_path, "/runs/%s", out->name);
+    struct run_visit v = {path, run_path, out, budget, NULL, ST_OK};
+    hid_t g = H5I_INVALID_HID;
+    if (!run || !run[0] || strchr(run, '/') || strlen(run) >= sizeof out->name ||
+        !h5store_path_exists(f, run_path)) {
+        rc = error_set(ST_INPUT, "%s: /runs/%s: run missing", path, run ? run : "");
+    } else if ((rc = check_not_external(f, path, "/runs")) || (rc = check_not_external(f, path, run_path))) {
+        /* message set */
+    } else if ((g = H5Gopen2(f, run_path, H5P_DEFAULT)) < 0) {
+        rc = error_set(ST_INPUT, "%s: /runs/%s: run missing", path, run ? run : "");
+    } else if ((rc = group_attrs(g, &v, NULL)) == ST_OK &&
+               H5Lvisit(g, H5_INDEX_NAME, H5_ITER_INC, visit_link, &v) < 0) {
+        rc = v.status != ST_OK ? v.status : h5store_fail(ST_INPUT, path, run_path, "cannot walk run");
+    }
+    if (g >= 0)
+        H5Gclose(g);
+    H5Fclose(f);
+    if (rc != ST_OK) {
+        run_record_free(out);
+        return rc;
+    }
+    run_record_sort(out);
+    return ST_OK;
+}
