@@ -79,3 +79,9 @@ add_test(NAME cli.repeats_times_steps_it_does_not_record
 # refused with one line, exit 2, nothing written; --version names both.
 add_test(NAME env.other_libtorch_is_refused_before_anything_is_written
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/check_torch_guard.sh ${CV} ${IT_OUT}/torch_guard)
+
+# One attribute, one type, in every run: a time is float64 also where it is
+# 0 (a baseline's recompute_ms), so h5diff compares runs instead of calling
+# them "not comparable".
+add_test(NAME report.run_attributes_keep_one_type_across_runs
+  COMMAND bash -c "set -e; rm -rf ${IT_OUT}/attr_types; ${CV} --case bias_gelu_bs1 --out ${IT_OUT}/attr_types >/dev/null; ${CKPT_PYTHON} -c \"import h5py,sys; f=h5py.File('${IT_OUT}/attr_types/bias_gelu_bs1.h5'); seen={}; [seen.setdefault((g,k),set()).add(str(f['runs'][r][g].attrs[k].dtype)) for r in f['runs'] for g in ('memory','timing','recompute') if g in f['runs'][r] for k in f['runs'][r][g].attrs]; bad={k:v for k,v in seen.items() if len(v)>1}; sys.exit('attributes with more than one type across runs: %s' % bad if bad else 0)\"")

@@ -360,10 +360,15 @@ static int write_run(struct h5store *s, const struct run_record *r)
             snprintf(full, cap, "/runs/%s", r->name);
         /* Whole numbers a double holds exactly (byte counts, recompute
          * counts) are stored as int64 so h5dump prints 1048576, not
-         * 1.04858e+06; everything else as float64. Readers take both. */
+         * 1.04858e+06; everything else as float64. Readers take both. A
+         * time (a key ending in _ms) is always float64, also when it is 0
+         * (a baseline recomputes nothing): one attribute keeps one type in
+         * every run, so h5diff compares the runs. */
         double v = r->attrs[i].value;
         long long whole = 0;
-        int is_whole = isfinite(v) && fabs(v) <= 9007199254740992.0 && v == trunc(v) &&
+        size_t key_len = strlen(key);
+        int is_time = key_len > 3 && strcmp(key + key_len - 3, "_ms") == 0;
+        int is_whole = !is_time && isfinite(v) && fabs(v) <= 9007199254740992.0 && v == trunc(v) &&
                        !(v == 0 && signbit(v));
         if (is_whole)
             whole = (long long)v;
