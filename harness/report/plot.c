@@ -13,10 +13,10 @@
 
 #include "../impls/impl.h"
 #include "case.h"
+#include "case_policy.h"
 #include "error.h"
 #include "fit.h"
 #include "model.h"
-#include "policy.h"
 
 extern char **environ;
 

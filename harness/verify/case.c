@@ -25,7 +25,7 @@
 
 #include "dtype.h"
 #include "error.h"
-#include "policy.h"
+#include "case_policy.h"
 
 #include <ini.h>
 

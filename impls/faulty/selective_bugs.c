@@ -22,7 +22,7 @@
  *   comparison. */
 #include <stdio.h>
 
-#include "policy.h"
+#include "case_policy.h"
 #include "faulty.h"
 
 /* Layers per checkpointed segment (segments = every: 1). */
