@@ -15,6 +15,8 @@
  * parsed, what it allows (for messages) and how it prints (for attributes);
  * cases/README.md documents the same keys for people.
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include "case_build.h"
 
 #include "case_check.h"

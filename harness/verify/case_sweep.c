@@ -1,6 +1,8 @@
 /* case_sweep: a [sweep:NAME] section becomes the cartesian product of its
  * axis.KEY lists, each case named by the section's `name` pattern; label.X
  * lists add labels to some of its members. */
+#define _POSIX_C_SOURCE 200809L
+
 #include "case_build.h"
 
 #include "case_text.h"
