@@ -16,7 +16,7 @@ pkg_check_modules(INIH REQUIRED IMPORTED_TARGET inih)
 set(CKPT_FUZZ_SECONDS 20 CACHE STRING "How long each bounded fuzz test runs")
 
 set(FUZZ_FLAGS -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
-set(FUZZ_SOURCES harness/verify/case.c harness/autograd/policy.c harness/verify/compare.c harness/storage/h5store_hdf5.c harness/storage/h5store_open.c harness/storage/h5store_read_attrs.c
+set(FUZZ_SOURCES ${CKPT_CASE_SOURCES} harness/verify/compare.c harness/storage/h5store_hdf5.c harness/storage/h5store_open.c harness/storage/h5store_read_attrs.c
   harness/storage/h5store_read_dataset.c harness/storage/h5store_read_run.c harness/storage/h5store_write.c harness/storage/temp_file.c harness/error.c harness/storage/dtype.c
   harness/storage/host_tensor.c harness/storage/run_record.c)
 

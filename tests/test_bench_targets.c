@@ -16,10 +16,10 @@
 
 #include "bench.h"
 #include "case.h"
+#include "case_policy.h"
 #include "judge.h"
 #include "model.h"
 #include "op_timing.h"
-#include "policy.h"
 #include "run_record.h"
 
 /* ---- op_timing ------------------------------------------------------------- */

@@ -714,7 +714,7 @@ static void mlp_memory(const struct model *m, const struct dtype_rules *r, enum 
 
 /* bn_mlp: linear (saves its input) -> batch_norm (saves the linear's
  * output and the batch mean and inverse std, [C] each) -> gelu (saves the
- * normalised output) -> dropout. No autocast (case.c refuses it). */
+ * normalised output) -> dropout. No autocast (case_check.c refuses it). */
 static void bn_mlp_memory(const struct model *m, enum dtype in, struct layer_memory *lm)
 {
     int64_t h = m->hidden;

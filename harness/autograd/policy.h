@@ -1,13 +1,13 @@
 /* policy: the per-op save/recompute policy of selective checkpointing (the
  * case key `policy`). It names the ops whose saved tensors a selective
  * checkpoint keeps from forward; every other op's saved tensors are
- * recomputed. Torch-free: the case loader checks policies with it. */
+ * recomputed. Torch-free and case-free: the case loader parses policies
+ * with it; a case's own policy, resolved against its model, is
+ * case_policy.h. */
 #ifndef CKPT_POLICY_H
 #define CKPT_POLICY_H
 
 #include <stddef.h>
-
-#include "case.h"
 
 /* The ops that save tensors for backward, named as the tape names their
  * nodes (ops.c); a policy is a bit set over them. */
@@ -40,20 +40,10 @@ unsigned policy_random_ops(void);
 /* Parses `save_matmuls`, `attention_core` or `save:op,op,...` into the set
  * of kept ops; ST_INPUT with the reason in why otherwise. */
 int policy_parse(const char *text, unsigned *keep, char *why, size_t len);
-/* The ops model c->model saves through in its layers, as its fusion and
- * dropout make them (a policy may name only these). */
-unsigned policy_model_ops(const struct ckpt_case *c);
-/* How many times op runs per layer of the case's model. */
-int policy_calls_per_layer(const struct ckpt_case *c, enum policy_op op);
-/* The case's policy resolved against its model (save_matmuls and
- * attention_core keep only the ops the model has); 0 without a policy. */
-unsigned policy_of_case(const struct ckpt_case *c);
+/* The names of the ops in the set, as "linear, gelu" (for messages). */
+void policy_list_ops(unsigned ops, char *buf, size_t len);
 
 /* The impls that take the case's policy: selective and its planted bugs. */
 int policy_impl_uses_policy(const char *impl);
-/* Checks a complete case: a policy needs an impl that uses it, such an impl
- * needs a policy, and every op a policy names must exist in the model.
- * ST_INPUT naming file:line (the line given) otherwise. */
-int policy_check_case(const struct ckpt_case *c, const char *path, int line);
 
 #endif

@@ -11,10 +11,10 @@
 #include "aten/aten.h"
 #include "blas_info.h"
 #include "case.h"
+#include "case_policy.h"
 #include "error.h"
 #include "fit.h"
 #include "model.h"
-#include "policy.h"
 #include "report.h"
 #include "runner.h"
 

@@ -9,7 +9,7 @@
 #include "error.h"
 #include "model.h"
 #include "plot_internal.h"
-#include "policy.h"
+#include "case_policy.h"
 
 /* segments = round(sqrt(layers)), as the case key `sqrt` resolves. */
 int plot_is_sqrt_segments(const struct def *d)

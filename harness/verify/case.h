@@ -1,10 +1,17 @@
 /* case: one resolved case definition, and the loader that reads INI case
  * files (cases/NAME.ini) into a list of them, expanding sweeps.
- * Every error names the file and line and returns ST_INPUT. */
+ * Every error names the file and line and returns ST_INPUT.
+ * Made of: case.c (queries on cases and lists), case_load.c (files and
+ * directories into lists), case_ini.c (INI reading), case_sweep.c (sweep
+ * expansion), case_keys.c (the key table: how each key is parsed and
+ * printed), case_check.c (keys checked against each other), case_attrs.c
+ * (a case from recorded attributes), case_text.c (text helpers). */
 #ifndef CKPT_CASE_H
 #define CKPT_CASE_H
 
 #include <stdint.h>
+
+#include "verdict.h"
 
 #define CASE_NAME_MAX 96
 #define CASE_MAX_IMPLS 16
@@ -40,9 +47,6 @@ enum backward_api { BACKWARD_LOSS = 0, BACKWARD_GRAD, BACKWARD_INPUTS, BACKWARD_
 /* Backward calls per step under api: 2 for twice, else 1. */
 int backward_calls_per_step(enum backward_api api);
 
-/* Verdicts, ordered from best to worst (regression = a larger value). */
-enum verdict { V_PASS = 0, V_NOISE, V_FAIL, V_MEMFAIL, V_ERROR, V_NOT_OBSERVABLE, V_COUNT };
-const char *verdict_name(enum verdict v);
 /* "mlp", "gpt_block", ... as the case key `model` spells it. */
 const char *case_model_name(enum model_kind kind);
 /* The enum value of a model, fusion or autocast as case files and reports
@@ -50,7 +54,6 @@ const char *case_model_name(enum model_kind kind);
 int case_model_from_name(const char *name);
 int case_fusion_from_name(const char *name);
 int case_autocast_from_name(const char *name);
-int verdict_from_name(const char *name); /* -1 if unknown */
 
 struct impl_expectation {
     char impl[CASE_WORD_MAX];

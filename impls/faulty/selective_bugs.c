@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "policy.h"
+#include "case_policy.h"
 #include "faulty.h"
 
 /* policy_ignored's policy lookup: every op is kept. */

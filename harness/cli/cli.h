@@ -1,0 +1,45 @@
+/* cli: what the ckpt-verify command's parts share (internal to harness/cli/).
+ * main.c dispatches to one subcommand per file: run.c (the main run,
+ * flags and all), diff.c, merge.c, judge.c, plot.c, bench.c; help.c prints
+ * --help and --version; common.c holds what several of them use.
+ * Exit codes: 0 every verdict expected, 1 an unexpected verdict, a
+ * regression or a difference (diff), 2 usage or input error, 3 internal
+ * error. */
+#ifndef CKPT_CLI_H
+#define CKPT_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define EXIT_UNEXPECTED 1
+#define EXIT_USAGE 2
+#define EXIT_INTERNAL 3
+
+/* The main run takes the command line whole; each subcommand takes argv
+ * from its own name on (argv[0] = "diff", ...). They return the process's
+ * exit code. */
+int cli_run(int argc, char **argv);
+int cli_diff(int argc, char **argv);
+int cli_merge(int argc, char **argv);
+int cli_plot(int argc, char **argv);
+int cli_judge(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+
+/* --help and --version of the main command (help.c). */
+void cli_usage(FILE *out);
+void cli_print_version(FILE *out);
+
+/* Prints the error's message and returns its exit code. */
+int cli_fail(int code);
+/* Runs and benchmarks compute: a slow BLAS gets its one-line warning, and
+ * `header`, when given, a line naming what the run computes with. */
+void cli_announce_blas(FILE *header);
+/* An output directory is refused before any work when it cannot be one:
+ * too long to keep whole, or an existing non-directory. */
+int cli_check_out_dir(const char *path);
+/* Creates the output directory and its parents; it must be writable. */
+int cli_make_dirs(const char *path);
+/* What the runs read from files may load in all (common.c). */
+int cli_read_budget(uint64_t *budget);
+
+#endif

@@ -1,0 +1,89 @@
+/* common: what several subcommands use: the error exit, the BLAS line, the
+ * output directory's checks and creation, the read budget. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "aten/aten.h"
+#include "blas_info.h"
+#include "case.h"
+#include "cli.h"
+#include "error.h"
+#include "h5store.h"
+
+/* Runs and benchmarks compute: a slow BLAS gets its one-line warning, and
+ * a terminal gets a header line naming what the run computes with. */
+void cli_announce_blas(FILE *header)
+{
+    struct blas_info blas;
+    blas_info_detect(&blas);
+    if (blas_info_warning(&blas))
+        fprintf(stderr, "ckpt-verify: %s\n", blas_info_warning(&blas));
+    if (header)
+        fprintf(header, "ckpt-verify %s (git %s), libtorch %s, BLAS %s\n", CKPT_VERSION, CKPT_GIT_REV,
+                aten_libtorch_version(), blas.name);
+}
+
+int cli_fail(int code)
+{
+    fprintf(stderr, "ckpt-verify: %s\n", error_message());
+    return code == ST_INPUT ? EXIT_USAGE : code == ST_OK ? 0 : EXIT_INTERNAL;
+}
+
+/* What the runs read from files may load in all: CKPT_MEMORY_LIMIT when it
+ * is set, else H5STORE_READ_LIMIT or the machine's memory, whichever is
+ * less (a small file can declare huge or hard-linked datasets). */
+int cli_read_budget(uint64_t *budget)
+{
+    int64_t memory = ckpt_counting_allocator_limit();
+    if (memory < 0)
+        return error_set(ST_INPUT, "CKPT_MEMORY_LIMIT='%s': not a byte count (for example 512M or 8G)",
+                         getenv("CKPT_MEMORY_LIMIT"));
+    *budget = getenv("CKPT_MEMORY_LIMIT") || (uint64_t)memory < H5STORE_READ_LIMIT ? (uint64_t)memory
+                                                                                  : H5STORE_READ_LIMIT;
+    return ST_OK;
+}
+
+/* The longest --out accepted: a report's path, "<out>/<case>.h5", must fit
+ * the 1024 bytes a case result keeps (judge.h), with the longest case name. */
+#define OUT_DIR_MAX (1024 - CASE_NAME_MAX - 8)
+
+/* An output directory is refused before any work when it cannot be one:
+ * too long to keep whole, or an existing non-directory. */
+int cli_check_out_dir(const char *path)
+{
+    struct stat sb;
+    if (!path[0])
+        return error_set(ST_INPUT, "--out: empty path");
+    if (strlen(path) > OUT_DIR_MAX)
+        return error_set(ST_INPUT, "--out: path is %zu bytes long, more than the %d accepted", strlen(path),
+                         OUT_DIR_MAX);
+    if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return error_set(ST_INPUT, "%s: exists and is not a directory", path);
+    return ST_OK;
+}
+
+int cli_make_dirs(const char *path)
+{
+    char buf[1024];
+    int st = cli_check_out_dir(path);
+    if (st)
+        return st;
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return error_set(ST_INPUT, "%s: cannot create directory: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return error_set(ST_INPUT, "%s: cannot create directory: %s", buf, strerror(errno));
+    if (access(buf, W_OK) != 0)
+        return error_set(ST_INPUT, "%s: output directory is not writable", buf);
+    return ST_OK;
+}

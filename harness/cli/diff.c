@@ -1,0 +1,291 @@
+/* diff: `ckpt-verify diff [--tolerance ULP] [--json] A.h5[:run] B.h5[:run]`
+ * compares two runs of any files that follow the schema, tensor by tensor
+ * (bitwise; sign-aware ULP distance where bits differ). Exit 1 on a
+ * difference beyond the tolerance or a tensor on one side only. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "compare.h"
+#include "error.h"
+#include "h5store.h"
+
+/* "file.h5:run" -> file, run (default: baseline_0, else the only run). */
+static int split_file_run(const char *arg, char *file, size_t flen, char *run, size_t rlen)
+{
+    /* An argument that names an existing file is that file, colon or not. */
+    struct stat sb;
+    const char *colon = stat(arg, &sb) == 0 ? NULL : strrchr(arg, ':');
+    if (colon && strstr(colon, ".h5") == NULL) {
+        snprintf(file, flen, "%.*s", (int)(colon - arg), arg);
+        snprintf(run, rlen, "%s", colon + 1);
+        return ST_OK;
+    }
+    snprintf(file, flen, "%s", arg);
+    char (*names)[64] = NULL;
+    int count = 0;
+    int st = h5store_list_runs(file, &names, &count);
+    if (st)
+        return st;
+    run[0] = '\0';
+    for (int i = 0; i < count; i++)
+        if (strcmp(names[i], "baseline_0") == 0)
+            snprintf(run, rlen, "baseline_0");
+    if (!run[0] && count > 0)
+        snprintf(run, rlen, "%s", names[0]);
+    free(names);
+    if (!run[0])
+        return error_set(ST_INPUT, "%s: no runs under /runs", file);
+    return ST_OK;
+}
+
+/* A run asked for that the file does not hold: the message lists the runs
+ * it does hold, so the next try can name one. */
+static int run_missing_hint(const char *file, int st)
+{
+    const char *msg = error_message();
+    size_t n = strlen(msg);
+    char (*names)[64] = NULL;
+    int count = 0;
+    if (st != ST_INPUT || n < 11 || strcmp(msg + n - 11, "run missing") != 0)
+        return st;
+    char text[1024];
+    snprintf(text, sizeof text, "%s", msg);
+    if (h5store_list_runs(file, &names, &count) || count == 0) {
+        free(names);
+        return error_set(st, "%s", text);
+    }
+    size_t used = strlen(text);
+    for (int i = 0; i < count && used < sizeof text; i++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s%s", i ? ", " : " (runs in the file: ", names[i]);
+    free(names);
+    return error_set(st, "%s)", text);
+}
+
+static int diff_in_scope(const char *path)
+{
+    return strncmp(path, "steps/", 6) == 0 || strncmp(path, "final_params/", 13) == 0;
+}
+
+/* A tensor both sides hold with a different dtype or shape means the two
+ * files do not record the same model: that is bad input (exit 2), not a
+ * finding about checkpointing, so it is refused before anything is printed. */
+static int check_comparable(const char *fa, const struct run_record *a, const char *fb,
+                            const struct run_record *b)
+{
+    for (int i = 0; i < a->n; i++) {
+        const struct run_tensor *ta = &a->items[i];
+        const struct run_tensor *tb = diff_in_scope(ta->path) ? run_record_find(b, ta->path) : NULL;
+        if (!tb)
+            continue;
+        char sa[96], sb[96];
+        host_tensor_shape_str(&ta->t, sa, sizeof sa);
+        host_tensor_shape_str(&tb->t, sb, sizeof sb);
+        if (ta->t.dtype != tb->t.dtype || strcmp(sa, sb) != 0)
+            return error_set(ST_INPUT, "%s: /runs/%s/%s: %s %s here but %s %s in %s:/runs/%s/%s: not comparable", fb,
+                             b->name, ta->path, dtype_name(tb->t.dtype), sb, dtype_name(ta->t.dtype), sa, fa,
+                             a->name, ta->path);
+    }
+    return ST_OK;
+}
+
+/* The raw bits of element i, for showing which NaN payloads differ. */
+static unsigned long long element_bits(const struct host_tensor *t, size_t i)
+{
+    size_t size = dtype_size(t->dtype);
+    unsigned char bytes[8] = {0};
+    unsigned long long v = 0;
+    memcpy(bytes, (const unsigned char *)t->data + i * size, size);
+    for (size_t k = size; k-- > 0;) /* little-endian host, as h5store reads it */
+        v = v << 8 | bytes[k];
+    return v;
+}
+
+struct nonfinite_totals {
+    size_t nan_a, nan_b, inf_a, inf_b;
+};
+
+/* One line per tensor that differs, and one per identical tensor holding
+ * NaN or Inf: an all-NaN gradient in both runs is bitwise equal but never
+ * silently so. */
+static void print_tensor_diff(const struct run_tensor *ta, const struct run_tensor *tb, const struct tensor_diff *d,
+                              struct nonfinite_totals *totals)
+{
+    char ulp[32], idx[96];
+    totals->nan_a += d->nan_a;
+    totals->nan_b += d->nan_b;
+    totals->inf_a += d->inf_a;
+    totals->inf_b += d->inf_b;
+    if (d->bitwise_equal) {
+        if (d->nan_a || d->inf_a)
+            printf("  %-40s identical, including NaN %zu/%zu, Inf %zu/%zu (bit patterns equal)\n", ta->path,
+                   d->nan_a, d->nan_b, d->inf_a, d->inf_b);
+        return;
+    }
+    host_tensor_index_str(&ta->t, d->first_index, idx, sizeof idx);
+    printf("  %-40s %zu of %zu differ; first at %s (%.9g vs %.9g", ta->path, d->n_differ, d->count, idx, d->first_a,
+           d->first_b);
+    /* Two NaNs print alike; only their bits show the difference. */
+    if (isnan(d->first_a) || isnan(d->first_b)) {
+        int digits = (int)dtype_size(ta->t.dtype) * 2;
+        printf("; bits 0x%0*llx vs 0x%0*llx", digits, element_bits(&ta->t, d->first_index), digits,
+               element_bits(&tb->t, d->first_index));
+    }
+    printf("); max ULP %s; max abs %.3g; NaN %zu/%zu, Inf %zu/%zu\n", ulp_format(d->max_ulp, ulp, sizeof ulp),
+           d->max_abs, d->nan_a, d->nan_b, d->inf_a, d->inf_b);
+}
+
+struct diff_options {
+    double tolerance; /* ULP: differences up to this are reported but not a difference (exit 0) */
+    int json;         /* one JSON object on stdout instead of the text */
+};
+
+/* One tensor pair as JSON: what the text line says, field by field. */
+static json_t *tensor_diff_json(const struct run_tensor *ta, const struct tensor_diff *d, const char *status)
+{
+    char idx[96] = "";
+    if (!d->bitwise_equal)
+        host_tensor_index_str(&ta->t, d->first_index, idx, sizeof idx);
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "path", ta->path, "status", status, "count", (json_int_t)d->count,
+                          "n_differ", (json_int_t)d->n_differ);
+    if (!d->bitwise_equal) {
+        json_object_set_new(o, "first_index", json_string(idx));
+        json_object_set_new(o, "first_a", isfinite(d->first_a) ? json_real(d->first_a) : json_null());
+        json_object_set_new(o, "first_b", isfinite(d->first_b) ? json_real(d->first_b) : json_null());
+        json_object_set_new(o, "max_ulp", d->max_ulp == ULP_INFINITE ? json_null() : json_integer((json_int_t)d->max_ulp));
+        json_object_set_new(o, "max_abs", json_real(d->max_abs));
+    }
+    json_object_set_new(o, "nan_a", json_integer((json_int_t)d->nan_a));
+    json_object_set_new(o, "nan_b", json_integer((json_int_t)d->nan_b));
+    json_object_set_new(o, "inf_a", json_integer((json_int_t)d->inf_a));
+    json_object_set_new(o, "inf_b", json_integer((json_int_t)d->inf_b));
+    return o;
+}
+
+static int diff_runs(const char *fa, const struct run_record *a, const char *fb, const struct run_record *b,
+                     const struct diff_options *o)
+{
+    int st;
+    if ((st = h5store_check_run(fa, a)) || (st = h5store_check_run(fb, b)) ||
+        (st = check_comparable(fa, a, fb, b)))
+        return cli_fail(st);
+    json_t *tensors = o->json ? json_array() : NULL;
+    if (!o->json)
+        printf("diff %s:%s vs %s:%s (bitwise; ULP distance, sign-aware, where bits differ%s)\n", fa, a->name, fb,
+               b->name, o->tolerance > 0 ? "; tolerance given" : "");
+    int differ = 0, beyond = 0, compared = 0, missing = 0;
+    struct nonfinite_totals totals = {0};
+    for (int i = 0; i < a->n; i++) {
+        const struct run_tensor *ta = &a->items[i];
+        if (!diff_in_scope(ta->path))
+            continue;
+        const struct run_tensor *tb = run_record_find(b, ta->path);
+        if (!tb) {
+            if (o->json)
+                json_array_append_new(tensors, json_pack("{s:s, s:s}", "path", ta->path, "status", "only_in_a"));
+            else
+                printf("  %-40s only in A\n", ta->path);
+            missing++;
+            continue;
+        }
+        struct tensor_diff d;
+        if ((st = compare_tensors(&ta->t, &tb->t, &d))) {
+            json_decref(tensors);
+            return cli_fail(st);
+        }
+        compared++;
+        differ += !d.bitwise_equal;
+        int within = !d.bitwise_equal && d.max_ulp != ULP_INFINITE && (double)d.max_ulp <= o->tolerance;
+        beyond += !d.bitwise_equal && !within;
+        if (o->json)
+            json_array_append_new(tensors, tensor_diff_json(ta, &d, d.bitwise_equal ? "identical"
+                                                                    : within         ? "within_tolerance"
+                                                                                     : "differs"));
+        else
+            print_tensor_diff(ta, tb, &d, &totals);
+    }
+    for (int i = 0; i < b->n; i++)
+        if (diff_in_scope(b->items[i].path) && !run_record_find(a, b->items[i].path)) {
+            if (o->json)
+                json_array_append_new(tensors,
+                                      json_pack("{s:s, s:s}", "path", b->items[i].path, "status", "only_in_b"));
+            else
+                printf("  %-40s only in B\n", b->items[i].path);
+            missing++;
+        }
+    const char *result = beyond || missing ? "different" : differ ? "within_tolerance" : "identical";
+    if (o->json) {
+        json_t *out = json_pack("{s:{s:s, s:s}, s:{s:s, s:s}, s:s, s:f, s:o, s:{s:i, s:i, s:i, s:i, s:s}}", "a",
+                                "file", fa, "run", a->name, "b", "file", fb, "run", b->name, "compared",
+                                "bitwise; sign-aware ULP distance where bits differ", "tolerance_ulp", o->tolerance,
+                                "tensors", tensors, "summary", "compared", compared, "differ", differ,
+                                "beyond_tolerance", beyond, "missing", missing, "result", result);
+        if (!out || json_dumpf(out, stdout, JSON_INDENT(2)) != 0) {
+            json_decref(out);
+            return cli_fail(error_set(ST_INTERNAL, "diff: cannot write JSON"));
+        }
+        printf("\n");
+        json_decref(out);
+    } else {
+        printf("%d tensors compared: %d differ", compared, differ);
+        if (o->tolerance > 0)
+            printf(" (%d beyond %g ULP)", beyond, o->tolerance);
+        printf(", %d missing on one side", missing);
+        if (totals.nan_a || totals.nan_b || totals.inf_a || totals.inf_b)
+            printf("; NaN %zu/%zu, Inf %zu/%zu", totals.nan_a, totals.nan_b, totals.inf_a, totals.inf_b);
+        printf(" -> %s\n", beyond || missing ? "DIFFERENT"
+                           : differ          ? "within the tolerance"
+                                             : "bitwise identical");
+    }
+    return beyond || missing ? EXIT_UNEXPECTED : 0;
+}
+
+int cli_diff(int argc, char **argv)
+{
+    struct diff_options o = {0, 0};
+    int first = 1;
+    for (; first < argc && argv[first][0] == '-' && argv[first][1] == '-'; first++) {
+        char *end;
+        if (!strcmp(argv[first], "--json")) {
+            o.json = 1;
+        } else if (!strcmp(argv[first], "--tolerance") && first + 1 < argc) {
+            o.tolerance = strtod(argv[++first], &end);
+            if (*end || !*argv[first] || !(o.tolerance >= 0) || isinf(o.tolerance)) {
+                fprintf(stderr, "ckpt-verify diff: --tolerance: '%s' is not a number of ULP >= 0\n", argv[first]);
+                return EXIT_USAGE;
+            }
+        } else {
+            fprintf(stderr, "ckpt-verify diff: unknown option '%s' (usage: ckpt-verify diff [--tolerance ULP] "
+                            "[--json] A.h5[:run] B.h5[:run])\n", argv[first]);
+            return EXIT_USAGE;
+        }
+    }
+    if (argc - first != 2) {
+        fprintf(stderr, "usage: ckpt-verify diff [--tolerance ULP] [--json] A.h5[:run] B.h5[:run]\n");
+        return EXIT_USAGE;
+    }
+    argv += first - 1;
+    char fa[1024], fb[1024], ra[64], rb[64];
+    struct run_record a, b;
+    int st;
+    if ((st = split_file_run(argv[1], fa, sizeof fa, ra, sizeof ra)) ||
+        (st = split_file_run(argv[2], fb, sizeof fb, rb, sizeof rb)))
+        return cli_fail(st);
+    uint64_t budget;
+    if ((st = cli_read_budget(&budget)))
+        return cli_fail(st);
+    if ((st = h5store_read_run_within(fa, ra, &budget, &a)))
+        return cli_fail(run_missing_hint(fa, st));
+    if ((st = h5store_read_run_within(fb, rb, &budget, &b))) {
+        run_record_free(&a);
+        return cli_fail(run_missing_hint(fb, st));
+    }
+    int code = diff_runs(fa, &a, fb, &b, &o);
+    run_record_free(&a);
+    run_record_free(&b);
+    return code;
+}

@@ -1,0 +1,114 @@
+/* judge: `ckpt-verify judge [--out DIR] FILE.h5...` gives verdicts from the
+ * runs stored in report files, whoever wrote them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "error.h"
+#include "impl.h"
+#include "plugin.h"
+#include "judge.h"
+#include "junit.h"
+#include "mutation_matrix.h"
+#include "report.h"
+#include "summary_file.h"
+
+/* judge [--out DIR] FILE.h5...: verdicts from the runs stored in reports,
+ * whoever wrote them. Every file is judged before anything is written, so a
+ * bad file (exit 2) leaves --out untouched. */
+int cli_judge(int argc, char **argv)
+{
+    const char *out_dir = NULL;
+    int first = 1;
+    for (; first < argc && argv[first][0] == '-'; first++) {
+        if (!strcmp(argv[first], "-h") || !strcmp(argv[first], "--help")) {
+            printf("usage: ckpt-verify judge [--out DIR] [--impl-lib PATH.so] FILE.h5...\n"
+                   "Judges every run of each file against its baseline_* runs (per-tensor noise envelope at the\n"
+                   "tensor's scale, NOISE within %gx); expectations from the file's /case expect attribute,\n"
+                   "otherwise PASS or NOISE. --out DIR writes summary.json and junit.xml there.\n"
+                   "exit codes: 0 all verdicts expected, 1 an unexpected verdict, 2 bad input, 3 internal error\n",
+                   JUDGE_NOISE_MARGIN);
+            return 0;
+        }
+        if (!strcmp(argv[first], "--out") && first + 1 < argc) {
+            out_dir = argv[++first];
+            continue;
+        }
+        /* A plugin's planted impls are expected to FAIL, as in the run. */
+        if (!strcmp(argv[first], "--impl-lib") && first + 1 < argc) {
+            if (impl_load_plugin(argv[++first]))
+                return cli_fail(ST_INPUT);
+            continue;
+        }
+        if (!strcmp(argv[first], "--")) {
+            first++;
+            break;
+        }
+        fprintf(stderr, "ckpt-verify judge: unknown option '%s' (see judge --help)\n", argv[first]);
+        return EXIT_USAGE;
+    }
+    int n = argc - first;
+    if (n < 1) {
+        fprintf(stderr, "usage: ckpt-verify judge [--out DIR] FILE.h5...\n");
+        return EXIT_USAGE;
+    }
+    if (out_dir && cli_check_out_dir(out_dir))
+        return cli_fail(ST_INPUT);
+    struct case_result *results = calloc((size_t)n, sizeof *results);
+    if (!results)
+        return cli_fail(error_set(ST_INTERNAL, "out of memory"));
+    int st = ST_OK, bad = 0, unexpected = 0;
+    uint64_t budget;
+    if ((st = cli_read_budget(&budget))) {
+        free(results);
+        return cli_fail(st);
+    }
+    for (int i = 0; i < n; i++) {
+        /* Each file gets the whole budget: its runs are freed once judged. */
+        uint64_t file_budget = budget;
+        if ((st = judge_file(argv[first + i], &file_budget, &results[i]))) {
+            fprintf(stderr, "ckpt-verify: %s\n", error_message());
+            if (st != ST_INPUT)
+                break;
+            bad = 1;
+            st = ST_OK;
+        }
+    }
+    if (bad || st) {
+        free(results);
+        return st ? EXIT_INTERNAL : EXIT_USAGE;
+    }
+    struct summary *summary = NULL;
+    if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION)) ||
+        (st = summary_set_run(summary, "judge", 1, 1))) {
+        summary_free(summary);
+        free(results);
+        return cli_fail(st);
+    }
+    for (int i = 0; i < n && !st; i++) {
+        report_print_case(stdout, &results[i]);
+        for (int k = 0; k < results[i].n_results; k++)
+            unexpected += !results[i].results[k].expected;
+        st = summary_add_case_run(summary, &results[i], i, NAN);
+    }
+    if (!st && out_dir &&
+        ((st = cli_make_dirs(out_dir)) || (st = summary_write(summary, out_dir)) ||
+         (st = junit_write(summary_json(summary), out_dir, NULL)))) {
+        summary_free(summary);
+        free(results);
+        return cli_fail(st);
+    }
+    if (!st) {
+        mutation_matrix_print(stdout, summary_json(summary));
+        printf("%d file(s) judged; %s%s%s\n", n,
+               unexpected ? "UNEXPECTED verdicts (see NO above)" : "all verdicts as expected",
+               out_dir ? "; report in " : "", out_dir ? out_dir : "");
+    }
+    summary_free(summary);
+    free(results);
+    if (st)
+        return cli_fail(st);
+    return unexpected ? EXIT_UNEXPECTED : 0;
+}

@@ -1,0 +1,423 @@
+/* run: the main ckpt-verify run. Parses flags, loads cases, runs them (or a
+ * --shard of them) through the runner, prints the tables and progress,
+ * writes summary.json and junit.xml, compares with --compare-to. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "aten/aten.h"
+#include "case.h"
+#include "cli.h"
+#include "error.h"
+#include "external.h"
+#include "impl.h"
+#include "plugin.h"
+#include "judge.h"
+#include "junit.h"
+#include "model.h"
+#include "mutation_matrix.h"
+#include "progress.h"
+#include "regress.h"
+#include "report.h"
+#include "runner.h"
+#include "shard.h"
+#include "summary_file.h"
+
+#define MAX_SELECTED 256
+/* The case files' limits for steps and threads (case_keys.c, cases/README.md). */
+#define CLI_MAX_STEPS 100000
+#define CLI_MAX_THREADS 1024
+
+struct overrides {
+    const char *impls, *device;
+    int steps, threads, verify_values, has_seed, repeats;
+    unsigned long long seed;
+};
+
+/* --impl LIST: comma-separated, each impl known and named once. An empty
+ * list or entry would run a case with fewer impls than asked for, and a
+ * repeated one would write one run over the other. */
+static int parse_impl_list(const char *list, char (*out)[CASE_WORD_MAX], int *count)
+{
+    *count = 0;
+    const char *p = list;
+    for (;;) {
+        size_t n = strcspn(p, ",");
+        char word[CASE_WORD_MAX];
+        size_t start = 0;
+        while (start < n && p[start] == ' ')
+            start++;
+        while (n > start && p[n - 1] == ' ')
+            n--;
+        if (n == start)
+            return error_set(ST_INPUT, "--impl: empty impl name in '%s' (see --help)", list);
+        if (n - start >= sizeof word)
+            return error_set(ST_INPUT, "--impl: impl name '%.*s' is too long", (int)(n - start), p + start);
+        snprintf(word, sizeof word, "%.*s", (int)(n - start), p + start);
+        if (!impl_find(word))
+            return error_set(ST_INPUT, "--impl: unknown impl '%s' (see --help)", word);
+        for (int k = 0; k < *count; k++)
+            if (strcmp(out[k], word) == 0)
+                return error_set(ST_INPUT, "--impl: impl '%s' named twice", word);
+        if (*count == CASE_MAX_IMPLS)
+            return error_set(ST_INPUT, "--impl: more than %d impls", CASE_MAX_IMPLS);
+        snprintf(out[(*count)++], CASE_WORD_MAX, "%s", word);
+        p += strcspn(p, ",");
+        if (!*p)
+            return ST_OK;
+        p++;
+    }
+}
+
+static int apply_overrides(struct ckpt_case *c, const struct overrides *o)
+{
+    if (o->steps > 0)
+        c->steps = o->steps;
+    if (o->threads > 0)
+        c->threads = o->threads;
+    if (o->has_seed)
+        c->seed = o->seed;
+    if (o->device)
+        snprintf(c->device, sizeof c->device, "%s", o->device);
+    if (o->verify_values)
+        c->determinism_check = DETERMINISM_VALUES;
+    if (o->impls)
+        return parse_impl_list(o->impls, c->impls, &c->n_impls);
+    return ST_OK;
+}
+
+/* Every impl and device the selected cases name must exist before anything
+ * runs: a typo in the last case of a suite should not cost the runs before
+ * it, and a CPU build refuses a GPU case in one line. */
+static int check_impls(const struct ckpt_case *const *run, int n_run, const struct overrides *o)
+{
+    for (int i = 0; i < n_run; i++) {
+        struct ckpt_case c = *run[i];
+        int st = apply_overrides(&c, o);
+        if (st)
+            return st;
+        for (int k = 0; k < c.n_impls; k++)
+            if (!impl_find(c.impls[k]))
+                return error_set(ST_INPUT, "%s:%d: case %s: unknown impl '%s' (see --help)", c.file, c.line,
+                                 c.name, c.impls[k]);
+            else if (c.determinism_check == DETERMINISM_VALUES && impl_is_reentrant(impl_find(c.impls[k])))
+                return error_set(ST_INPUT, "%s:%d: case %s: impl %s is reentrant: it keeps no saved tensors to "
+                                 "compare, so %s is not supported (name the non-reentrant impls with --impl)",
+                                 c.file, c.line, c.name, c.impls[k],
+                                 o->verify_values ? "--verify-values" : "determinism_check = values");
+            else if ((c.backward == BACKWARD_GRAD || c.backward == BACKWARD_INPUTS) &&
+                     impl_is_reentrant(impl_find(c.impls[k])))
+                return error_set(ST_INPUT, "%s:%d: case %s: backward = %s: impl %s is reentrant, and reentrant "
+                                 "checkpointing is not compatible with grad() or backward(inputs=...) (use loss or "
+                                 "twice, or name the non-reentrant impls with --impl)",
+                                 c.file, c.line, c.name, c.backward == BACKWARD_GRAD ? "grad" : "inputs", c.impls[k]);
+        if ((st = model_check_devices(&c)))
+            return st;
+    }
+    return ST_OK;
+}
+
+int cli_run(int argc, char **argv)
+{
+    const char *cases_path = getenv("CKPT_CASES") ? getenv("CKPT_CASES") : CKPT_CASES_DIR;
+    const char *out_dir = NULL, *suite = NULL, *selected[MAX_SELECTED], *compare_to = NULL, *external = NULL;
+    int progress_lines = 0;
+    struct shard shard = {1, 1};
+    int n_selected = 0, list = 0;
+    struct overrides o = {0};
+    enum { OPT_CASES = 256, OPT_IMPL, OPT_OUT, OPT_STEPS, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_VERIFY, OPT_SUITE,
+           OPT_SHARD, OPT_COMPARE, OPT_PROGRESS, OPT_EXTERNAL, OPT_IMPL_LIB, OPT_VERSION,
+           OPT_REPEATS };
+    static const struct option options[] = {
+        {"case", required_argument, NULL, 'c'},        {"cases", required_argument, NULL, OPT_CASES},
+        {"list", no_argument, NULL, 'l'},              {"impl", required_argument, NULL, OPT_IMPL},
+        {"out", required_argument, NULL, OPT_OUT},     {"steps", required_argument, NULL, OPT_STEPS},
+        {"seed", required_argument, NULL, OPT_SEED},   {"threads", required_argument, NULL, OPT_THREADS},
+        {"device", required_argument, NULL, OPT_DEVICE}, {"verify-values", no_argument, NULL, OPT_VERIFY},
+        {"suite", required_argument, NULL, OPT_SUITE}, {"help", no_argument, NULL, 'h'},
+        {"shard", required_argument, NULL, OPT_SHARD}, {"compare-to", required_argument, NULL, OPT_COMPARE},
+        {"progress", no_argument, NULL, OPT_PROGRESS},
+        {"external", required_argument, NULL, OPT_EXTERNAL},
+        {"impl-lib", required_argument, NULL, OPT_IMPL_LIB},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {"repeats", required_argument, NULL, OPT_REPEATS},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    char *end;
+    opterr = 0; /* one line of our own instead of getopt's and the usage text */
+    while ((opt = getopt_long(argc, argv, ":c:lh", options, NULL)) != -1) {
+        switch (opt) {
+        case 'c':
+            if (n_selected == MAX_SELECTED) {
+                fprintf(stderr, "ckpt-verify: more than %d --case flags\n", MAX_SELECTED);
+                return EXIT_USAGE;
+            }
+            selected[n_selected++] = optarg;
+            break;
+        case OPT_CASES: cases_path = optarg; break;
+        case 'l': list = 1; break;
+        case OPT_IMPL: o.impls = optarg; break;
+        case OPT_OUT: out_dir = optarg; break;
+        case OPT_SUITE: suite = optarg; break;
+        case OPT_DEVICE: o.device = optarg; break;
+        case OPT_VERIFY: o.verify_values = 1; break;
+        case OPT_COMPARE: compare_to = optarg; break;
+        case OPT_PROGRESS: progress_lines = 1; break;
+        case OPT_IMPL_LIB:
+            if (impl_load_plugin(optarg))
+                return cli_fail(ST_INPUT);
+            break;
+        case OPT_EXTERNAL:
+            if (!optarg[0]) {
+                fprintf(stderr, "ckpt-verify: --external needs a command\n");
+                return EXIT_USAGE;
+            }
+            external = optarg;
+            break;
+        case OPT_SHARD:
+            if (shard_parse(optarg, &shard))
+                return cli_fail(ST_INPUT);
+            break;
+        case OPT_STEPS:
+        case OPT_THREADS:
+        case OPT_REPEATS:
+        case OPT_SEED: {
+            /* The same ranges as the case file keys (cases/README.md); a
+             * seed is never negative: strtoull would wrap "-1" to 2^64-1. */
+            const char *name = opt == OPT_STEPS ? "steps" : opt == OPT_THREADS ? "threads" : opt == OPT_REPEATS ? "repeats" : "seed";
+            unsigned long long max = opt == OPT_STEPS || opt == OPT_REPEATS ? CLI_MAX_STEPS
+                                     : opt == OPT_THREADS                   ? CLI_MAX_THREADS
+                                                                            : ULLONG_MAX;
+            unsigned long long min = opt == OPT_SEED ? 0 : 1;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (errno || *end || !isdigit((unsigned char)optarg[0]) || v < min || v > max) {
+                fprintf(stderr, "ckpt-verify: --%s: '%s' is not a valid number: expected an integer %llu..%llu\n", name, optarg, min, max);
+                return EXIT_USAGE;
+            }
+            if (opt == OPT_STEPS)
+                o.steps = (int)v;
+            else if (opt == OPT_THREADS)
+                o.threads = (int)v;
+            else if (opt == OPT_REPEATS)
+                o.repeats = (int)v;
+            else {
+                o.seed = v;
+                o.has_seed = 1;
+            }
+            break;
+        }
+        case 'h': cli_usage(stdout); return 0;
+        case OPT_VERSION: cli_print_version(stdout); return 0;
+        case ':':
+            fprintf(stderr, "ckpt-verify: option '%s' needs a value (see --help)\n", argv[optind - 1]);
+            return EXIT_USAGE;
+        default:
+            fprintf(stderr, "ckpt-verify: unknown option '%s' (see --help)\n", argv[optind - 1]);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ckpt-verify: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (out_dir && cli_check_out_dir(out_dir))
+        return cli_fail(ST_INPUT);
+    int device;
+    if (o.device && aten_parse_device(o.device, &device)) {
+        fprintf(stderr, "ckpt-verify: --device: %s\n", error_message());
+        return EXIT_USAGE;
+    }
+    if (o.impls) {
+        char impls[CASE_MAX_IMPLS][CASE_WORD_MAX];
+        int n_impls;
+        if (parse_impl_list(o.impls, impls, &n_impls))
+            return cli_fail(ST_INPUT);
+    }
+
+    struct case_list cases = {0};
+    int st = case_list_load(&cases, cases_path);
+    if (st)
+        return cli_fail(st);
+    if (list) {
+        for (int i = 0; i < cases.count; i++) {
+            const struct ckpt_case *c = &cases.items[i];
+            printf("%-32s %s:%d  labels:", c->name, c->file, c->line);
+            for (int k = 0; k < c->n_labels; k++)
+                printf("%s%s", k ? "," : " ", c->labels[k]);
+            printf("\n");
+        }
+        case_list_free(&cases);
+        return 0;
+    }
+
+    /* Which cases: the named ones, else a suite's, else the smoke suite. */
+    const struct ckpt_case **run = calloc((size_t)cases.count + 1, sizeof *run);
+    int n_run = 0;
+    for (int i = 0; i < n_selected; i++) {
+        const struct ckpt_case *c = case_list_find(&cases, selected[i]);
+        if (!c) {
+            const char *near[3] = {0};
+            int n = case_list_suggest(&cases, selected[i], near, 3);
+            fprintf(stderr, "ckpt-verify: unknown case '%s'", selected[i]);
+            for (int k = 0; k < n; k++)
+                fprintf(stderr, "%s%s", k ? ", " : " (did you mean: ", near[k]);
+            fprintf(stderr, "%s\n", n ? "?)" : "; see --list");
+            free(run);
+            case_list_free(&cases);
+            return EXIT_USAGE;
+        }
+        run[n_run++] = c;
+    }
+    if (!n_selected) {
+        const char *label = suite ? suite : "smoke";
+        for (int i = 0; i < cases.count; i++)
+            if (case_has_label(&cases.items[i], label))
+                run[n_run++] = &cases.items[i];
+        if (!n_run) {
+            fprintf(stderr, "ckpt-verify: no case is labelled '%s' in %s\n", label, cases_path);
+            free(run);
+            case_list_free(&cases);
+            return EXIT_USAGE;
+        }
+    }
+
+    /* The shard keeps each case's index in the full selection, so merged
+     * shards come back in the order one unsharded run would have. */
+    int *index_of = calloc((size_t)n_run + 1, sizeof *index_of), n_selected_total = n_run;
+    n_run = 0;
+    for (int i = 0; index_of && i < n_selected_total; i++)
+        if (shard_takes(&shard, i)) {
+            index_of[n_run] = i;
+            run[n_run++] = run[i];
+        }
+    /* A bad previous run is found before the suite spends its time. */
+    json_t *previous = NULL;
+    if (!index_of)
+        st = error_set(ST_INTERNAL, "out of memory");
+    else if (!(st = check_impls(run, n_run, &o)) && compare_to)
+        st = summary_file_load(compare_to, &previous);
+    if (st) {
+        free(index_of);
+        free(run);
+        case_list_free(&cases);
+        return cli_fail(st);
+    }
+    if (shard.n > 1)
+        printf("shard %d/%d: %d of %d selected case(s)\n", shard.k, shard.n, n_run, n_selected_total);
+    char default_out[256];
+    if (!out_dir) {
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(default_out, sizeof default_out, "reports/%Y%m%d-%H%M%S", &tm);
+        out_dir = default_out;
+    }
+    if ((st = cli_make_dirs(out_dir)) || (st = aten_init())) {
+        json_decref(previous);
+        free(index_of);
+        free(run);
+        case_list_free(&cases);
+        return cli_fail(st);
+    }
+
+    cli_announce_blas(isatty(STDOUT_FILENO) ? stdout : NULL);
+    struct summary *summary = NULL;
+    if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION)) ||
+        (st = summary_set_run(summary, n_selected ? NULL : suite ? suite : "smoke", shard.k, shard.n))) {
+        summary_free(summary);
+        json_decref(previous);
+        free(index_of);
+        free(run);
+        case_list_free(&cases);
+        return cli_fail(st);
+    }
+    struct run_settings settings = {.out_dir = out_dir, .git_rev = CKPT_GIT_REV, .harness_version = CKPT_VERSION,
+                                    .repeats = o.repeats};
+    int unexpected = 0, worst = 0;
+    struct case_result *result = malloc(sizeof *result);
+    struct progress bar;
+    progress_init(&bar, stderr,
+                  isatty(STDERR_FILENO) ? PROGRESS_TERMINAL : progress_lines ? PROGRESS_LINES : PROGRESS_QUIET, n_run);
+    for (int i = 0; i < n_run && result; i++) {
+        struct ckpt_case c = *run[i];
+        progress_case_start(&bar, i, c.name);
+        double started = progress_now();
+        if ((st = apply_overrides(&c, &o))) {
+            worst = EXIT_USAGE;
+            fprintf(stderr, "ckpt-verify: %s\n", error_message());
+            break;
+        }
+        st = runner_run_case(&c, &settings, result);
+        if (!st && external && result->h5_path[0]) {
+            /* Another producer's runs, judged with the harness's. */
+            struct case_result *with_external = malloc(sizeof *with_external);
+            if (!with_external)
+                st = error_set(ST_INTERNAL, "out of memory");
+            else if (!(st = external_append_runs(external, result->h5_path, with_external)))
+                *result = *with_external;
+            free(with_external);
+        }
+        progress_case_done(&bar, i, result, progress_now() - started);
+        if (st == ST_INPUT) {
+            worst = EXIT_USAGE;
+            fprintf(stderr, "ckpt-verify: %s\n", error_message());
+            break;
+        }
+        report_print_case(stdout, result);
+        fflush(stdout);
+        summary_add_case_run(summary, result, index_of[i], progress_now() - started);
+        /* A case that could not run, or whose report could not be written
+         * (a full disk), is unexpected whatever its verdicts say. */
+        if (st)
+            unexpected++;
+        for (int k = 0; k < result->n_results; k++)
+            unexpected += !result->results[k].expected;
+    }
+    if (!result)
+        worst = EXIT_INTERNAL;
+    int wrote_summary = 1;
+    if (worst) {
+        /* An input error stopped the run: no summary claims the cases it
+         * did not get to, and a previous summary in out_dir stays. */
+        st = ST_OK;
+    } else {
+        /* A summary that cannot be written (a full disk) leaves the
+         * previous one whole and, like a report that cannot be, exit 1. */
+        if ((st = summary_write(summary, out_dir)) || (st = junit_write(summary_json(summary), out_dir, NULL))) {
+            fprintf(stderr, "ckpt-verify: %s\n", error_message());
+            unexpected++;
+            st = ST_OK;
+            wrote_summary = 0;
+        }
+        mutation_matrix_print(stdout, summary_json(summary));
+        printf("%d case(s); %s; report in %s\n", n_run,
+               unexpected ? "UNEXPECTED verdicts (see NO above)" : "all verdicts as expected", out_dir);
+    }
+    struct regress_counts regressions = {0};
+    if (previous && !st && !worst && wrote_summary) {
+        struct regress_options ro;
+        regress_default_options(&ro);
+        if ((st = regress_compare(previous, summary_json(summary), compare_to, &ro, stdout, &regressions)))
+            fprintf(stderr, "ckpt-verify: %s\n", error_message());
+    }
+    json_decref(previous);
+    free(index_of);
+    free(result);
+    summary_free(summary);
+    free(run);
+    case_list_free(&cases);
+    if (worst)
+        return worst;
+    if (st)
+        return EXIT_INTERNAL;
+    return unexpected || regressions.regressions ? EXIT_UNEXPECTED : 0;
+}
