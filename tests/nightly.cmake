@@ -35,8 +35,10 @@ add_test(NAME nightly.junit_outcomes_and_escaping
 # today's FAIL a regression (exit 1); a rerun against the real run is clean.
 add_test(NAME nightly.compare_setup COMMAND ${NT_EXPECT} 0 "all verdicts as expected" -- ${NT_CV} ${NT_PAIR} --out ${NT_OUT}/previous)
 set_tests_properties(nightly.compare_setup PROPERTIES FIXTURES_SETUP nightly_previous)
+# The regression also reaches summary.json ("regressions") and junit.xml (a
+# failing testcase): a job that exits 1 never publishes a green report.
 add_test(NAME nightly.compare_reports_planted_regression
-  COMMAND bash -c "set -e; ${NT_TOOL} set-verdict ${NT_OUT}/previous ${NT_OUT}/planted mlp_no_preserve_rng reentrant PASS; ${NT_EXPECT} 1 'REGRESSION +mlp_no_preserve_rng/reentrant: verdict PASS -> FAIL' '^1 regression\\(s\\) against ' -- ${NT_CV} ${NT_PAIR_SH} --out ${NT_OUT}/after_planted --compare-to ${NT_OUT}/planted")
+  COMMAND bash -c "set -e; ${NT_TOOL} set-verdict ${NT_OUT}/previous ${NT_OUT}/planted mlp_no_preserve_rng reentrant PASS; ${NT_EXPECT} 1 'REGRESSION +mlp_no_preserve_rng/reentrant: verdict PASS -> FAIL' '^1 regression\\(s\\) against ' -- ${NT_CV} ${NT_PAIR_SH} --out ${NT_OUT}/after_planted --compare-to ${NT_OUT}/planted; ${CKPT_PYTHON} -c \"import json,sys,xml.etree.ElementTree as E; d='${NT_OUT}/after_planted'; r=json.load(open(d+'/summary.json'))['regressions']; s=E.parse(d+'/junit.xml').getroot(); f=int(s.get('failures')); c=[t for t in s.iter('testcase') if t.get('classname')=='ckpt-verify.regressions']; ok=len(r)==1 and r[0]['case']=='mlp_no_preserve_rng' and f>=1 and len(c)==1 and c[0].find('failure') is not None; sys.exit(0 if ok else 'regressions %s, junit failures %d, regression testcases %d' % (r, f, len(c)))\"")
 add_test(NAME nightly.compare_rerun_is_clean
   COMMAND ${NT_EXPECT} 0 "^0 regression\\(s\\) against .*4 record\\(s\\) in both, 0 new, 0 removed"
   -- ${NT_CV} ${NT_PAIR} --out ${NT_OUT}/rerun --compare-to ${NT_OUT}/previous)

@@ -64,6 +64,26 @@ static void unexpected_pass_is_a_failure(void **state)
     free(x);
 }
 
+/* A run whose records all pass but that regressed against --compare-to's
+ * run exits 1: its junit.xml says failures="1", never "0". */
+static void a_regression_is_a_failing_testcase(void **state)
+{
+    (void)state;
+    json_t *s = summary_of(record("k", "reentrant", "PASS", 1, "bitwise identical"));
+    json_object_set_new(s, "regressions",
+                        json_pack("[{s:s, s:s, s:s, s:s}]", "case", "k", "impl", "reentrant", "finding",
+                                  "memory saved 40.0% -> 30.0% (-10.0 points)", "against", "nightly/prev"));
+    struct junit_counts c;
+    char *x = render(s, &c);
+    assert_int_equal(c.tests, 2);
+    assert_int_equal(c.failures, 1);
+    assert_non_null(strstr(x, "tests=\"2\" failures=\"1\""));
+    assert_non_null(strstr(x, "<testcase classname=\"ckpt-verify.regressions\" name=\"k/reentrant\""));
+    assert_non_null(strstr(x, "<failure message=\"regression against nightly/prev: memory saved 40.0% -&gt; 30.0% "
+                              "(-10.0 points)\" type=\"REGRESSION\">"));
+    free(x);
+}
+
 static void failure_text_names_the_first_divergence(void **state)
 {
     (void)state;
@@ -196,6 +216,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(expected_fail_is_a_pass_with_its_verdict),
         cmocka_unit_test(unexpected_pass_is_a_failure),
+        cmocka_unit_test(a_regression_is_a_failing_testcase),
         cmocka_unit_test(failure_text_names_the_first_divergence),
         cmocka_unit_test(unexpected_error_is_an_error),
         cmocka_unit_test(expected_not_observable_is_skipped),

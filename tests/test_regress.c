@@ -38,7 +38,7 @@ static struct outcome run(json_t *prev, json_t *cur)
     assert_non_null(mem);
     struct regress_options opt;
     regress_default_options(&opt);
-    assert_int_equal(regress_compare(prev, cur, "PREV", &opt, mem, &o.n), ST_OK);
+    assert_int_equal(regress_compare(prev, cur, "PREV", &opt, mem, &o.n, NULL), ST_OK);
     fclose(mem);
     json_decref(prev);
     json_decref(cur);
@@ -142,6 +142,35 @@ static void infinite_max_ulp_is_larger_than_any(void **state)
     assert_int_equal(o.n.regressions, 1);
     assert_non_null(strstr(o.text, "max ULP 2000000000 -> inf"));
     free(o.text);
+}
+
+static void each_regression_is_listed_for_summary_and_junit(void **state)
+{
+    (void)state;
+    json_t *prev = summary(), *cur = summary(), *found = json_array();
+    add(prev, rec("a", "reentrant", "PASS", 1));
+    add(cur, rec("a", "reentrant", "FAIL", 0));
+    add(prev, rec("b", "nonreentrant", "PASS", 1));
+    add(cur, rec("b", "nonreentrant", "PASS", 1));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    struct regress_options opt;
+    regress_default_options(&opt);
+    struct regress_counts n;
+    assert_int_equal(regress_compare(prev, cur, "PREV", &opt, mem, &n, found), ST_OK);
+    fclose(mem);
+    assert_int_equal(n.regressions, 1);
+    assert_int_equal(json_array_size(found), 1);
+    const json_t *r = json_array_get(found, 0);
+    assert_string_equal(json_string_value(json_object_get(r, "case")), "a");
+    assert_string_equal(json_string_value(json_object_get(r, "impl")), "reentrant");
+    assert_string_equal(json_string_value(json_object_get(r, "against")), "PREV");
+    assert_non_null(strstr(json_string_value(json_object_get(r, "finding")), "verdict PASS -> FAIL"));
+    free(text);
+    json_decref(found);
+    json_decref(prev);
+    json_decref(cur);
 }
 
 /* An expected-FAIL planted bug over the atomic kernel: its distance wobbles
@@ -289,6 +318,7 @@ int main(void)
         cmocka_unit_test(grown_max_ulp_is_a_regression),
         cmocka_unit_test(infinite_max_ulp_is_larger_than_any),
         cmocka_unit_test(a_fail_whose_distance_wobbles_is_not_a_regression),
+        cmocka_unit_test(each_regression_is_listed_for_summary_and_junit),
         cmocka_unit_test(grown_max_ulp_within_noise_is_not_a_regression),
         cmocka_unit_test(memory_saved_shrinking_over_two_points_is_a_regression),
         cmocka_unit_test(memory_saved_shrinking_by_two_points_or_less_is_not),

@@ -154,6 +154,24 @@ static void put_testcase(FILE *out, const json_t *rec, double seconds)
     fputs("</system-out>\n    </testcase>\n", out);
 }
 
+/* A regression against the previous run (summary.json "regressions",
+ * harness/report/regress.h): a failing testcase of its own, so a run that
+ * exits 1 for it is red in the CI's report too. */
+static void put_regression(FILE *out, const json_t *reg)
+{
+    fputs("    <testcase classname=\"ckpt-verify.regressions\" name=\"", out);
+    put_escaped(out, summary_str(reg, "case"), 1);
+    put_escaped(out, "/", 1);
+    put_escaped(out, summary_str(reg, "impl"), 1);
+    fputs("\" time=\"0.000\">\n      <failure message=\"regression against ", out);
+    put_escaped(out, summary_str(reg, "against"), 1);
+    put_escaped(out, ": ", 1);
+    put_escaped(out, summary_str(reg, "finding"), 1);
+    fputs("\" type=\"REGRESSION\">", out);
+    put_escaped(out, summary_str(reg, "finding"), 0);
+    fputs("</failure>\n    </testcase>\n", out);
+}
+
 int junit_render(const json_t *summary, FILE *out, struct junit_counts *counts)
 {
     const json_t *records = json_object_get(summary, "records");
@@ -174,6 +192,9 @@ int junit_render(const json_t *summary, FILE *out, struct junit_counts *counts)
         c.skipped += o == OUT_SKIPPED;
         c.seconds += record_seconds(rec, per_case);
     }
+    const json_t *regressions = json_object_get(summary, "regressions");
+    c.tests += (int)json_array_size(regressions);
+    c.failures += (int)json_array_size(regressions);
     const char *suite = summary_str(summary, "suite");
     char name[160];
     snprintf(name, sizeof name, "ckpt-verify%s%s", suite[0] ? "." : "", suite);
@@ -205,6 +226,8 @@ int junit_render(const json_t *summary, FILE *out, struct junit_counts *counts)
         const json_t *rec = json_array_get(records, i);
         put_testcase(out, rec, record_seconds(rec, per_case));
     }
+    for (size_t i = 0; i < json_array_size(regressions); i++)
+        put_regression(out, json_array_get(regressions, i));
     fputs("  </testsuite>\n</testsuites>\n", out);
     json_decref(per_case);
     if (counts)

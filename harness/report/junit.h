@@ -14,7 +14,9 @@
  * memory_saved, overhead (and first_divergence when there is one) and the
  * reason as system-out. A testcase's time is its case's wall time shared
  * equally by the case's impls (the runs are timed as a case). Every text is
- * XML-escaped; characters XML 1.0 cannot hold become U+FFFD. */
+ * XML-escaped; characters XML 1.0 cannot hold become U+FFFD. Each entry
+ * of the summary's "regressions" (a --compare-to run) is one more failing
+ * testcase, classname "ckpt-verify.regressions", name "CASE/IMPL". */
 #ifndef CKPT_JUNIT_H
 #define CKPT_JUNIT_H
 

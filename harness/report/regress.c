@@ -139,8 +139,18 @@ static void key_of(const json_t *rec, char *buf, size_t len)
     snprintf(buf, len, "%s/%s", summary_str(rec, "case"), summary_str(rec, "impl"));
 }
 
+/* One regression in the caller's list (regress.h); out of memory only
+ * shortens the list, the printed line and the count stay. */
+static void list_regression(json_t *regressions, const char *c, const char *impl, const char *finding,
+                            const char *against)
+{
+    if (regressions)
+        json_array_append_new(regressions, json_pack("{s:s, s:s, s:s, s:s}", "case", c, "impl", impl, "finding",
+                                                     finding, "against", against));
+}
+
 int regress_compare(const json_t *prev, const json_t *cur, const char *prev_label, const struct regress_options *o,
-                    FILE *out, struct regress_counts *counts)
+                    FILE *out, struct regress_counts *counts, json_t *regressions)
 {
     struct regress_counts n = {0};
     json_t *prev_by_key = json_object(), *cur_keys = json_object(), *sums = json_object();
@@ -179,6 +189,8 @@ int regress_compare(const json_t *prev, const json_t *cur, const char *prev_labe
         n.noise += l.kind == F_NOISE;
         if (l.kind != F_NONE)
             fprintf(out, "  %-10s  %s: %s\n", finding_tag[l.kind], key, l.text);
+        if (l.kind == F_REGRESSION)
+            list_regression(regressions, summary_str(c, "case"), summary_str(c, "impl"), l.text, prev_label);
     }
     for (size_t i = 0; i < json_array_size(prev_records); i++) {
         const json_t *p = json_array_get(prev_records, i);
@@ -200,8 +212,12 @@ int regress_compare(const json_t *prev, const json_t *cur, const char *prev_labe
         }
         int worse = m > 1.0 + o->overhead_ratio;
         n.regressions += worse;
-        fprintf(out, "  %-10s  %s: overhead median change %+.1f%% over %zu case(s) (limit +%.0f%%)\n",
-                worse ? "REGRESSION" : "overhead", impl, 100.0 * (m - 1.0), count, 100.0 * o->overhead_ratio);
+        char text[160];
+        snprintf(text, sizeof text, "overhead median change %+.1f%% over %zu case(s) (limit +%.0f%%)",
+                 100.0 * (m - 1.0), count, 100.0 * o->overhead_ratio);
+        fprintf(out, "  %-10s  %s: %s\n", worse ? "REGRESSION" : "overhead", impl, text);
+        if (worse)
+            list_regression(regressions, "*", impl, text, prev_label);
     }
     fprintf(out, "%d regression(s) against %s; %d record(s) in both, %d new, %d removed, %d improved, %d changed, %d noise\n",
             n.regressions, prev_label, n.common, n.added, n.removed, n.improvements, n.changed, n.noise);

@@ -37,8 +37,12 @@ struct regress_counts {
 };
 
 void regress_default_options(struct regress_options *o);
-/* Prints the findings to out under a header naming `prev_label`. */
+/* Prints the findings to out under a header naming `prev_label`. When
+ * `regressions` (a JSON array) is given, each regression is appended to it
+ * as {"case", "impl", "finding", "against"} ("*" for an impl's overhead
+ * over all cases): summary.json and junit.xml carry them, so a job that
+ * exits 1 for a regression never reports green. */
 int regress_compare(const json_t *prev, const json_t *cur, const char *prev_label, const struct regress_options *o,
-                    FILE *out, struct regress_counts *counts);
+                    FILE *out, struct regress_counts *counts, json_t *regressions);
 
 #endif
