@@ -109,3 +109,10 @@ file(WRITE ${CMAKE_BINARY_DIR}/case_tests_include.cmake
   "  add_test(case/NOT_BUILT [=[${CMAKE_COMMAND}]=] -E echo \"build first: the per-case tests are written by the build\")\n"
   "  set_tests_properties(case/NOT_BUILT PROPERTIES WILL_FAIL TRUE)\nendif()\n")
 set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${CMAKE_BINARY_DIR}/case_tests_include.cmake)
+
+# A CI matrix's merge: with --strict a missing shard is an error (exit 2,
+# one line naming it) before anything is written; without, a warning.
+# Options and operands in any order; merge --help exits 0.
+set(NT_STRICT ${NT_OUT}/strict)
+add_test(NAME nightly.merge_strict_refuses_a_missing_shard
+  COMMAND bash -c "set -e; rm -rf ${NT_STRICT}; ${NT_CV} --suite smoke --shard 1/3 --out ${NT_STRICT}/s1 >/dev/null 2>&1; ${NT_CV} --suite smoke --shard 3/3 --out ${NT_STRICT}/s3 >/dev/null 2>&1; ${NT_EXPECT} 2 '^ckpt-verify: merge --strict: shard 2/3 is not among the inputs; nothing written$' -- ${NT_CV} merge ${NT_STRICT}/merged ${NT_STRICT}/s1 --strict ${NT_STRICT}/s3; test ! -e ${NT_STRICT}/merged/summary.json; test ! -e ${NT_STRICT}/merged/junit.xml; ${NT_EXPECT} 0 '^merge: warning: shard 2/3 is not among the inputs$' -- ${NT_CV} merge ${NT_STRICT}/lenient ${NT_STRICT}/s1 ${NT_STRICT}/s3; ${NT_EXPECT} 0 '^usage: ckpt-verify merge \\[--strict\\] OUT_DIR DIR' -- ${NT_CV} merge --help")

@@ -2,6 +2,7 @@
  * shards of one run) into one report, with its plots. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
@@ -9,30 +10,53 @@
 #include "merge.h"
 #include "plot.h"
 
+static const char merge_usage[] = "usage: ckpt-verify merge [--strict] OUT_DIR DIR...\n";
+
 int cli_merge(int argc, char **argv)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: ckpt-verify merge OUT_DIR DIR...\n");
+    /* Options and operands in any order: --strict, --help; the rest are
+     * OUT_DIR then the input run directories, gathered in place at the
+     * front of argv (permuted, as getopt does). */
+    const char **operands = (const char **)argv + 1;
+    int n = 0, strict = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("%s\nMerges run directories (the shards of one run, --shard K/N) into OUT_DIR: summary.json,\n"
+                   "junit.xml and the plots. A shard of the inputs' N that is missing is a warning, or with\n"
+                   "--strict an error (exit 2) before anything is written.\n", merge_usage);
+            return 0;
+        }
+        if (strcmp(argv[i], "--strict") == 0)
+            strict = 1;
+        else if (strncmp(argv[i], "--", 2) == 0 && argv[i][2]) {
+            fprintf(stderr, "ckpt-verify: merge: unknown option %s\n%s", argv[i], merge_usage);
+            return EXIT_USAGE;
+        } else
+            operands[n++] = argv[i];
+    }
+    if (n < 2) {
+        fprintf(stderr, "%s", merge_usage);
         return EXIT_USAGE;
     }
     int st, unexpected = 0;
     /* The output would overwrite that input's summary.json with the merge. */
     struct stat out_sb, in_sb;
-    if (stat(argv[1], &out_sb) == 0)
-        for (int i = 2; i < argc; i++)
-            if (stat(argv[i], &in_sb) == 0 && in_sb.st_dev == out_sb.st_dev && in_sb.st_ino == out_sb.st_ino) {
-                fprintf(stderr, "ckpt-verify: merge: output directory %s is also an input (%s)\n", argv[1], argv[i]);
+    if (stat(operands[0], &out_sb) == 0)
+        for (int i = 1; i < n; i++)
+            if (stat(operands[i], &in_sb) == 0 && in_sb.st_dev == out_sb.st_dev && in_sb.st_ino == out_sb.st_ino) {
+                fprintf(stderr, "ckpt-verify: merge: output directory %s is also an input (%s)\n", operands[0],
+                        operands[i]);
                 return EXIT_USAGE;
             }
-    if ((st = cli_make_dirs(argv[1])) ||
-        (st = merge_run_dirs(argv[1], (const char *const *)argv + 2, argc - 2, stdout, &unexpected)))
+    if ((st = cli_make_dirs(operands[0])) ||
+        (st = merge_run_dirs(operands[0], operands + 1, n - 1, strict, stdout, &unexpected)))
         return cli_fail(st);
     /* The merged report gets the plots a single run would (scripts and
      * gnuplot found as `plot` finds them); missing plots do not change the
      * verdicts, so they only warn. */
     const char *scripts = getenv("CKPT_SCRIPTS_DIR") ? getenv("CKPT_SCRIPTS_DIR") : CKPT_SOURCE_DIR "/scripts";
     const char *gnuplot = getenv("CKPT_GNUPLOT") ? getenv("CKPT_GNUPLOT") : "gnuplot";
-    if (plot_run_dir(argv[1], scripts, gnuplot, stdout))
+    if (plot_run_dir(operands[0], scripts, gnuplot, stdout))
         fprintf(stderr, "ckpt-verify: warning: merged report has no plots: %s\n", error_message());
     return unexpected ? EXIT_UNEXPECTED : 0;
 }

@@ -25,31 +25,40 @@ static int by_index(const void *a, const void *b)
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* Warns when shards of one N are given but not all of them: a merged
- * report that silently lacks a shard looks complete. */
-static void warn_missing_shards(json_t *const *roots, int n, FILE *out)
+/* The shards of one N that are not among the inputs, as "2/3, 3/3" in
+ * `list`; returns how many. Unsharded or mixed inputs have none missing:
+ * there is nothing to check them against. */
+static int missing_shards(json_t *const *roots, int n, char *list, size_t len)
 {
+    list[0] = '\0';
     int total = 0;
     for (int i = 0; i < n; i++) {
         int k, of;
         if (sscanf(summary_str(roots[i], "shard"), "%d/%d", &k, &of) != 2 || (total && of != total) || of < 1)
-            return; /* unsharded or mixed inputs: nothing to check against */
+            return 0;
         total = of;
     }
     if (total <= 1)
-        return;
+        return 0;
     char *seen = calloc((size_t)total + 1, 1);
     if (!seen)
-        return;
+        return 0;
     for (int i = 0; i < n; i++) {
         int k, of;
         if (sscanf(summary_str(roots[i], "shard"), "%d/%d", &k, &of) == 2 && k >= 1 && k <= total)
             seen[k] = 1;
     }
-    for (int k = 1; k <= total; k++)
-        if (!seen[k])
-            fprintf(out, "merge: warning: shard %d/%d is not among the inputs\n", k, total);
+    int missing = 0;
+    for (int k = 1; k <= total; k++) {
+        if (seen[k])
+            continue;
+        size_t used = strlen(list);
+        if (used < len)
+            snprintf(list + used, len - used, "%s%d/%d", missing ? ", " : "", k, total);
+        missing++;
+    }
     free(seen);
+    return missing;
 }
 
 /* A directory name as a JSON string: as it is when it is UTF-8, otherwise
@@ -147,7 +156,7 @@ static int merge_records(json_t *const *roots, const char *const *dirs, int n, j
     return st;
 }
 
-int merge_run_dirs(const char *out_dir, const char *const *dirs, int n_dirs, FILE *out, int *unexpected)
+int merge_run_dirs(const char *out_dir, const char *const *dirs, int n_dirs, int strict, FILE *out, int *unexpected)
 {
     json_t **roots = calloc((size_t)n_dirs, sizeof *roots);
     json_t *root = NULL;
@@ -161,8 +170,17 @@ int merge_run_dirs(const char *out_dir, const char *const *dirs, int n_dirs, FIL
         st = error_set(ST_INTERNAL, "merge: out of memory");
     if (!st)
         st = merge_records(roots, dirs, n_dirs, records);
-    if (!st)
-        warn_missing_shards(roots, n_dirs, out);
+    /* A merged report that silently lacks a shard looks complete: a
+     * warning, or with strict (a CI matrix's merge) an error before
+     * anything is written. */
+    char missing[512];
+    int n_missing = st ? 0 : missing_shards(roots, n_dirs, missing, sizeof missing);
+    if (n_missing && strict)
+        st = error_set(ST_INPUT, "merge --strict: shard%s %s %s not among the inputs; nothing written",
+                       n_missing > 1 ? "s" : "", missing, n_missing > 1 ? "are" : "is");
+    else if (n_missing)
+        fprintf(out, "merge: warning: shard%s %s %s not among the inputs\n", n_missing > 1 ? "s" : "", missing,
+                n_missing > 1 ? "are" : "is");
     struct junit_counts counts = {0};
     if (!st && !(st = summary_file_write(root, out_dir, "summary.json")))
         st = junit_write(root, out_dir, &counts);

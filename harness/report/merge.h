@@ -13,6 +13,8 @@
 
 /* out_dir exists. *unexpected gets the number of records whose verdict was
  * not the expected one (the merged run's exit status follows it). */
-int merge_run_dirs(const char *out_dir, const char *const *dirs, int n_dirs, FILE *out, int *unexpected);
+/* strict: a shard of the inputs' N that is missing is an input error
+ * (ST_INPUT) before anything is written, instead of a warning. */
+int merge_run_dirs(const char *out_dir, const char *const *dirs, int n_dirs, int strict, FILE *out, int *unexpected);
 
 #endif
