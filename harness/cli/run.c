@@ -389,6 +389,7 @@ int cli_run(int argc, char **argv)
      * for one must not publish a green report); its lines print after the
      * run's own, as before. */
     struct regress_counts regressions = {0};
+    int compare_st = ST_OK;
     char *regress_text = NULL;
     size_t regress_len = 0;
     if (previous && !worst) {
@@ -397,20 +398,23 @@ int cli_run(int argc, char **argv)
         struct regress_options ro;
         regress_default_options(&ro);
         if (!found || !mem)
-            st = error_set(ST_INTERNAL, "compare: out of memory");
-        else if ((st = regress_compare(previous, summary_json(summary), compare_to, &ro, mem, &regressions, found)))
+            compare_st = error_set(ST_INTERNAL, "compare: out of memory");
+        else if ((compare_st = regress_compare(previous, summary_json(summary), compare_to, &ro, mem, &regressions,
+                                               found)))
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
         if (mem)
             fclose(mem);
-        if (!st)
-            st = summary_set_regressions(summary, found);
+        if (!compare_st && (compare_st = summary_set_regressions(summary, found)))
+            fprintf(stderr, "ckpt-verify: %s\n", error_message());
         json_decref(found);
     }
     if (worst) {
         /* An input error stopped the run: no summary claims the cases it
          * did not get to, and a previous summary in out_dir stays. */
         st = ST_OK;
-    } else if (!st) {
+    } else if (compare_st) {
+        st = compare_st; /* no summary without the regressions it must carry */
+    } else {
         /* A summary that cannot be written (a full disk) leaves the
          * previous one whole and, like a report that cannot be, exit 1. */
         if ((st = summary_write(summary, out_dir)) || (st = junit_write(summary_json(summary), out_dir, NULL))) {
