@@ -34,6 +34,12 @@ class Verdict:
         self.first_divergence = record.get("first_divergence", "")
         self.max_ulp = record.get("max_ulp")
         self.record = record
+        self.traceback = None  # an ERROR run's full traceback, from the report
+
+    @property
+    def detail(self) -> str:
+        """The reason, then (for a run that raised) the full traceback."""
+        return self.reason + (f"\n{self.traceback}" if self.traceback else "")
 
     def __repr__(self):
         return f"Verdict({self.run}: {self.verdict}{'' if self.expected else ' (unexpected)'})"
@@ -78,3 +84,16 @@ def judge(binary, report, out_dir, case):
         raise JudgeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stdout.strip()}")
     verdicts = parse_summary(os.path.join(out_dir, "summary.json"), case)
     return verdicts, p.returncode, p.stdout
+
+
+def attach_tracebacks(verdicts, report):
+    """Sets .traceback of each verdict whose run recorded one (the
+    `traceback` attribute of /runs/<run>, written for a run that raised)."""
+    import h5py
+
+    from .schema import attr_text
+    with h5py.File(report, "r") as f:
+        for run, v in verdicts.items():
+            text = f.get(f"runs/{run}")
+            if text is not None and "traceback" in text.attrs:
+                v.traceback = attr_text(text.attrs["traceback"])
