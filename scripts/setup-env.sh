@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Builds the project's one Python environment, .venv/ at the repository root,
-# from env/requirements.txt (torch from PyPI, pinned; h5py, numpy, pytest,
-# ruff). The C build links this torch's libtorch and every Python part
-# imports it; scripts/python runs it. Idempotent: when .venv was built from
-# the same requirements it does nothing. Wheels are kept in a wheelhouse
+# Builds a pinned Python environment at the repository root:
+#   scripts/setup-env.sh                          .venv/ from env/requirements.txt
+#   scripts/setup-env.sh env/xla-requirements.txt .venv-xla
+# The first is the project's torch (from PyPI, pinned; h5py, numpy, pytest,
+# ruff): the C build links its libtorch and every Python part imports it;
+# scripts/python runs it. The second holds torch 2.9.0 + torch-xla 2.9.0 for
+# the XLA frontend only (scripts/python-xla; docs/stack.md says why).
+# Idempotent: when the venv was built from the same requirements it does
+# nothing. Wheels are kept in a wheelhouse
 # (CKPT_WHEELHOUSE, default ~/.cache/ckpt-verify/wheels), so a second set-up
 # on the same machine downloads nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-req=env/requirements.txt
-venv=.venv
+req=${1:-env/requirements.txt}
+venv=${2:-.venv}
 wheels=${CKPT_WHEELHOUSE:-${XDG_CACHE_HOME:-$HOME/.cache}/ckpt-verify/wheels}
 stamp=$venv/.ckpt-verify-requirements
 want=$(sha256sum "$req" | cut -d' ' -f1)
@@ -35,7 +39,7 @@ mkdir -p "$wheels"
 tag=$("$py" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
 have=$wheels/.complete-$tag-$want
 if [ ! -e "$have" ]; then
-  echo "setup-env: downloading the pinned wheels into $wheels (torch and its CUDA libraries: several GB)"
+  echo "setup-env: downloading the wheels of $req into $wheels (torch and its CUDA libraries: several GB)"
   "$py" -m pip download -q --only-binary=:all: -d "$wheels" -r "$req"
   touch "$have"
 fi
@@ -44,8 +48,12 @@ rm -rf "$venv"
 "$py" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --no-index --find-links "$wheels" -r "$req"
 "$venv/bin/python" - <<'PY'
-import h5py, numpy, torch
-print(f"setup-env: torch {torch.__version__} (CUDA {torch.version.cuda}), h5py {h5py.__version__}, "
+import importlib.util, h5py, numpy, torch
+xla = ""
+if importlib.util.find_spec("torch_xla") is not None:
+    import torch_xla
+    xla = f", torch_xla {torch_xla.__version__}"
+print(f"setup-env: torch {torch.__version__} (CUDA {torch.version.cuda}){xla}, h5py {h5py.__version__}, "
       f"numpy {numpy.__version__}")
 PY
 echo "$want" > "$stamp"

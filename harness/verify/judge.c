@@ -13,6 +13,7 @@
 #include "error.h"
 #include "h5store.h"
 #include "run_checks.h"
+#include "xla_evidence.h"
 
 /* Length of the family of "<family>_<k>" when the family is "baseline" or
  * ends in "_baseline"; 0 otherwise. */
@@ -611,6 +612,7 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
     if (res->verdict == V_FAIL || res->verdict == V_ERROR)
         res->memory_saved = res->end_forward_saved = res->overhead = NAN;
     memory_requirement(c, run_record_attr(base, "memory.peak_bytes"), res);
+    xla_evidence_judge(base, run, res);
     apply_observability(c, res);
     res->expected = (expected_mask(c, name) >> res->verdict) & 1u;
     return ST_OK;

@@ -28,8 +28,8 @@ from .frontends.eager import (
     seed_all,
     tensor_leaves,
     to_device,
-    train,
 )
+from .frontends.eager import train as train_eager
 from .memory import NoMeter, meter_for
 from .recorder import Recorder
 
@@ -138,6 +138,14 @@ def _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, 
         dev = torch.device(device)
     except (RuntimeError, TypeError) as e:
         raise BadInput(f"device {device!r}: {e}") from e
+    if dev.type == "xla":
+        try:
+            xla = _xla()
+        except ImportError as e:
+            raise BadInput(f"device {device!r}: torch_xla is not importable here ({e}); run under "
+                           f"scripts/python-xla (docs/xla.md)") from e
+        xla.start()
+        dev = xla.device()
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise BadInput(f"device {device!r}: torch here has no CUDA device")
     if out is not None:
@@ -188,7 +196,7 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
         if isinstance(fn, Run) and fn.step is None:
             fn.step = baseline.step
     judge_path = judge_mod.find_judge(judge)
-    meter = meter_for(dev, judge_path)
+    meter = _xla().XlaMeter() if dev.type == "xla" else meter_for(dev, judge_path)
     if min_memory_saving is not None and isinstance(meter, NoMeter):
         raise BadInput(f"min_memory_saving is set but memory cannot be measured: {meter.why}")
 
@@ -206,8 +214,15 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
     del first
     spec = Spec(model_fn, batches, steps, seed, lr, dev, meter, reference)
 
+    framework = f"pytorch {torch.__version__}"
+    if dev.type == "xla":
+        framework += f", torch_xla {_xla().version()} (PJRT {os.environ.get('PJRT_DEVICE', '?')})"
     case_attrs = {"name": name, "steps": steps, "seed": seed, "noise_runs": noise_runs, "lr": float(lr),
-                  "framework": f"pytorch {torch.__version__}", "device": str(dev), "model_definition": described}
+                  "framework": framework, "device": str(dev), "model_definition": described}
+    if dev.type == "xla":
+        # /case device is the harness's key (cpu, cuda:N); an XLA device is
+        # the producer's own, kept as xla_device (and in the root's device).
+        case_attrs["xla_device"] = case_attrs.pop("device")
     if tolerance is not None:
         case_attrs["tolerance"] = float(tolerance)
     if min_memory_saving is not None:
@@ -259,6 +274,7 @@ def _train_all(spec, baseline, runs, noise_runs, recorder):
     baseline_0 is re-run up to noise_runs times, until a re-run reproduces
     baseline_0. Each run goes to the recorder as it ends; only baseline_0
     stays in memory, to compare the others with."""
+    train = _frontend_train(spec.device)
     first = train(spec, baseline, _baseline_name(0), baseline=True)
     recorder.add(first)
     second = train(spec, baseline, _baseline_name(1), baseline=True)
@@ -270,21 +286,33 @@ def _train_all(spec, baseline, runs, noise_runs, recorder):
     for run_name, run in runs.items():
         if isinstance(run, Skipped):
             continue
-        record = _train_or_error(spec, run, run_name)
+        record = _train_or_error(spec, run, run_name, train)
         recorder.add(record)
         for k in range(1, noise_runs + 1):
             if "outcome" in record.attrs or runs_identical(first, record):
                 break
-            record = _train_or_error(spec, run, f"{run_name}_rerun_{k}")
+            record = _train_or_error(spec, run, f"{run_name}_rerun_{k}", train)
             recorder.add(record)
 
 
-def _train_or_error(spec, run, run_name):
+def _xla():
+    """frontends/xla.py, imported only for an XLA device (it needs torch_xla)."""
+    from .frontends import xla
+    return xla
+
+
+def _frontend_train(dev):
+    """The frontend that trains on `dev`: torch_xla's for an XLA device
+    (frontends/xla.py), eager otherwise."""
+    return _xla().train if dev.type == "xla" else train_eager
+
+
+def _train_or_error(spec, run, run_name, train=None):
     """A run whose prepare, step_fn or backward raised is kept with
     outcome=error, its message and its traceback: the judge's ERROR verdict,
     as for a harness run. The traceback's last frames go to stderr."""
     try:
-        return train(spec, run, run_name)
+        return (train or train_eager)(spec, run, run_name)
     except RunError as e:
         e.run.attrs["outcome"] = "error"
         e.run.attrs["message"] = str(e)

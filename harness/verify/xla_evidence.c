@@ -1,0 +1,83 @@
+#include "xla_evidence.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static double attr(const struct run_record *r, const char *key) { return run_record_attr(r, key); }
+
+static void append(struct impl_result *res, const char *text)
+{
+    size_t len = strlen(res->reason);
+    if (len + 1 < sizeof res->reason)
+        snprintf(res->reason + len, sizeof res->reason - len, "%s", text);
+}
+
+/* "temp 1.00x baseline (a vs b bytes)", or the total when temps are absent. */
+static void bytes_ratio(const struct run_record *base, const struct run_record *run, char *buf, size_t len,
+                        double *ratio)
+{
+    double t = attr(run, "xla.temp_bytes"), bt = attr(base, "xla.temp_bytes");
+    double total = attr(run, "xla.total_bytes"), btotal = attr(base, "xla.total_bytes");
+    *ratio = NAN;
+    if (bt > 0 && !isnan(t)) {
+        *ratio = t / bt;
+        snprintf(buf, len, "XLA temp buffers %.2fx baseline (%.0f vs %.0f bytes; total %.0f vs %.0f)", *ratio, t, bt,
+                 total, btotal);
+    } else if (btotal > 0 && !isnan(total)) {
+        *ratio = total / btotal;
+        snprintf(buf, len, "XLA buffers %.2fx baseline (%.0f vs %.0f bytes)", *ratio, total, btotal);
+    } else {
+        snprintf(buf, len, "XLA's bytes not recorded");
+    }
+}
+
+void xla_evidence_judge(const struct run_record *base, const struct run_record *run, struct impl_result *res)
+{
+    double traced = attr(run, "xla.recompute_ops_unoptimized");
+    if (isnan(traced) || run->outcome[0])
+        return;
+    double left = attr(run, "xla.recompute_ops_optimized"), regions = attr(run, "xla.regions");
+    double merged = attr(run, "xla.regions_merged"), other = attr(run, "xla.barrier_other_values");
+    double other_bytes = attr(run, "xla.barrier_other_bytes"), inputs = attr(run, "xla.barrier_recompute_inputs");
+    char bytes[200], text[RESULT_TEXT_MAX];
+    double ratio;
+    bytes_ratio(base, run, bytes, sizeof bytes, &ratio);
+    int judged_ok = res->verdict == V_PASS || res->verdict == V_NOISE;
+    if (judged_ok && traced > 0 && merged > 0) {
+        res->verdict = V_MEMFAIL;
+        snprintf(res->reason, sizeof res->reason,
+                 "gradients right, but the recompute of %.0f of %.0f region(s) was merged into the forward by XLA "
+                 "(CSE): %.0f recompute op(s) traced, %.0f left after optimization; %s",
+                 merged, regions, traced, left, bytes);
+    } else if (judged_ok && traced > 0 && !isnan(ratio) && ratio >= 1.0) {
+        double early = attr(run, "xla.regions_scheduled_early"), barriers = attr(run, "xla.barriers");
+        double kept = attr(run, "xla.barriers_optimized");
+        char sched[200] = "";
+        if (early > 0)
+            snprintf(sched, sizeof sched,
+                     "; XLA scheduled the recompute of %.0f region(s) ahead of the backward that makes its incoming "
+                     "gradient (opt-barriers: %.0f before optimization, %.0f after)",
+                     early, isnan(barriers) ? 0 : barriers, isnan(kept) ? 0 : kept);
+        res->verdict = V_MEMFAIL;
+        snprintf(res->reason, sizeof res->reason,
+                 "gradients right and %.0f of %.0f recompute op(s) survive XLA's optimization, but nothing is saved: "
+                 "%s%s",
+                 left, traced, bytes, sched);
+    } else if (judged_ok && traced > 0) {
+        snprintf(text, sizeof text, "; recompute kept by XLA: %.0f of %.0f op(s) in %.0f region(s), %s", left, traced,
+                 regions, bytes);
+        append(res, text);
+    }
+    if (attr(run, "xla.graph_hash_as_baseline") == 1)
+        append(res, " [finding: torch_xla's graph hash of this step equals the plain baseline's: in one process its "
+                    "compilation cache would run the baseline's program, recompute dropped; each run here is salted to "
+                    "compile its own]");
+    if (other > 0) {
+        snprintf(text, sizeof text,
+                 " [finding: opt-barriers beyond the recompute inputs: %.0f held value(s) no recompute op reads "
+                 "(%.0f recompute input(s) besides), %.0f bytes kept live up to the barrier]",
+                 other, isnan(inputs) ? 0 : inputs, other_bytes);
+        append(res, text);
+    }
+}

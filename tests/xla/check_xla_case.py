@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""check_xla_case.py CASE RUN VERDICT [--reason REGEX] [--out-dir DIR]:
+trains one case of python/examples/xla_checkpoints.py on XLA:CPU through
+ckpt_verify.verify(device="xla") (baselines and RUN only), has the C judge
+give RUN its verdict, and checks it is VERDICT and that the judge's reason
+matches REGEX. Exit 0 when both hold, 1 when not."""
+import argparse
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "python", "examples")]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("run")
+    ap.add_argument("verdict")
+    ap.add_argument("--reason", default="")
+    ap.add_argument("--out-dir", default=None)
+    args = ap.parse_args()
+    import tempfile
+
+    import xla_checkpoints as ex
+
+    import ckpt_verify
+    model_fn, baseline, runs, _ = ex.CASES[args.case]
+    out_dir = args.out_dir or tempfile.mkdtemp(prefix="ckpt_verify_xla.")
+    os.makedirs(out_dir, exist_ok=True)
+    out = os.path.join(out_dir, f"{args.case}_{args.run}.h5")
+    expect = {args.run: args.verdict} if args.verdict != "PASS" else None
+    report = ckpt_verify.verify(model_fn, ex.batch_fn, {args.run: runs[args.run]}, baseline=baseline,
+                                device="xla", out=out, name=f"{args.case}_{args.run}", expect=expect)
+    print(report.table.rstrip())
+    print(report)
+    got = report.verdicts[args.run]
+    ok = got.verdict == args.verdict and re.search(args.reason, got.reason) is not None
+    print(f"{args.run}: {got.verdict} (want {args.verdict}); reason {'matches' if ok else 'does not match'} "
+          f"/{args.reason}/")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
