@@ -223,6 +223,7 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
         # /case device is the harness's key (cpu, cuda:N); an XLA device is
         # the producer's own, kept as xla_device (and in the root's device).
         case_attrs["xla_device"] = case_attrs.pop("device")
+        case_attrs["xla_flags"] = _xla().user_flags() or "(none)"
     if tolerance is not None:
         case_attrs["tolerance"] = float(tolerance)
     if min_memory_saving is not None:

@@ -128,7 +128,8 @@ def parse_instruction(line: str, computation: str) -> Instruction | None:
     if not op:
         return None
     close = _balanced(rest, op.end() - 1)
-    operands = [p.split()[-1].lstrip("%") for p in _split_top(rest[op.end():close - 1]) if p.split()]
+    listed = re.sub(r"/\*.*?\*/", " ", rest[op.end():close - 1])   # XLA's /*index=5*/ markers
+    operands = [p.split()[-1].lstrip("%") for p in _split_top(listed) if p.split()]
     attrs = rest[close:]
     calls = [c.lstrip("%") for c in re.findall(r"(?:calls|to_apply)=(%?[\w.\-]+)", attrs)]
     op_name = re.search(r'metadata=\{([^}]*)\}', attrs)

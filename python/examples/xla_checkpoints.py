@@ -101,10 +101,11 @@ def _barrier(tensors):
 
 
 def barrier_recompute_inputs(inputs, grads, fn, model):
-    """torch_xla's: the recompute's inputs, the incoming gradients (which
-    order the recompute after the backward reaches the region) and the
-    region's own weights."""
-    _barrier([*inputs, *grads, *fn.parameters()])
+    """torch_xla's, as it acts on checkpoint(module, x): the recompute's
+    inputs and the incoming gradients, which order the recompute after the
+    backward reaches the region (torch_xla adds the weights only when the
+    function is a bound method of a module)."""
+    _barrier([*inputs, *grads])
 
 
 def barrier_none(inputs, grads, fn, model):

@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
-"""check_xla_case.py CASE RUN VERDICT [--reason REGEX] [--out-dir DIR]:
+"""check_xla_case.py CASE RUN VERDICT [--reason REGEX] [--keep-barriers] [--out-dir DIR]:
 trains one case of python/examples/xla_checkpoints.py on XLA:CPU through
 ckpt_verify.verify(device="xla") (baselines and RUN only), has the C judge
 give RUN its verdict, and checks it is VERDICT and that the judge's reason
-matches REGEX. Exit 0 when both hold, 1 when not."""
+matches REGEX. --keep-barriers runs XLA with its pass cse_barrier_expander
+disabled (XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander), so the
+opt-barriers last until scheduling (docs/xla.md). Exit 0 when both hold, 1
+when not."""
 import argparse
 import os
 import re
 import sys
 
+KEEP_BARRIERS = "--xla_disable_hlo_passes=cse_barrier_expander"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "python", "examples")]
 
@@ -20,7 +24,10 @@ def main():
     ap.add_argument("verdict")
     ap.add_argument("--reason", default="")
     ap.add_argument("--out-dir", default=None)
+    ap.add_argument("--keep-barriers", action="store_true")
     args = ap.parse_args()
+    if args.keep_barriers:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + KEEP_BARRIERS).strip()
     import tempfile
 
     import xla_checkpoints as ex

@@ -55,6 +55,7 @@ def start(dump_dir: str | None = None) -> str:
     os.environ.setdefault("PJRT_DEVICE", "CPU")
     os.environ["XLA_HLO_DEBUG"] = "1"   # source locations in the HLO metadata: the recompute's tag
     flags = os.environ.get("XLA_FLAGS", "")
+    _state["user_flags"] = " ".join(f for f in flags.split() if not f.startswith("--xla_dump"))
     if "--xla_dump_to=" in flags:
         dump_dir = flags.split("--xla_dump_to=")[1].split()[0]
         if "--xla_dump_hlo_as_text" not in flags:
@@ -76,6 +77,11 @@ def _runtime_started(xr) -> bool:
     import torch_xla
     probe = getattr(torch_xla._XLAC, "_xla_runtime_is_initialized", None)
     return bool(probe()) if probe else False
+
+
+def user_flags() -> str:
+    """XLA_FLAGS as the user set them, without the dump flags added here."""
+    return _state.get("user_flags", "")
 
 
 def version() -> str:

@@ -1,0 +1,41 @@
+# torch_xla on XLA:CPU (label `xla`): python/examples/xla_checkpoints.py's
+# checkpoints through verify(device="xla") in the XLA environment
+# (.venv-xla, docs/stack.md), each judged by the C judge from its gradients
+# and XLA's own evidence (docs/xla.md). Without .venv-xla each test is
+# Skipped with the reason (tests/xla/run.sh exits 77).
+set(XLA_OUT ${CMAKE_BINARY_DIR}/xla)
+set(XLA_ENV "CKPT_VERIFY=$<TARGET_FILE:ckpt-verify>")
+# name | case | run | verdict | reason regex | keep barriers (1) or XLA:CPU's default pipeline (0)
+set(XLA_TESTS
+  "torch_xla_checkpoint_passes_when_xla_keeps_its_barriers|xla_cse|torch_xla_checkpoint|PASS|recompute kept by XLA: [0-9]+ of 84 op.* temp buffers 0[.][0-9]+x baseline|1"
+  "default_pipeline_expands_torch_xla_barriers_and_hoists_the_recompute|xla_cse|torch_xla_checkpoint|MEMFAIL|survive XLA's optimization, but nothing is saved.*scheduled the recompute of 3 region.*4 before optimization, 0 after|0"
+  "upstream_reentrant_recompute_is_merged_by_cse|xla_cse|upstream_reentrant|MEMFAIL|recompute of 4 of 4 region[(]s[)] was merged into the forward by XLA [(]CSE[)]: 84 recompute op[(]s[)] traced, 0 left.*1[.]00x baseline|1"
+  "upstream_nonreentrant_recompute_is_merged_by_cse|xla_cse|upstream_nonreentrant|MEMFAIL|recompute of 4 of 4 region[(]s[)] was merged into the forward by XLA [(]CSE[)]: 84 recompute op[(]s[)] traced, 0 left.*1[.]00x baseline|1"
+  "merged_recompute_names_torch_xla_graph_hash_collision|xla_cse|upstream_nonreentrant|MEMFAIL|graph hash of this step equals the plain baseline's|0"
+  "barrier_context_on_recompute_inputs_only_is_hoisted_by_the_scheduler|xla_cse|upstream_barrier_context|MEMFAIL|84 of 84 recompute op[(]s[)] survive.*scheduled the recompute of 3 region.*barriers beyond the recompute inputs: 4 held|1"
+  "reference_xla_style_checkpoint_passes|xla_cse|xla_style|PASS|recompute kept by XLA: [0-9]+ of 84 op.*0[.][0-9]+x baseline|1"
+  "planted_no_barrier_is_merged_by_cse|xla_cse|planted_no_barrier|MEMFAIL|recompute of 4 of 4 region[(]s[)] was merged into the forward by XLA [(]CSE[)]|1"
+  "planted_barrier_everything_passes_with_its_extra_barriers_reported|xla_cse|planted_barrier_everything|PASS|finding: opt-barriers beyond the recompute inputs: 52 held value[(]s[)] no recompute op reads.*[0-9]+ bytes kept live|1"
+  "dropout_planted_no_xla_rng_stash_fails_in_step_1|xla_dropout|planted_no_xla_rng_stash|FAIL|^steps/1/grads/|1"
+  "dropout_torch_xla_checkpoint_moves_the_next_steps_rng|xla_dropout|torch_xla_checkpoint|FAIL|^steps/2/loss|1"
+  "autocast_reference_replays_bf16_autocast|xla_autocast|xla_style|PASS|bitwise identical|1"
+  "autocast_planted_no_replay_fails|xla_autocast|planted_no_autocast_replay|FAIL|^steps/1/grads/|1"
+  "autocast_torch_xla_checkpoint_replays_bf16_autocast|xla_autocast|torch_xla_checkpoint|PASS|bitwise identical|1"
+)
+foreach(spec ${XLA_TESTS})
+  string(REPLACE "|" ";" parts "${spec}")
+  list(GET parts 0 name)
+  list(GET parts 1 case)
+  list(GET parts 2 run)
+  list(GET parts 3 verdict)
+  list(GET parts 4 reason)
+  list(GET parts 5 keep)
+  set(extra "")
+  if(keep)
+    set(extra --keep-barriers)
+  endif()
+  add_test(NAME xla.${name}
+    COMMAND ${CMAKE_SOURCE_DIR}/tests/xla/run.sh ${CMAKE_SOURCE_DIR}/tests/xla/check_xla_case.py
+      ${case} ${run} ${verdict} --reason "${reason}" ${extra} --out-dir ${XLA_OUT}/${name})
+  set_tests_properties(xla.${name} PROPERTIES LABELS "xla" ENVIRONMENT "${XLA_ENV}" SKIP_RETURN_CODE 77)
+endforeach()
