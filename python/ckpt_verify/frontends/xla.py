@@ -26,6 +26,7 @@ Runs in the XLA environment (scripts/python-xla: torch 2.9 + torch_xla 2.9,
 docs/stack.md)."""
 import os
 import statistics
+import sys
 import tempfile
 import time
 
@@ -53,7 +54,13 @@ def start(dump_dir: str | None = None) -> str:
     if _state["dump_dir"]:
         return _state["dump_dir"]
     os.environ.setdefault("PJRT_DEVICE", "CPU")
-    os.environ["XLA_HLO_DEBUG"] = "1"   # source locations in the HLO metadata: the recompute's tag
+    # Source locations in the HLO metadata carry the recompute's tag;
+    # torch_xla reads XLA_HLO_DEBUG when it is imported.
+    if "torch_xla" in sys.modules and os.environ.get("XLA_HLO_DEBUG") != "1":
+        raise BadInput("device='xla': torch_xla was imported without XLA_HLO_DEBUG=1, so XLA's HLO cannot say "
+                       "which instructions are a recompute; set XLA_HLO_DEBUG=1 before importing torch_xla "
+                       "(scripts/python-xla does)")
+    os.environ["XLA_HLO_DEBUG"] = "1"
     flags = os.environ.get("XLA_FLAGS", "")
     _state["user_flags"] = " ".join(f for f in flags.split() if not f.startswith("--xla_dump"))
     if "--xla_dump_to=" in flags:
