@@ -73,7 +73,7 @@ class Module:
     entry: str = ""
     scheduled: bool = False
 
-    def instructions(self, computation: str | None = None):
+    def instructions(self, computation: str | None = None) -> list:
         return self.computations.get(computation or self.entry, [])
 
 
@@ -253,10 +253,10 @@ def barriers(mod: Module) -> Barriers:
     # recompute op when its called computation holds one.
     tagged_comps = {c for c, insts in mod.computations.items() if any(i.region is not None for i in insts)}
 
-    def is_recompute(inst):
+    def is_recompute(inst: Instruction) -> bool:
         return inst.region is not None or any(c in tagged_comps for c in inst.calls)
 
-    def is_region_backward(inst):
+    def is_region_backward(inst: Instruction) -> bool:
         return inst.backward_of is not None
 
     out = Barriers()
@@ -388,7 +388,7 @@ def _prefix(name: str) -> str:
 
 
 def read_evidence(files: dict, regions: int, module: str) -> Evidence:
-    def text(kind):
+    def text(kind: str) -> str:
         with open(files[kind], encoding="utf-8", errors="replace") as f:
             return f.read()
 

@@ -30,6 +30,7 @@ Linear), each block one checkpointed region. Runs:
 
 A planted bug is the reference with one service replaced."""
 import contextlib
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -65,42 +66,42 @@ class Model(torch.nn.Module):
         return x
 
 
-def model_fn():
+def model_fn() -> torch.nn.Module:
     return Model()
 
 
-def dropout_model_fn():
+def dropout_model_fn() -> torch.nn.Module:
     return Model(dropout=0.25)
 
 
-def batch_fn(step):
+def batch_fn(step: int) -> tuple:
     return torch.randn(BATCH, HIDDEN), torch.randn(BATCH, HIDDEN)
 
 
-def _loss(model, batch, ckpt=None):
+def _loss(model: torch.nn.Module, batch: tuple, ckpt: Callable | None = None) -> torch.Tensor:
     """Every run, the baseline too, makes its input require grad: a
     reentrant checkpoint whose inputs need no grad gives no gradient."""
     x, y = batch
     return F.mse_loss(model(x.detach().requires_grad_(True), ckpt), y)
 
 
-def baseline(model, batch):
+def baseline(model: torch.nn.Module, batch: tuple) -> torch.Tensor:
     return _loss(model, batch)
 
 
-def autocast_baseline(model, batch):
+def autocast_baseline(model: torch.nn.Module, batch: tuple) -> torch.Tensor:
     with torch.autocast("xla", dtype=torch.bfloat16):
         return _loss(model, batch).float()
 
 
 # ---- the services of an XLA-style reentrant checkpoint --------------------
 
-def _barrier(tensors):
+def _barrier(tensors: list) -> None:
     import torch_xla.core.xla_model as xm
     xm.optimization_barrier_([t for t in tensors if isinstance(t, torch.Tensor)])
 
 
-def barrier_recompute_inputs(inputs, grads, fn, model):
+def barrier_recompute_inputs(inputs: list, grads: list, fn: torch.nn.Module, model: torch.nn.Module) -> None:
     """torch_xla's, as it acts on checkpoint(module, x): the recompute's
     inputs and the incoming gradients, which order the recompute after the
     backward reaches the region (torch_xla adds the weights only when the
@@ -108,29 +109,29 @@ def barrier_recompute_inputs(inputs, grads, fn, model):
     _barrier([*inputs, *grads])
 
 
-def barrier_none(inputs, grads, fn, model):
+def barrier_none(inputs: list, grads: list, fn: torch.nn.Module, model: torch.nn.Module) -> None:
     """PLANTED: no barrier; XLA's CSE sees recompute == forward."""
 
 
-def barrier_everything(inputs, grads, fn, model):
+def barrier_everything(inputs: list, grads: list, fn: torch.nn.Module, model: torch.nn.Module) -> None:
     """PLANTED: also every parameter of the whole model: values no
     recompute of this region reads are held up to the barrier."""
     _barrier([*inputs, *grads, *model.parameters()])
 
 
-def stash_rng():
+def stash_rng() -> tuple:
     import torch_xla.core.xla_model as xm
     return torch.get_rng_state(), xm.get_rng_state()
 
 
-def stash_cpu_rng_only():
+def stash_cpu_rng_only() -> tuple:
     """PLANTED: torch's CPU generator only; XLA's seed, which the XLA
     dropout draws from, is not stashed."""
     return torch.get_rng_state(), None
 
 
 @contextlib.contextmanager
-def replay_rng(state):
+def replay_rng(state: tuple) -> Iterator[None]:
     import torch_xla.core.xla_model as xm
     cpu, xla = state
     with torch.random.fork_rng(devices=[]), xm.fork_rng():
@@ -140,16 +141,16 @@ def replay_rng(state):
         yield
 
 
-def capture_autocast():
+def capture_autocast() -> tuple:
     return torch.is_autocast_enabled("xla"), torch.get_autocast_dtype("xla")
 
 
-def replay_autocast(state):
+def replay_autocast(state: tuple) -> contextlib.AbstractContextManager:
     enabled, dtype = state
     return torch.autocast("xla", dtype=dtype, enabled=enabled)
 
 
-def no_autocast_replay(state):
+def no_autocast_replay(state: tuple) -> contextlib.AbstractContextManager:
     """PLANTED: the recompute runs in backward's (absent) autocast."""
     return contextlib.nullcontext()
 
@@ -178,7 +179,7 @@ class _XlaStyle(torch.autograd.Function):
         return None, None, None, x.grad
 
 
-def xla_style(services):
+def xla_style(services: dict) -> Callable:
     def step(model, batch):
         def ckpt(block, x):
             return _XlaStyle.apply(services, block, model, x)
@@ -220,13 +221,13 @@ class XlaDeviceModule:
         xm.set_rng_state(int(state[0]))
 
 
-def register_xla_device_module():
+def register_xla_device_module() -> None:
     """The user's set-up step for upstream checkpointing on XLA (once)."""
     if not hasattr(torch, "xla"):
         torch._register_device_module("xla", XlaDeviceModule)
 
 
-def upstream(use_reentrant, context_fn=None):
+def upstream(use_reentrant: bool, context_fn: Callable | None = None) -> Callable:
     kwargs = {"context_fn": context_fn} if context_fn else {}
     register_xla_device_module()
 
@@ -262,23 +263,23 @@ class BarrierOnRecomputeInputs(TorchFunctionMode):
         return out
 
 
-def barrier_context():
+def barrier_context() -> tuple:
     return contextlib.nullcontext(), BarrierOnRecomputeInputs()
 
 
-def torch_xla_checkpoint(model, batch):
+def torch_xla_checkpoint(model: torch.nn.Module, batch: tuple) -> torch.Tensor:
     from torch_xla.utils.checkpoint import checkpoint
     return _loss(model, batch, lambda block, x: checkpoint(block, x))
 
 
-def autocast(step):
+def autocast(step: Callable) -> Callable:
     def run(model, batch):
         with torch.autocast("xla", dtype=torch.bfloat16):
             return step(model, batch).float()
     return run
 
 
-def _with(**replace):
+def _with(**replace: Callable) -> dict:
     return {**REFERENCE, **replace}
 
 

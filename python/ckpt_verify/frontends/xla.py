@@ -29,6 +29,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -68,8 +70,7 @@ def start(dump_dir: str | None = None) -> str:
         if "--xla_dump_hlo_as_text" not in flags:
             os.environ["XLA_FLAGS"] = flags + " --xla_dump_hlo_as_text"
     else:
-        import torch_xla.runtime as xr
-        if _runtime_started(xr):
+        if _runtime_started():
             raise BadInput("device='xla': the PJRT client started before verify() could set "
                            "XLA_FLAGS=--xla_dump_to=<dir> --xla_dump_hlo_as_text; set it before the first XLA "
                            "tensor is made, or call ckpt_verify.frontends.xla.start() first")
@@ -80,7 +81,7 @@ def start(dump_dir: str | None = None) -> str:
     return dump_dir
 
 
-def _runtime_started(xr) -> bool:
+def _runtime_started() -> bool:
     import torch_xla
     probe = getattr(torch_xla._XLAC, "_xla_runtime_is_initialized", None)
     return bool(probe()) if probe else False
@@ -96,17 +97,17 @@ def version() -> str:
     return torch_xla.__version__
 
 
-def device():
+def device() -> torch.device:
     import torch_xla
     return torch_xla.device()
 
 
-def _sync():
+def _sync() -> None:
     import torch_xla
     torch_xla.sync()
 
 
-def seed_all(seed: int, dev) -> None:
+def seed_all(seed: int, dev: torch.device) -> None:
     """The CPU generator and XLA's own RNG seed of the device."""
     import torch_xla.core.xla_model as xm
     eager.seed_all(seed)
@@ -120,7 +121,7 @@ class XlaMeter:
     why = ("XLA: memory.peak_bytes is the compiled step's buffer assignment ('Total bytes used' in XLA's "
            "*-buffer-assignment.txt dump); no live-byte meter on XLA")
 
-    def sync(self):
+    def sync(self) -> None:
         pass
 
 
@@ -133,21 +134,21 @@ class RecomputeTagger(TorchDispatchMode):
     region's own backward, which reads its incoming gradient). Numerics are
     untouched: every op runs as it would."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.in_backward = False
         self.region = 0
         self.bursting = False
         self.ops: dict = {}
 
-    def backward_starts(self):
+    def backward_starts(self) -> None:
         self.in_backward = True
         self.bursting = False
 
-    def backward_ends(self):
+    def backward_ends(self) -> None:
         self.in_backward = False
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         if not self.in_backward or not _on_xla((*args, *kwargs.values())):
             return func(*args, **kwargs)   # host-side work (an RNG state tensor) is not in XLA's program
@@ -168,7 +169,7 @@ class RecomputeTagger(TorchDispatchMode):
 _callers: dict = {}
 
 
-def _caller(tag):
+def _caller(tag: str) -> Callable:
     """A function whose code object's file name is `<tag>`: an op called
     through it gets that name as its IR node's source file, which XLA_HLO_DEBUG
     copies into each HLO instruction's metadata (source_file="<tag>")."""
@@ -189,17 +190,17 @@ _BOOKKEEPING = frozenset({"detach", "detach_copy", "alias", "alias_copy", "_prop
                           "view", "view_copy", "lift_fresh", "lift_fresh_copy", "_to_copy", "clone"})
 
 
-def _on_xla(out) -> bool:
+def _on_xla(out: Any) -> bool:
     if isinstance(out, torch.Tensor):
         return out.device.type == "xla"
     return isinstance(out, (tuple, list)) and any(_on_xla(o) for o in out)
 
 
-def _module_names():
+def _module_names() -> set:
     return set(xla_evidence.module_files(_state["dump_dir"]))
 
 
-def train(spec, run, run_name, baseline=False):
+def train(spec: eager.Spec, run: eager.Run, run_name: str, baseline: bool = False) -> RunRecord:
     """One run on the XLA device; returns its RunRecord with the compiler's
     evidence (xla.*) and XLA's bytes. RunError carries the partial record."""
     record = RunRecord(run_name)
@@ -211,14 +212,14 @@ def train(spec, run, run_name, baseline=False):
     return record
 
 
-def _update(params, lr):
+def _update(params: list, lr: float) -> None:
     with torch.no_grad():
         for _, p in params:
             if p.grad is not None:
                 p.add_(p.grad, alpha=-lr)
 
 
-def _train(spec, run, record, baseline):
+def _train(spec: eager.Spec, run: eager.Run, record: RunRecord, baseline: bool) -> None:
     import torch_xla
     run_name, step_fn = record.name, run.step
     before = _module_names() - _state["seen"]
@@ -291,7 +292,7 @@ def _train(spec, run, record, baseline):
     _attach_evidence(record, graph_hash, step1_regions, step1_ops)
 
 
-def _attach_evidence(record, graph_hash, regions, ops):
+def _attach_evidence(record: RunRecord, graph_hash: bytes | None, regions: int, ops: int) -> None:
     """xla.* from the step program compiled in this run, or, when torch_xla
     took it from its cache, from the run that compiled the same graph."""
     new = sorted(_module_names() - _state["seen"])
