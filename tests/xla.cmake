@@ -12,7 +12,7 @@ set(XLA_TESTS
   "upstream_reentrant_recompute_is_merged_by_cse|xla_cse|upstream_reentrant|MEMFAIL|recompute of 4 of 4 region[(]s[)] was merged into the forward by XLA [(]CSE[)]: 84 recompute op[(]s[)] traced, 0 left.*1[.]00x baseline|1"
   "upstream_nonreentrant_recompute_is_merged_by_cse|xla_cse|upstream_nonreentrant|MEMFAIL|recompute of 4 of 4 region[(]s[)] was merged into the forward by XLA [(]CSE[)]: 84 recompute op[(]s[)] traced, 0 left.*1[.]00x baseline|1"
   "merged_recompute_names_torch_xla_graph_hash_collision|xla_cse|upstream_nonreentrant|MEMFAIL|graph hash of this step equals the plain baseline's|0"
-  "barrier_context_on_recompute_inputs_only_is_hoisted_by_the_scheduler|xla_cse|upstream_barrier_context|MEMFAIL|84 of 84 recompute op[(]s[)] survive.*scheduled the recompute of 3 region.*barriers beyond the recompute inputs: 4 held|1"
+  "barrier_context_on_recompute_inputs_only_is_hoisted_by_the_scheduler|xla_cse|upstream_barrier_context|MEMFAIL|[0-9]+ of 84 recompute op[(]s[)] survive.*scheduled the recompute of 3 region.*barriers beyond the recompute inputs: 4 held|1"
   "reference_xla_style_checkpoint_passes|xla_cse|xla_style|PASS|recompute kept by XLA: [0-9]+ of 84 op.*0[.][0-9]+x baseline|1"
   "planted_no_barrier_is_merged_by_cse|xla_cse|planted_no_barrier|MEMFAIL|recompute of 4 of 4 region[(]s[)] was merged into the forward by XLA [(]CSE[)]|1"
   "planted_barrier_everything_passes_with_its_extra_barriers_reported|xla_cse|planted_barrier_everything|PASS|finding: opt-barriers beyond the recompute inputs: 52 held value[(]s[)] no recompute op reads.*[0-9]+ bytes kept live|1"

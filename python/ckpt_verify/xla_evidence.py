@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 RECOMPUTE_TAG = "ckptv_recompute_"
 BACKWARD_TAG = "ckptv_backward_"
 
-# Instructions that move or name values rather than compute them.
-_NOT_COMPUTE = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "opt-barrier", "bitcast"})
+# Instructions that move or name values rather than compute them; a fusion
+# is counted by the ops of its fused computation, not as one more.
+_NOT_COMPUTE = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "opt-barrier", "bitcast", "fusion"})
 _HEAD = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*")
 _COMPUTATION = re.compile(r"^\s*(?:ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*[({]")
 _TAG = re.compile(re.escape(RECOMPUTE_TAG) + r"(\d+)")
