@@ -16,7 +16,7 @@ ENTRY %SyncTensorsGraph.9 (p0.1: f32[4], p1.2: f32[4], p2.3: f32[8]) -> (f32[4])
   %p1.2 = f32[4]{{0}} parameter(1)
   %p2.3 = f32[8]{{0}} parameter(2)
   %multiply.4 = f32[4]{{0}} multiply(f32[4]{{0}} %p0.1, f32[4]{{0}} %p0.1), {FWD}
-  %tuple.5 = (f32[4]{{0}}, f32[4]{{0}}, f32[8]{{0}}) tuple(f32[4]{{0}} %p0.1, f32[4]{{0}} %p1.2, /*index=2*/f32[8]{{0}} %p2.3)
+  %tuple.5 = (f32[4]{{0}}, f32[4]{{0}}, f32[8]{{0}}) tuple(%p0.1, %p1.2, /*index=2*/%p2.3)
   %opt-barrier.6 = (f32[4]{{0}}, f32[4]{{0}}, f32[8]{{0}}) opt-barrier((f32[4]{{0}}, f32[4]{{0}}, f32[8]{{0}}) %tuple.5)
   %get-tuple-element.7 = f32[4]{{0}} get-tuple-element((f32[4]{{0}}, f32[4]{{0}}, f32[8]{{0}}) %opt-barrier.6), index=0
   %get-tuple-element.8 = f32[4]{{0}} get-tuple-element((f32[4]{{0}}, f32[4]{{0}}, f32[8]{{0}}) %opt-barrier.6), index=1
