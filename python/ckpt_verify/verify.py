@@ -11,6 +11,7 @@ import re
 import shutil
 import sys
 import tempfile
+import types
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -33,7 +34,7 @@ from .frontends.eager import (
 from .frontends.eager import train as train_eager
 from .judge import Verdict
 from .memory import NoMeter, meter_for
-from .recorder import Recorder
+from .recorder import Recorder, RunRecord
 
 VERDICTS = ("PASS", "NOISE", "FAIL", "MEMFAIL", "ERROR")
 _WORD = re.compile(r"^[A-Za-z0-9_]{1,63}$")
@@ -305,19 +306,19 @@ def _train_all(spec, baseline, runs, noise_runs, recorder):
             recorder.add(record)
 
 
-def _xla():
+def _xla() -> types.ModuleType:
     """frontends/xla.py, imported only for an XLA device (it needs torch_xla)."""
     from .frontends import xla
     return xla
 
 
-def _frontend_train(dev):
+def _frontend_train(dev: torch.device) -> Callable:
     """The frontend that trains on `dev`: torch_xla's for an XLA device
     (frontends/xla.py), eager otherwise."""
     return _xla().train if dev.type == "xla" else train_eager
 
 
-def _train_or_error(spec, run, run_name, train=None):
+def _train_or_error(spec: Spec, run: Run, run_name: str, train: Callable | None = None) -> RunRecord:
     """A run whose prepare, step_fn or backward raised is kept with
     outcome=error, its message and its traceback: the judge's ERROR verdict,
     as for a harness run. The traceback's last frames go to stderr."""
