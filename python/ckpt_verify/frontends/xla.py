@@ -24,7 +24,9 @@ PJRT client starts) by xla_evidence.py:
 
 Runs in the XLA environment (scripts/python-xla: torch 2.9 + torch_xla 2.9,
 docs/stack.md)."""
+import atexit
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -74,7 +76,9 @@ def start(dump_dir: str | None = None) -> str:
             raise BadInput("device='xla': the PJRT client started before verify() could set "
                            "XLA_FLAGS=--xla_dump_to=<dir> --xla_dump_hlo_as_text; set it before the first XLA "
                            "tensor is made, or call ckpt_verify.frontends.xla.start() first")
-        dump_dir = dump_dir or tempfile.mkdtemp(prefix="ckpt_verify.xla_dump.")
+        if dump_dir is None:   # ours: removed at exit (set --xla_dump_to yourself to keep it)
+            dump_dir = tempfile.mkdtemp(prefix="ckpt_verify.xla_dump.")
+            atexit.register(shutil.rmtree, dump_dir, True)
         os.environ["XLA_FLAGS"] = (flags + " " + _dump_flags(dump_dir)).strip()
     os.makedirs(dump_dir, exist_ok=True)
     _state["dump_dir"] = dump_dir
