@@ -19,6 +19,7 @@ import torch
 from . import judge as judge_mod
 from .adapters import Skipped
 from .errors import BadInput, BadRunName, JudgeError, RunError, VerificationFailed
+from .frontends import distributed
 from .frontends.eager import (
     Run,
     Spec,
@@ -159,7 +160,8 @@ def _baseline_name(k):
 
 def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="cpu", out=None, expect=None,
            lr=0.01, tolerance=None, min_memory_saving=None, noise_runs=4, name=None, judge=None,
-           model_definition=None):
+           model_definition=None, world_size=None, parallel="ddp", backend="gloo", parallel_options=None,
+           timeout=None, against_single=True):
     """Trains a plain baseline and every run in `runs` from the same seeded
     model and batches, streams them into a schema-1 report at `out` and
     returns the C judge's verdicts (a Report).
@@ -177,6 +179,14 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
                           (CheckpointInBaseline), so a checkpoint applied inside model_fn
                           cannot check itself
     expect                {name: "FAIL" or "FAIL|MEMFAIL"} for runs expected not to pass
+    world_size            None: one process. N: every run (a step_fn, Run or
+                          frontends.distributed.DistRun) is trained by N ranks of
+                          torch.distributed (`parallel` "ddp", "fsdp" or "fsdp2" over
+                          `backend`, each rank batch_size / N rows) and judged against
+                          plain distributed runs (bitwise) and, with against_single,
+                          against the single-process baselines (NOISE at best);
+                          a rank that fails, dies or outlasts `timeout` seconds is an
+                          ERROR naming it (docs/distributed.md)
     """
     name = name or (os.path.splitext(os.path.basename(out))[0].replace("-", "_").replace(".", "_") if out
                     else "external")
@@ -196,6 +206,13 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
     seed_all(seed)
     batches = [to_device(batch_fn(k), dev) for k in range(1, steps + 1)]
     seed_all(seed)
+    cfg = None
+    if world_size is not None:
+        timeout = distributed.DEFAULT_TIMEOUT if timeout is None else timeout
+        distributed.check_config(world_size, parallel, backend, parallel_options, timeout, batches, dev)
+        cfg = distributed.Config(world_size, parallel, backend, parallel_options, timeout)
+        twins = distributed.twin_names([r for r, fn in runs.items() if not isinstance(fn, Skipped)], against_single)
+        expect = {**(expect or {}), **{twins[r]: v for r, v in (expect or {}).items() if r in twins}}
     first = model_fn()
     if not isinstance(first, torch.nn.Module):
         raise BadInput(f"model_fn returned {type(first).__name__}, not a torch.nn.Module")
@@ -212,6 +229,8 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
         case_attrs["tolerance"] = float(tolerance)
     if min_memory_saving is not None:
         case_attrs["min_memory_saving"] = float(min_memory_saving)
+    if cfg is not None:
+        case_attrs.update({"world_size": world_size, "parallel": parallel, "backend": backend})
     skipped = {run: fn.reason for run, fn in runs.items() if isinstance(fn, Skipped)}
     judged_expect = {run: v for run, v in (expect or {}).items() if run not in skipped}
     if judged_expect:  # a skipped run is not in the file: nothing to expect of it
@@ -234,7 +253,7 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
         out = os.path.join(scratch, f"{name}.h5")
     try:
         with Recorder.create(out, root, case_attrs, inputs, params_init) as recorder:
-            _train_all(spec, baseline, runs, noise_runs, recorder)
+            _train_all(spec, baseline, runs, noise_runs, recorder, cfg, against_single)
         judge_dir = os.path.splitext(out)[0] + ".judge"
         os.makedirs(judge_dir, exist_ok=True)
         verdicts, code, table = judge_mod.judge(judge_path, out, judge_dir, name)
@@ -253,7 +272,7 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
     return report
 
 
-def _train_all(spec, baseline, runs, noise_runs, recorder):
+def _train_all(spec, baseline, runs, noise_runs, recorder, cfg=None, against_single=True):
     """Baselines: two, and up to 2 + noise_runs when they differ (the
     judge's noise envelope). Runs: each once; one that differs from
     baseline_0 is re-run up to noise_runs times, until a re-run reproduces
@@ -263,10 +282,16 @@ def _train_all(spec, baseline, runs, noise_runs, recorder):
     recorder.add(first)
     second = train(spec, baseline, _baseline_name(1), baseline=True)
     recorder.add(second)
+    singles = [first.name, second.name]
     if not runs_identical(first, second):
         for k in range(2, 2 + noise_runs):
             recorder.add(train(spec, baseline, _baseline_name(k), baseline=True))
+            singles.append(_baseline_name(k))
     del second
+    if cfg is not None:  # the runs are trained by ranks (frontends/distributed.py)
+        skipped = {run for run, fn in runs.items() if isinstance(fn, Skipped)}
+        distributed.train_all(spec, cfg, baseline, runs, noise_runs, recorder, singles, against_single, skipped)
+        return
     for run_name, run in runs.items():
         if isinstance(run, Skipped):
             continue
