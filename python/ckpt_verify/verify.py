@@ -12,7 +12,8 @@ import shutil
 import sys
 import tempfile
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import torch
 
@@ -31,6 +32,7 @@ from .frontends.eager import (
     to_device,
     train,
 )
+from .judge import Verdict
 from .memory import NoMeter, meter_for
 from .recorder import Recorder
 
@@ -38,7 +40,7 @@ VERDICTS = ("PASS", "NOISE", "FAIL", "MEMFAIL", "ERROR")
 _WORD = re.compile(r"^[A-Za-z0-9_]{1,63}$")
 
 
-def default_baseline(model, batch):
+def default_baseline(model: torch.nn.Module, batch: Any) -> torch.Tensor:
     """The plain step when no `baseline=` is given: the model computes its
     own loss from the batch (model(*batch) for a tuple or list,
     model(**batch) for a dict, model(batch) otherwise)."""
@@ -56,14 +58,15 @@ class Report(Mapping):
     outputs are and what was not measured. `.verdicts` holds the full
     Verdict records (reason, first divergence)."""
 
-    def __init__(self, path, judge_dir, verdicts, exit_code, table, skipped, memory_source):
+    def __init__(self, path: str, judge_dir: str, verdicts: dict[str, Verdict], exit_code: int, table: str,
+                 skipped: dict[str, str], memory_source: str):
         self.path, self.judge_dir, self.verdicts = path, judge_dir, verdicts
         self.exit_code, self.table, self.skipped, self.memory_source = exit_code, table, skipped, memory_source
 
     def __getitem__(self, run: str) -> str:
         return self.verdicts[run].verdict
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self.verdicts)
 
     def __len__(self) -> int:
@@ -77,15 +80,15 @@ class Report(Mapping):
         """Every verdict was the expected one."""
         return all(v.expected for v in self.verdicts.values())
 
-    def unexpected(self):
+    def unexpected(self) -> list[Verdict]:
         return [v for v in self.verdicts.values() if not v.expected]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         runs = ", ".join(f"{run!r}: {v.verdict!r}{'' if v.expected else ' (unexpected)'}"
                          for run, v in self.verdicts.items())
         return f"<Report ok={self.ok} {{{runs}}} path={self.path!r}>"
 
-    def __str__(self):
+    def __str__(self) -> str:
         lines = [f"{v.run}: {v.verdict}{'' if v.expected else ' (UNEXPECTED)'}: {v.reason}"
                  for v in self.verdicts.values()]
         lines += [f"{name}: skipped: {why}" for name, why in self.skipped.items()]
@@ -158,10 +161,17 @@ def _baseline_name(k):
     return f"baseline_{k}"
 
 
-def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="cpu", out=None, expect=None,
-           lr=0.01, tolerance=None, min_memory_saving=None, noise_runs=4, name=None, judge=None,
-           model_definition=None, world_size=None, parallel="ddp", backend="gloo", parallel_options=None,
-           timeout=None, against_single=True):
+StepFn = Callable[[torch.nn.Module, Any], torch.Tensor]
+
+
+def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], Any],
+           runs: dict[str, StepFn | Run | Skipped], *, baseline: StepFn | None = None, steps: int = 2,
+           seed: int = 0, device: str | torch.device = "cpu", out: str | None = None,
+           expect: dict[str, str] | None = None, lr: float = 0.01, tolerance: float | None = None,
+           min_memory_saving: float | None = None, noise_runs: int = 4, name: str | None = None,
+           judge: str | None = None, model_definition: str | None = None, world_size: int | None = None,
+           parallel: str = "ddp", backend: str = "gloo", parallel_options: dict | None = None,
+           timeout: float | None = None, against_single: bool = True) -> "Report":
     """Trains a plain baseline and every run in `runs` from the same seeded
     model and batches, streams them into a schema-1 report at `out` and
     returns the C judge's verdicts (a Report).
@@ -327,7 +337,7 @@ def _last_frames(text, frames=3):
     return "\n".join(lines[begin:])
 
 
-def describe_model(model, model_fn):
+def describe_model(model: torch.nn.Module, model_fn: Callable) -> str:
     """What the report says the model is: its class, parameter count and
     dtype, and the function that built it."""
     params = list(model.parameters())
@@ -339,7 +349,7 @@ def describe_model(model, model_fn):
             f"dtype {'/'.join(dtypes)}; built by {builder} (user model)")
 
 
-def assert_verified(*args, **kwargs):
+def assert_verified(*args: Any, **kwargs: Any) -> "Report":
     """verify(), then raise VerificationFailed (an AssertionError) naming
     every run whose verdict is not the expected one. Returns the Report."""
     report = verify(*args, **kwargs)
