@@ -25,9 +25,11 @@ class Stack(torch.nn.Module):
 
     def __init__(self, blocks=3, dropout=0.0):
         super().__init__()
+        self.inp = torch.nn.Linear(WIDTH, WIDTH)  # the blocks' input requires grad (reentrant checkpoints)
         self.blocks = torch.nn.ModuleList([Block(dropout) for _ in range(blocks)])
 
     def forward(self, x, y, region=None):
+        x = self.inp(x)
         for b in self.blocks:
             x = region(b, x) if region else b(x)
         return F.mse_loss(x, y)
@@ -77,7 +79,7 @@ def fsdp_units():
     return {"auto_wrap_policy": ModuleWrapPolicy({Block})}
 
 
-def _checkpoint_blocks(model, check_fn):
+def _checkpoint_blocks(model, check_fn, reentrant=False):
     from functools import partial
 
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
@@ -85,9 +87,9 @@ def _checkpoint_blocks(model, check_fn):
         apply_activation_checkpointing,
         checkpoint_wrapper,
     )
-    apply_activation_checkpointing(
-        model, checkpoint_wrapper_fn=partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT),
-        check_fn=check_fn)
+    impl = CheckpointImpl.REENTRANT if reentrant else CheckpointImpl.NO_REENTRANT
+    apply_activation_checkpointing(model, checkpoint_wrapper_fn=partial(checkpoint_wrapper, checkpoint_impl=impl),
+                                   check_fn=check_fn)
     return model
 
 
@@ -106,6 +108,15 @@ def fsdp_checkpoint_outside(model):
                               isinstance(m.module, Block))
 
 
+def fsdp_reentrant_outside(model):
+    """Planted: a reentrant checkpoint around each FSDP unit. Its forward
+    runs under no_grad, so FSDP cannot hook the unit's backward; the
+    recompute finds the unit idle and all-gathers its parameters again."""
+    from torch.distributed.fsdp import FullyShardedDataParallel
+    return _checkpoint_blocks(model, lambda m: isinstance(m, FullyShardedDataParallel) and
+                              isinstance(m.module, Block), reentrant=True)
+
+
 def fsdp2_blocks(model):
     """FSDP2's units: each block (or its checkpoint wrapper), before the root."""
     return list(model.blocks)
@@ -120,7 +131,7 @@ def fsdp2_checkpoint_then_shard(model):
     return model
 
 
-def fsdp2_shard_then_checkpoint(model):
+def fsdp2_shard_then_checkpoint(model, reentrant=False):
     """Planted wrong order: shard each Block, then put the checkpoint
     around the sharded block: the recompute runs FSDP2's pre-forward
     all-gather again in backward."""
@@ -129,9 +140,16 @@ def fsdp2_shard_then_checkpoint(model):
     for b in model.blocks:
         fully_shard(b)
     fully_shard(model)
+    impl = CheckpointImpl.REENTRANT if reentrant else CheckpointImpl.NO_REENTRANT
     for i, b in enumerate(model.blocks):
-        model.blocks[i] = checkpoint_wrapper(b, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
+        model.blocks[i] = checkpoint_wrapper(b, checkpoint_impl=impl)
     return model
+
+
+def fsdp2_shard_then_reentrant(model):
+    """Planted: a reentrant checkpoint around each sharded block (see
+    fsdp_reentrant_outside)."""
+    return fsdp2_shard_then_checkpoint(model, reentrant=True)
 
 
 # ---- dropout under per-rank RNG: the RNG stash, right and planted ----

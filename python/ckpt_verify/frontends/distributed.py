@@ -109,6 +109,10 @@ def check_config(world_size, parallel, backend, options, timeout, batches, devic
         nccl = "available" if dist.is_nccl_available() else "absent"
         raise BadInput(f"backend nccl needs {world_size} CUDA devices and NCCL; this machine has "
                        f"{torch.cuda.device_count()} device(s), NCCL {nccl}")
+    if backend == "nccl":
+        raise BadInput("backend nccl is not supported yet: the ranks are forked from this process, which runs the "
+                       "single-process baselines on the GPU first, and CUDA cannot be used again in a forked child; "
+                       "NCCL ranks need a spawn launcher (docs/distributed.md)")
     if backend == "gloo" and torch.device(device).type != "cpu":
         raise BadInput(f"backend gloo runs the ranks on the CPU; device {device!r} needs backend='nccl'")
     if options is not None and not isinstance(options, dict):

@@ -1,0 +1,106 @@
+"""FSDP (FullyShardedDataParallel, CPU with device_id=cpu) and FSDP2
+(fully_shard) over two gloo ranks: activation checkpointing applied the way
+torch documents passes bitwise against the plain sharded run and is NOISE
+against one process; each rank records its shards and its bytes held at
+the end of forward; a checkpoint around the FSDP unit is measured: the
+all-gathers it repeats in backward, per rank."""
+import h5py
+import pytest
+from models import (
+    Stack,
+    batch_fn,
+    fsdp2_blocks,
+    fsdp2_checkpoint_then_shard,
+    fsdp2_shard_then_checkpoint,
+    fsdp2_shard_then_reentrant,
+    fsdp_checkpoint_inside,
+    fsdp_checkpoint_outside,
+    fsdp_reentrant_outside,
+    fsdp_units,
+    plain,
+)
+
+import ckpt_verify
+
+UNIT_BYTES = (64 * 64 + 64) * 4  # one Block's full parameters, float32
+
+
+@pytest.fixture(scope="module")
+def fsdp(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fsdp") / "fsdp.h5"
+    return ckpt_verify.verify(
+        Stack, batch_fn,
+        {"ac_inside_unit": ckpt_verify.DistRun(after_wrap=fsdp_checkpoint_inside),
+         "ac_around_unit": ckpt_verify.DistRun(after_wrap=fsdp_checkpoint_outside),
+         "reentrant_around_unit": ckpt_verify.DistRun(after_wrap=fsdp_reentrant_outside)},
+        baseline=plain, world_size=2, parallel="fsdp", parallel_options=fsdp_units(), noise_runs=1, out=str(out))
+
+
+@pytest.fixture(scope="module")
+def fsdp2(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fsdp2") / "fsdp2.h5"
+    return ckpt_verify.verify(
+        Stack, batch_fn,
+        {"checkpoint_then_shard": ckpt_verify.DistRun(prepare=fsdp2_checkpoint_then_shard),
+         "shard_then_checkpoint": ckpt_verify.DistRun(wrap=fsdp2_shard_then_checkpoint),
+         "shard_then_reentrant": ckpt_verify.DistRun(wrap=fsdp2_shard_then_reentrant)},
+        baseline=plain, world_size=2, parallel="fsdp2", parallel_options={"units": fsdp2_blocks}, noise_runs=1,
+        out=str(out))
+
+
+def _rank_attrs(report, run, group):
+    with h5py.File(report.path) as f:
+        return [dict(f[f"runs/{run}/ranks/{r}/{group}"].attrs) for r in (0, 1)]
+
+
+def test_fsdp_activation_checkpointing_passes_bitwise(fsdp):
+    assert fsdp.ok, str(fsdp)
+    assert fsdp["ac_inside_unit"] == "PASS"
+    assert "bitwise identical to fsdp_baseline_0" in fsdp.verdicts["ac_inside_unit"].reason
+
+
+def test_fsdp2_checkpoint_then_fully_shard_passes_bitwise(fsdp2):
+    assert fsdp2.ok, str(fsdp2)
+    assert fsdp2["checkpoint_then_shard"] == "PASS"
+
+
+def test_sharded_runs_against_one_process_are_noise(fsdp, fsdp2):
+    assert fsdp["ac_inside_unit_vs_single"] == "NOISE"
+    assert fsdp2["checkpoint_then_shard_vs_single"] == "NOISE"
+
+
+def test_each_rank_holds_half_of_each_gradient(fsdp, fsdp2):
+    for report in (fsdp, fsdp2):
+        with h5py.File(report.path) as f:
+            run = f["runs/ac_inside_unit" if report is fsdp else "runs/checkpoint_then_shard"]
+            full = run["steps/1/grads/blocks.0.fc.weight"]
+            shards = [run[f"ranks/{r}/steps/1/grads/blocks.0.fc.weight"] for r in (0, 1)]
+            assert sum(s.size for s in shards) == full.size == 64 * 64
+            assert all(s.size < full.size for s in shards)
+
+
+def test_each_rank_holds_fewer_bytes_at_the_end_of_forward_than_one_process(fsdp, fsdp2):
+    with h5py.File(fsdp.path) as f:
+        single = f["runs/baseline_0/memory"].attrs["end_forward_bytes"]
+    for report, plain_run, run in ((fsdp, "fsdp_baseline_0", "ac_inside_unit"),
+                                   (fsdp2, "fsdp2_baseline_0", "checkpoint_then_shard")):
+        for sharded, checkpointed in zip(_rank_attrs(report, plain_run, "memory"), _rank_attrs(report, run, "memory")):
+            assert checkpointed["end_forward_bytes"] < sharded["end_forward_bytes"] < single
+
+
+def test_fsdp_reentrant_checkpoint_around_the_unit_gathers_each_unit_again(fsdp):
+    plain_ranks = _rank_attrs(fsdp, "fsdp_baseline_0", "collectives")
+    for base, planted in zip(plain_ranks, _rank_attrs(fsdp, "reentrant_around_unit", "collectives")):
+        assert planted["backward_all_gathers"] == base["backward_all_gathers"] + 3
+        assert planted["all_gather_bytes"] - base["all_gather_bytes"] == 3 * UNIT_BYTES
+
+
+def test_nonreentrant_checkpoint_around_the_unit_gathers_nothing_more(fsdp, fsdp2):
+    # torch guards it: FSDP's _pre_forward returns early in BACKWARD_PRE
+    # (fsdp/_runtime_utils.py), FSDP2's in PRE_BACKWARD (_fully_shard/_fsdp_state.py)
+    for report, plain_run, run in ((fsdp, "fsdp_baseline_0", "ac_around_unit"),
+                                   (fsdp2, "fsdp2_baseline_0", "shard_then_checkpoint"),
+                                   (fsdp2, "fsdp2_baseline_0", "shard_then_reentrant")):
+        for base, other in zip(_rank_attrs(report, plain_run, "collectives"),
+                               _rank_attrs(report, run, "collectives")):
+            assert other == base, run
