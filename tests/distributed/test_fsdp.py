@@ -104,3 +104,14 @@ def test_nonreentrant_checkpoint_around_the_unit_gathers_nothing_more(fsdp, fsdp
         for base, other in zip(_rank_attrs(report, plain_run, "collectives"),
                                _rank_attrs(report, run, "collectives")):
             assert other == base, run
+
+
+def test_the_figures_script_prints_one_row_per_rank(fsdp, capsys):
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+    import distributed_figures
+    assert distributed_figures.main([fsdp.path]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    planted = [r for r in rows if r and r[0] == "reentrant_around_unit"]
+    assert [r[1] for r in planted] == ["0", "1"] and all(r[6] == "4/6" for r in planted)
