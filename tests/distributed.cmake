@@ -14,3 +14,13 @@ foreach(spec ddp fsdp rng rank_failures bad_input nccl)
     SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
 set_tests_properties(distributed.nccl PROPERTIES LABELS "distributed;python;gpu")
+
+# The CLI on a distributed script: DDP's error as expected, the rest PASS,
+# exit 0; --world-size from the command line wins over the script's.
+add_test(NAME distributed.cli_runs_a_ddp_script
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/expect.sh 0 "reentrant +ERROR +yes" "nonreentrant +PASS +yes"
+  "nonreentrant_vs_single +NOISE +yes" "reentrant_static +PASS +yes" "all verdicts as expected"
+  -- ${CKPT_PYTHON} -m ckpt_verify --out ${CMAKE_BINARY_DIR}/python/cli/ddp_checkpoint.h5
+  ${CMAKE_SOURCE_DIR}/python/examples/ddp_checkpoint.py)
+set_tests_properties(distributed.cli_runs_a_ddp_script PROPERTIES LABELS "distributed;python"
+  ENVIRONMENT "${DIST_ENV};PYTHONPATH=${CMAKE_SOURCE_DIR}/python" TIMEOUT 300)
