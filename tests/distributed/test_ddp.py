@@ -35,7 +35,15 @@ def test_nonreentrant_is_bitwise_the_plain_ddp_run(report):
 
 def test_against_one_process_only_noise_can_be_claimed(report):
     assert report["nonreentrant_vs_single"] == "NOISE"
-    assert "ddp_or_single_baseline" not in report  # a family, not judged
+    assert "over 4 baselines" in report.verdicts["nonreentrant_vs_single"].reason
+
+
+def test_the_single_process_envelope_is_one_process_and_plain_ddp(report):
+    with h5py.File(report.path) as f:
+        family = [f[f"runs/ddp_or_single_baseline_{k}"].attrs["linked_from"].decode() for k in range(4)]
+        assert family == ["baseline_0", "baseline_1", "ddp_baseline_0", "ddp_baseline_1"]
+        assert "ranks" not in f["runs/nonreentrant_vs_single"]
+        assert f["runs/nonreentrant_vs_single"].attrs["baselines"].decode() == "ddp_or_single_baseline"
 
 
 def test_reentrant_with_a_parameter_in_two_regions_is_ddps_error(report):

@@ -46,11 +46,11 @@ import h5py
 import torch
 import torch.distributed as dist
 
-from ..errors import BadInput
+from ..errors import BadInput, RunError
 from ..recorder import RunRecord
 from ..schema import attr_text, set_attr
 from .distributed_rank import rank_context, rank_main  # noqa: F401 - rank_context is public API
-from .eager import Run
+from .eager import Run, runs_identical
 
 PARALLELS = ("ddp", "fsdp", "fsdp2")
 BACKENDS = ("gloo", "nccl")
@@ -342,7 +342,6 @@ def train_all(spec, cfg: Config, baseline: Run, runs: dict, noise_runs: int, rec
     more when they differ), each run (re-run when it differs), and the
     _vs_single twins with their family. `singles` are the single-process
     baselines' records, already in the report."""
-    from .eager import runs_identical
     fam = family(cfg.parallel)
     plain = as_dist_run(baseline)
     bases = []
@@ -351,7 +350,6 @@ def train_all(spec, cfg: Config, baseline: Run, runs: dict, noise_runs: int, rec
             break
         rec = launch(spec, cfg, plain, f"{fam}_{k}")
         if "outcome" in rec.attrs:
-            from ..errors import RunError
             raise RunError(f"the plain distributed baseline failed: {rec.attrs['message']}")
         recorder.add(rec, {"producer": f"ckpt_verify distributed ({cfg.parallel}, {cfg.backend})"})
         bases.append(rec)

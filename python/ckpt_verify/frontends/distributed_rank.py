@@ -155,7 +155,7 @@ class RankContext:
 _context = None
 
 
-def rank_context():
+def rank_context() -> "RankContext | None":
     """The running rank (rank, world_size, parallel, seed), or None outside a
     distributed run: for step functions that must know their rank."""
     return _context
@@ -300,8 +300,11 @@ def rank_main(spec, cfg, run, rank, world, port, conn, folder):
         say(f"joining the {cfg.backend} process group (127.0.0.1:{port})")
         store = dist.TCPStore("127.0.0.1", port, world, is_master=False,
                               timeout=datetime.timedelta(seconds=cfg.timeout))
+        # The collectives' own timeout is longer than the launcher's, so that a
+        # hang is reported by the launcher, naming every rank's last message,
+        # rather than as a gloo timeout of whichever rank waited.
         dist.init_process_group(cfg.backend, store=store, rank=rank, world_size=world,
-                                timeout=datetime.timedelta(seconds=cfg.timeout))
+                                timeout=datetime.timedelta(seconds=2 * cfg.timeout + 10))
         result = train_rank(spec, cfg, run, rank, world, say)
         say("saving")
         path = os.path.join(folder, f"rank{rank}.pt")
