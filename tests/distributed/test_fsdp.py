@@ -6,6 +6,7 @@ the end of forward; a checkpoint around the FSDP unit is measured: the
 all-gathers it repeats in backward, per rank."""
 import h5py
 import pytest
+import torch
 from models import (
     Stack,
     batch_fn,
@@ -32,8 +33,10 @@ def fsdp(tmp_path_factory):
         Stack, batch_fn,
         {"ac_inside_unit": ckpt_verify.DistRun(after_wrap=fsdp_checkpoint_inside),
          "ac_around_unit": ckpt_verify.DistRun(after_wrap=fsdp_checkpoint_outside),
-         "reentrant_around_unit": ckpt_verify.DistRun(after_wrap=fsdp_reentrant_outside)},
-        baseline=plain, world_size=2, parallel="fsdp", parallel_options=fsdp_units(), noise_runs=1, out=str(out))
+         "reentrant_around_unit": ckpt_verify.DistRun(after_wrap=fsdp_reentrant_outside),
+         "no_device_id": ckpt_verify.DistRun(after_wrap=fsdp_checkpoint_inside, options={"device_id": None})},
+        baseline=plain, world_size=2, parallel="fsdp", parallel_options=fsdp_units(), noise_runs=1, out=str(out),
+        expect={"no_device_id": "ERROR"})
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +118,24 @@ def test_the_figures_script_prints_one_row_per_rank(fsdp, capsys):
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     planted = [r for r in rows if r and r[0] == "reentrant_around_unit"]
     assert [r[1] for r in planted] == ["0", "1"] and all(r[6] == "4/6" for r in planted)
+
+
+def test_fsdp_on_a_cpu_only_host_needs_device_id_cpu(fsdp):
+    # torch/distributed/fsdp/_init_utils.py, _init_device_handle: without a
+    # device_id FSDP looks for an accelerator; the frontend passes cpu
+    assert fsdp["no_device_id"] == "ERROR"
+    assert ("FSDP needs a non-CPU accelerator device, but no accelerator device is detected"
+            in fsdp.verdicts["no_device_id"].reason)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason=(
+    "FSDP CPUOffload pins the CPU shard (torch/distributed/fsdp/_flat_param.py, init_flat_param_attributes: "
+    "flat_param._local_shard.pin_memory()), which needs a CUDA driver: RuntimeError: Found no NVIDIA driver on "
+    "your system"))
+def test_fsdp_with_cpu_offload_passes(tmp_path):
+    from torch.distributed.fsdp import CPUOffload
+    report = ckpt_verify.verify(
+        Stack, batch_fn, {"ac_inside_unit": ckpt_verify.DistRun(after_wrap=fsdp_checkpoint_inside)},
+        baseline=plain, world_size=2, parallel="fsdp", noise_runs=1, out=str(tmp_path / "offload.h5"),
+        parallel_options={**fsdp_units(), "cpu_offload": CPUOffload(offload_params=True)})
+    assert report["ac_inside_unit"] == "PASS", str(report)
