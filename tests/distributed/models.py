@@ -219,3 +219,18 @@ def _sleep_long():
 
 rank1_killed = _on_rank(1, _kill_self)
 rank1_hangs = _on_rank(1, _sleep_long)
+
+
+class Normed(torch.nn.Module):
+    """A Linear and a BatchNorm1d in one region: its running statistics and
+    num_batches_tracked are module state, recorded per step."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(WIDTH, WIDTH)
+        self.bn = torch.nn.BatchNorm1d(WIDTH)
+
+    def forward(self, x, y, region=None):
+        def body(t):
+            return self.bn(self.fc(t))
+        return F.mse_loss(region(body, x) if region else body(x), y)

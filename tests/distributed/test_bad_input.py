@@ -33,3 +33,10 @@ def test_a_timeout_that_is_not_a_positive_number_is_refused(tmp_path):
 @pytest.mark.skipif(torch.cuda.device_count() >= 2, reason="this machine could run NCCL")
 def test_nccl_without_two_gpus_is_refused(tmp_path):
     assert "backend nccl needs 2 CUDA devices" in _verify(tmp_path, world_size=2, backend="nccl")
+
+
+def test_a_run_name_without_room_for_its_twin_is_refused(tmp_path):
+    out = tmp_path / "r.h5"
+    with pytest.raises(ckpt_verify.BadRunName) as err:
+        ckpt_verify.verify(Stack, batch_fn, {"n" * 50: nonreentrant}, baseline=plain, out=str(out), world_size=2)
+    assert "shorten it" in str(err.value) and os.listdir(tmp_path) == []

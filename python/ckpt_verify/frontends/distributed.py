@@ -46,7 +46,7 @@ import h5py
 import torch
 import torch.distributed as dist
 
-from ..errors import BadInput, RunError
+from ..errors import BadInput, BadRunName, RunError
 from ..recorder import RunRecord
 from ..schema import attr_text, set_attr
 from .distributed_rank import rank_context, rank_main  # noqa: F401 - rank_context is public API
@@ -332,8 +332,16 @@ def twin_name(run_name):
 
 
 def twin_names(runs, against_single):
-    """The extra judged runs verify() will have, for /case expect."""
-    return {run: twin_name(run) for run in runs} if against_single else {}
+    """The extra judged runs verify() will have, for /case expect. A run
+    name must leave room for its twin's re-runs (`<run>_vs_single_rerun_<k>`)
+    in the judge's 63 characters."""
+    if not against_single:
+        return {}
+    for run in runs:
+        if len(twin_name(run)) + len("_rerun_99") > 63:
+            raise BadRunName(f"run {run!r}: with against_single its twin {twin_name(run)!r} and that twin's "
+                             f"re-runs need {len(run)} + 19 characters, more than a run name's 63; shorten it")
+    return {run: twin_name(run) for run in runs}
 
 
 def train_all(spec, cfg: Config, baseline: Run, runs: dict, noise_runs: int, recorder, singles, against_single,

@@ -256,6 +256,11 @@ def train_rank(spec, cfg, run, rank, world, say):
         for n, p in params:
             if p.grad is not None:
                 tensors[f"steps/{step}/grads/{names[n]}"] = _local(p.grad).cpu().clone()
+        for n, b in model.named_buffers():  # module state: running statistics, counters
+            if b is not None:
+                tensors[f"steps/{step}/buffers/{_pn(n, cfg.parallel)}"] = b.detach().cpu().clone()
+                if rank == 0:
+                    glob[f"steps/{step}/buffers/{_pn(n, cfg.parallel)}"] = b.detach().cpu().clone()
         losses = [torch.zeros_like(local_loss) for _ in range(world)]
         dist.all_gather(losses, local_loss)
         full = _full_grads(model, cfg.parallel, names)
