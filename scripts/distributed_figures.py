@@ -5,8 +5,13 @@ peak bytes, gradient bytes, step time and all-gathers, beside the
 single-process baseline_0 of the same global batch. Reads the report with
 h5py only (docs/distributed.md, docs/schema.md).
 
-usage: distributed_figures.py REPORT.h5 [REPORT.h5 ...]"""
+usage: distributed_figures.py [--plot OUT.png|OUT.svg] REPORT.h5 [REPORT.h5 ...]
+(--plot draws the first report's bytes per rank with gnuplot,
+scripts/plot_per_rank_memory.gp)"""
+import os
+import subprocess
 import sys
+import tempfile
 
 import h5py
 
@@ -37,11 +42,46 @@ def table(path: str) -> str:
     return "\n".join(lines)
 
 
+def plot(path: str, out: str) -> None:
+    """The first report's held and peak bytes per rank, one bar group per
+    run and rank, the single-process baseline first (gnuplot)."""
+    rows = []
+    with h5py.File(path, "r") as f:
+        m = _attrs(f["runs/baseline_0"], "memory")
+        rows.append(("one process", m.get("end_forward_bytes", 0), m.get("peak_bytes", 0)))
+        for run, g in f["runs"].items():
+            if "ranks" not in g or "_rerun_" in run:
+                continue
+            for rank in sorted(g["ranks"], key=int):
+                m = _attrs(g[f"ranks/{rank}"], "memory")
+                rows.append((f"{run} r{rank}", m.get("end_forward_bytes", 0), m.get("peak_bytes", 0)))
+    with tempfile.NamedTemporaryFile("w", suffix=".dat", delete=False) as dat:
+        dat.write('"run" "held at end of forward" "peak"\n')
+        for label, held, peak in rows:
+            dat.write(f'"{label}" {int(held)} {int(peak)}\n')
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plot_per_rank_memory.gp")
+    term = "svg" if out.endswith(".svg") else "png"
+    try:
+        subprocess.run(["gnuplot", "-e", f"data='{dat.name}'; nrow={len(rows)}; out='{out}'; term='{term}'", script],
+                       check=True)
+    finally:
+        os.unlink(dat.name)
+
+
 def main(argv=None):
-    paths = (argv if argv is not None else sys.argv[1:])
+    paths = list(argv if argv is not None else sys.argv[1:])
+    out = None
+    if paths[:1] == ["--plot"] and len(paths) >= 2:
+        out, paths = paths[1], paths[2:]
     if not paths:
-        print(__doc__.strip().split("\n")[-1], file=sys.stderr)
+        print(__doc__.strip().split("\n")[-3], file=sys.stderr)
         return 2
+    if out:
+        try:
+            plot(paths[0], out)
+        except (OSError, KeyError, subprocess.CalledProcessError) as e:
+            print(f"distributed_figures: {paths[0]}: cannot plot: {e}", file=sys.stderr)
+            return 2
     for p in paths:
         try:
             print(table(p))

@@ -139,3 +139,14 @@ def test_fsdp_with_cpu_offload_passes(tmp_path):
         baseline=plain, world_size=2, parallel="fsdp", noise_runs=1, out=str(tmp_path / "offload.h5"),
         parallel_options={**fsdp_units(), "cpu_offload": CPUOffload(offload_params=True)})
     assert report["ac_inside_unit"] == "PASS", str(report)
+
+
+@pytest.mark.skipif(__import__("shutil").which("gnuplot") is None, reason="no gnuplot on this machine")
+def test_the_figures_script_plots_bytes_per_rank(fsdp, tmp_path):
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+    import distributed_figures
+    out = tmp_path / "per_rank.png"
+    assert distributed_figures.main(["--plot", str(out), fsdp.path]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
