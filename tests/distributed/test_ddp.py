@@ -75,3 +75,13 @@ def test_each_rank_records_its_own_gradients_loss_and_figures(report):
         assert (run["ranks/1/steps/1/grads/shared.weight"][()] == run["steps/1/grads/shared.weight"][()]).all()
         # each rank's loss is over its own half of the batch
         assert run["ranks/0/steps/1/loss"][()] != run["ranks/1/steps/1/loss"][()]
+
+
+def test_one_rank_is_bitwise_one_process(tmp_path):
+    # nothing to split or reduce: the frontend itself (seeding, batch
+    # slicing, the mean loss, DDP's averaging by 1) adds no difference
+    from models import Stack
+    report = ckpt_verify.verify(Stack, batch_fn, {"nonreentrant": nonreentrant}, baseline=plain, world_size=1,
+                                noise_runs=0, out=str(tmp_path / "one.h5"))
+    assert report["nonreentrant_vs_single"] == "PASS", str(report)
+    assert "bitwise identical to ddp_or_single_baseline_0" in report.verdicts["nonreentrant_vs_single"].reason
