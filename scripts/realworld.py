@@ -31,6 +31,12 @@ END = "<!-- end of realworld table -->"
 COLUMNS = ("implementation", "version", "model", "verdict", "expected", "why")
 
 
+def _skip_reasons(cases):
+    """The reasons, when every run of the cases is skipped; else None."""
+    reasons = [c.skip or s.skip for c in cases for s in c.runs]
+    return sorted(set(reasons)) if reasons and all(reasons) else None
+
+
 def _rows_for(args):
     from realworld import load_cases
     from realworld.suite import run_case
@@ -40,6 +46,9 @@ def _rows_for(args):
         if unknown:
             raise SystemExit(f"realworld: unknown case(s) {', '.join(sorted(unknown))}")
         cases = [c for c in cases if c.name in args.case]
+    skipped = _skip_reasons(cases)
+    if skipped:  # the first line is the reason: CTest's skip report shows it
+        print(f"skipped: {'; '.join(skipped)}", flush=True)
     rows = []
     for case in cases:
         start = time.monotonic()
@@ -80,9 +89,6 @@ def cmd_run(args):
         print(f"realworld: {len(bad)} unexpected verdict(s): " + ", ".join(f"{r.run} {r.verdict}" for r in bad))
         return 1
     if rows and len(skipped) == len(rows):
-        reasons = sorted({r.reason for r in skipped})
-        # The first line is the reason: CTest's skip report shows it.
-        sys.stdout.write(f"skipped: {'; '.join(reasons)}\n")
         return 77
     print(f"realworld: {len(rows) - len(skipped)} run(s) as expected, {len(skipped)} skipped")
     return 0
