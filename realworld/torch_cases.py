@@ -173,7 +173,7 @@ def cases() -> list[Case]:
         RunSpec("torch_apply_ac", "apply_activation_checkpointing (each Block)", ok, prepare=_apply_ac),
         RunSpec("torch_bug_no_rng_replay", "torch.utils.checkpoint before PR #14253 (no RNG replay)",
                 "the recompute draws a new dropout mask: gradients differ", step=R(_no_rng_replay),
-                expect="FAIL", known_bug="pytorch/pytorch PR #14253", fixed_by="torch_reentrant"),
+                expect="FAIL", reason_has="/grads/blocks.", known_bug="pytorch/pytorch PR #14253", fixed_by="torch_reentrant"),
         RunSpec("torch_bug_wrapper_kwargs", "checkpoint_wrapper (REENTRANT) before PR #84908",
                 "keyword arguments reach the reentrant checkpoint, which refuses them",
                 prepare=_wrapper("REENTRANT"), variant="torch_pr84908", expect="ERROR",

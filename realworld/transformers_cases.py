@@ -122,6 +122,7 @@ def cases() -> list[Case]:
         RunSpec("hf_bug_frozen_no_input_grads", "gradient_checkpointing_enable before PR #21598 (issue #21381)",
                 "no input of a checkpointed layer requires grad: its parameters get no gradient",
                 prepare=_enable(True), variant="hf_issue21381", expect="FAIL",
+                reason_has="recorded by baseline_0 but not by hf_bug_frozen_no_input_grads",
                 known_bug="huggingface/transformers issue #21381, PR #21598", fixed_by="hf_frozen_reentrant"),
     ]))
     return out
