@@ -156,8 +156,8 @@ def main(argv=None):
         print(f"bench_vs_torch: libckpt_aten.so and torch load different libc10: {', '.join(sorted(c10))}",
               file=sys.stderr)
         return 2
-    sys.path.insert(0, HERE)
-    import torch_crosscheck as tc
+    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    from ckpt_verify.frontends import harness_twin as tc
 
     threads = args.threads
     torch.set_num_threads(threads)

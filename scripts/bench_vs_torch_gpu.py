@@ -88,8 +88,8 @@ def main(argv=None):
     if not torch.cuda.is_available():
         print(f"bench_vs_torch_gpu: torch {torch.__version__} sees no CUDA device", file=sys.stderr)
         return 2
-    sys.path.insert(0, HERE)
-    import torch_crosscheck as tc
+    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    from ckpt_verify.frontends import harness_twin as tc
 
     tmp = None
     out = args.out

@@ -6,8 +6,8 @@ torch.utils.checkpoint, and appends the runs to the harness's report so that
     ckpt-verify --case gpt_none --external "python3 scripts/external_torch.py"
 
 The harness calls it with the report's path as the last argument. It rebuilds
-the case from the report alone (scripts/torch_crosscheck.py: /case, /inputs,
-/params_init) and appends
+the case from the report alone (ckpt_verify.frontends.harness_twin: /case,
+/inputs, /params_init) and appends
 
     torch_baseline_0, torch_baseline_1   the model trained plainly, twice
     torch_reentrant                      checkpoint(use_reentrant=True)
@@ -32,8 +32,12 @@ import sys
 
 import h5py
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torch_crosscheck as tc  # noqa: E402  (the sibling script is the model's torch twin)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import torch  # noqa: E402
+
+from ckpt_verify.errors import BadInput, CannotRebuild  # noqa: E402
+from ckpt_verify.frontends import harness_twin as twin  # noqa: E402
+from ckpt_verify.recorder import Recorder  # noqa: E402
 
 FAMILY = "torch_baseline"
 RUNS = (("torch_none", f"{FAMILY}_0"), ("torch_none", f"{FAMILY}_1"),
@@ -42,30 +46,23 @@ RUNS = (("torch_none", f"{FAMILY}_0"), ("torch_none", f"{FAMILY}_1"),
 
 def append(report, plant=None):
     with h5py.File(report, "r") as f:
-        case = tc.Case(f)
+        case = twin.Case(f)
     if case.device != "cpu":
-        raise tc.CrosscheckError(f"case {case.name} runs on {case.device}; this adapter rebuilds cpu cases")
+        raise CannotRebuild(f"case {case.name} runs on {case.device}; this adapter rebuilds cpu cases")
     if case.threads > 0:
-        tc.torch.set_num_threads(case.threads)
-    runs = []
-    for style, name in RUNS:
-        run = tc.train(case, style, plant if style != "torch_none" else None)
-        run.name = name
-        runs.append(run)
-    with h5py.File(report, "a") as f:
-        for run in runs:
-            if f"runs/{run.name}" in f:
-                raise tc.CrosscheckError(f"{report}: /runs/{run.name} exists already")
-            g = f.create_group(f"runs/{run.name}", track_order=True)
-            for key, t in run.tensors.items():
-                tc.write_tensor(g, key, t)
-            for key, value in run.attrs.items():
-                head, _, attr = key.partition(".")
-                tc.set_attr(g.require_group(head) if attr else g, attr or head, value)
-            tc.set_attr(g, "producer", f"torch {tc.torch.__version__} torch.utils.checkpoint")
-            if not run.name.startswith(FAMILY):
-                tc.set_attr(g, "baselines", FAMILY)
-    print(f"external_torch: {case.name}: appended {', '.join(name for _, name in RUNS)} (torch {tc.torch.__version__})")
+        torch.set_num_threads(case.threads)
+    with Recorder.append(report) as recorder:
+        taken = [name for _, name in RUNS if recorder.has_run(name)]
+        if taken:  # refused before any training, and before anything is written
+            raise BadInput(f"/runs/{taken[0]} exists already")
+        for style, name in RUNS:
+            run = twin.train(case, style, plant if style != "torch_none" else None)
+            run.name = name
+            extra = {"producer": f"torch {torch.__version__} torch.utils.checkpoint"}
+            if not name.startswith(FAMILY):
+                extra["baselines"] = FAMILY
+            recorder.add(run, extra)
+    print(f"external_torch: {case.name}: appended {', '.join(name for _, name in RUNS)} (torch {torch.__version__})")
 
 
 def main(argv=None):
@@ -76,7 +73,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     try:
         append(args.report, args.plant)
-    except (tc.CrosscheckError, OSError, KeyError) as e:
+    except (BadInput, OSError, KeyError) as e:
         print(f"external_torch: {args.report}: {e}", file=sys.stderr)
         return 2
     return 0

@@ -36,9 +36,16 @@ add_test(NAME python.assert_verified_raises_on_an_undeclared_fail
 add_test(NAME python.cli_runs_a_script
   COMMAND ${CMAKE_SOURCE_DIR}/tests/expect.sh 0 "hook_checkpoint_counter_reset +FAIL +yes"
   "hook_checkpoint +PASS +yes" "all verdicts as expected" "memory: counting CPU allocator"
-  -- ${CKPT_PYTHON} -m ckpt_verify ${CMAKE_SOURCE_DIR}/python/examples/hook_checkpoint.py
-  --out ${PY_OUT}/cli/hook_checkpoint.h5)
-set_tests_properties(python.assert_verified_raises_on_an_undeclared_fail python.cli_runs_a_script PROPERTIES
+  -- ${CKPT_PYTHON} -m ckpt_verify --out ${PY_OUT}/cli/hook_checkpoint.h5
+  ${CMAKE_SOURCE_DIR}/python/examples/hook_checkpoint.py)
+# The script's own arguments reach it: the words after SCRIPT are its
+# sys.argv[1:] (here they name the case and plant the bug it must catch).
+add_test(NAME python.cli_passes_the_script_its_arguments
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/expect.sh 1 "case argv_w6 " "planted +FAIL +NO" "argv: .*'--width', '6', '--plant'"
+  -- ${CKPT_PYTHON} -m ckpt_verify --out ${PY_OUT}/cli/argv.h5
+  ${CMAKE_SOURCE_DIR}/tests/python/argv_script.py --width 6 --plant)
+set_tests_properties(python.assert_verified_raises_on_an_undeclared_fail python.cli_runs_a_script
+  python.cli_passes_the_script_its_arguments PROPERTIES
   LABELS "python" ENVIRONMENT "${PY_ENV};PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
 # docs/external.md's walkthrough runs as written.
 add_test(NAME python.external_md_walkthrough_passes

@@ -3,14 +3,20 @@ the plain step, and how much memory does it save? Bring a model, a batch
 and a checkpointed step; the verdicts come from the C harness's judge.
 
     import ckpt_verify
-    report = ckpt_verify.verify(model_fn, batch_fn, {"mine": my_step}, baseline=plain_step)
-    report["mine"]  # "PASS", "NOISE", "FAIL" or "MEMFAIL"
+    report = ckpt_verify.verify(model_fn, batch_fn, {"mine": my_step,
+                                "hf": ckpt_verify.Run(prepare=enable_checkpointing)})
+    report["mine"]  # "PASS", "NOISE", "FAIL", "MEMFAIL" or "ERROR"
+
+Package layout (docs/architecture.md): frontends/ train runs (eager: a
+user's model; harness_twin: the harness's models in torch), recorder.py
+streams them into the report schema (schema.py), judge.py asks the C judge.
 
 See docs/external.md."""
 from .adapters import Skipped
 from .errors import (
     BadInput,
     BadRunName,
+    CheckpointInBaseline,
     JudgeError,
     ModelNotReproducible,
     NameCollision,
@@ -19,9 +25,10 @@ from .errors import (
     VerificationFailed,
     VerifyError,
 )
+from .frontends.eager import Run
 from .judge import Verdict, find_judge
 from .verify import Report, assert_verified, default_baseline, verify
 
-__all__ = ["verify", "assert_verified", "default_baseline", "Report", "Verdict", "Skipped", "find_judge",
+__all__ = ["verify", "assert_verified", "default_baseline", "Run", "Report", "Verdict", "Skipped", "find_judge",
            "VerifyError", "BadInput", "NonScalarLoss", "ModelNotReproducible", "NameCollision", "BadRunName",
-           "RunError", "JudgeError", "VerificationFailed"]
+           "RunError", "JudgeError", "VerificationFailed", "CheckpointInBaseline"]

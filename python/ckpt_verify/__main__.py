@@ -1,10 +1,12 @@
-"""python -m ckpt_verify SCRIPT.py [--device D] [--out FILE.h5] ...
+"""python -m ckpt_verify [--device D] [--out FILE.h5] [...] SCRIPT.py [ARGS...]
 
 Runs verify() on what SCRIPT.py defines at module level: model_fn,
 batch_fn and runs (required); baseline, expect, steps, seed, lr,
 tolerance, min_memory_saving, noise_runs, name, model_definition
-(optional; command-line options win). The script's directory is put on
-sys.path first, so it can import its neighbours.
+(optional; command-line options win). Options go before SCRIPT.py, as
+for `python -m pdb`: everything after it is the script's own arguments
+(its sys.argv[1:]). The script's directory is put on sys.path first, so it
+can import its neighbours.
 
 Exit status: 0 every verdict as expected, 1 an unexpected verdict (a run
 that raised is judged ERROR), 2 bad input or a baseline that raised
@@ -21,27 +23,35 @@ OPTIONAL = ("baseline", "expect", "steps", "seed", "lr", "tolerance", "min_memor
             "model_definition")
 
 
-def _load(script):
+def _load(script, script_args):
     if not os.path.isfile(script):
         raise FileNotFoundError(f"{script}: no such file")
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    return runpy.run_path(script, run_name="__ckpt_verify__")
+    saved, sys.argv = sys.argv, [script, *script_args]
+    try:
+        return runpy.run_path(script, run_name="__ckpt_verify__")
+    finally:
+        sys.argv = saved
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m ckpt_verify", description=__doc__.split("\n\n")[0])
-    ap.add_argument("script", help="a Python file defining model_fn, batch_fn and runs")
     ap.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
     ap.add_argument("--out", help="report file (default: a new temporary directory)")
     ap.add_argument("--steps", type=int, help="training steps per run")
     ap.add_argument("--seed", type=int, help="the seed of every run")
     ap.add_argument("--judge", help="the ckpt-verify binary (default: $CKPT_VERIFY, PATH, the tree's build/)")
+    ap.add_argument("script", help="a Python file defining model_fn, batch_fn and runs")
+    ap.add_argument("script_args", nargs=argparse.REMAINDER, metavar="ARGS",
+                    help="the script's own arguments (its sys.argv[1:]); options of this command go before SCRIPT")
     args = ap.parse_args(argv)
 
     from . import errors, verify  # after argparse: --help needs no torch
 
     try:
-        defs = _load(args.script)
+        defs = _load(args.script, args.script_args)
+    except SystemExit as e:  # the script's own argument parser refused (or --help)
+        return e.code if isinstance(e.code, int) else 2
     except Exception as e:  # the user's script failed to load: bad input
         print(f"{args.script}: {type(e).__name__}: {e}", file=sys.stderr)
         return 2

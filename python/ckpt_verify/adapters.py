@@ -11,6 +11,8 @@ An adapter that this torch lacks is a Skipped(reason), which verify()
 reports instead of running."""
 import functools
 import inspect
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.utils.checkpoint as tuc
@@ -19,29 +21,29 @@ import torch.utils.checkpoint as tuc
 class Skipped:
     """A run that cannot be taken here, with the reason (reported, not run)."""
 
-    def __init__(self, reason):
+    def __init__(self, reason: str):
         self.reason = reason
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Skipped({self.reason!r})"
 
 
-def plain(fn, *args):
+def plain(fn: Callable, *args: Any) -> Any:
     """No checkpoint: the region runs as it is."""
     return fn(*args)
 
 
-def reentrant(fn, *args):
+def reentrant(fn: Callable, *args: Any) -> Any:
     """torch.utils.checkpoint, reentrant (autograd.Function) flavour."""
     return tuc.checkpoint(fn, *args, use_reentrant=True)
 
 
-def nonreentrant(fn, *args):
+def nonreentrant(fn: Callable, *args: Any) -> Any:
     """torch.utils.checkpoint, non-reentrant (saved-tensor hooks) flavour."""
     return tuc.checkpoint(fn, *args, use_reentrant=False)
 
 
-def selective_unavailable():
+def selective_unavailable() -> str | None:
     """None when torch has create_selective_checkpoint_contexts, else why not."""
     if not hasattr(tuc, "create_selective_checkpoint_contexts"):
         return (f"torch {torch.__version__} has no torch.utils.checkpoint.create_selective_checkpoint_contexts "
@@ -49,13 +51,13 @@ def selective_unavailable():
     return None
 
 
-def default_ops_to_save():
+def default_ops_to_save() -> list:
     """Matrix products are saved, everything else recomputed (Megatron-style)."""
     aten = torch.ops.aten
     return [aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default]
 
 
-def selective(ops_to_save=None):
+def selective(ops_to_save: list | None = None) -> Callable | Skipped:
     """A region wrapper: non-reentrant checkpoint with a selective policy
     (the ops in ops_to_save are saved, the rest recomputed). Skipped(reason)
     when this torch has no selective checkpointing."""
@@ -70,7 +72,7 @@ def selective(ops_to_save=None):
     return wrap
 
 
-def stack_of(wrap):
+def stack_of(wrap: Callable) -> Callable:
     """A stack runner that wraps each layer in its own region."""
     def stack(layers, x):
         for layer in layers:
@@ -79,7 +81,7 @@ def stack_of(wrap):
     return stack
 
 
-def stack_in_regions(wrap, layers_per_region):
+def stack_in_regions(wrap: Callable, layers_per_region: int) -> Callable:
     """A stack runner that wraps consecutive groups of layers as one region."""
     def stack(layers, x):
         layers = list(layers)
@@ -96,7 +98,7 @@ def _run_all(layers, x):
     return x
 
 
-def sequential(segments):
+def sequential(segments: int) -> Callable:
     """A stack runner: torch.utils.checkpoint.checkpoint_sequential (reentrant;
     the last segment runs plainly, as torch does)."""
     takes_reentrant = "use_reentrant" in inspect.signature(tuc.checkpoint_sequential).parameters
@@ -109,7 +111,7 @@ def sequential(segments):
     return stack
 
 
-def with_stack(step, stack):
+def with_stack(step: Callable, stack: Callable) -> Callable:
     """step(model, batch, stack) -> loss as a verify() step_fn(model, batch)."""
     def step_fn(model, batch):
         return step(model, batch, stack)
@@ -117,7 +119,7 @@ def with_stack(step, stack):
     return step_fn
 
 
-def torch_checkpoint_runs(step, segments=2):
+def torch_checkpoint_runs(step: Callable, segments: int = 2) -> tuple[Callable, dict]:
     """(baseline, runs) for verify(): the plain stack, and torch's
     reentrant, non-reentrant, checkpoint_sequential and (torch >= 2.4)
     selective checkpoints of every layer. `step(model, batch, stack)` runs

@@ -31,9 +31,24 @@ class NameCollision(BadInput):
     (a name with '/' nests: 'stats/mean' puts a group where a buffer 'stats' is)."""
 
 
+class CannotRebuild(BadInput):
+    """A harness report whose case the torch twin (frontends/harness_twin.py)
+    does not rebuild: an unknown model, policy or parameter, or a
+    model_definition that is not the model rebuilt there."""
+
+
+class CheckpointInBaseline(BadInput):
+    """The baseline recomputed (or handed its saved tensors to hooks): a
+    checkpoint was applied inside model_fn or the baseline step, so the
+    baseline is not plain. Give the checkpoint as a run (Run(prepare=...))."""
+
+
 class RunError(VerifyError):
-    """A run raised while training; the message names the run and the step.
+    """A run raised while training; the message names the run and the step,
+    .traceback holds the full traceback of what raised (or None).
     Raised out of verify() only for a baseline (the plain step must run)."""
+
+    traceback: str | None = None
 
 
 class JudgeError(VerifyError):

@@ -11,7 +11,7 @@ from .errors import JudgeError
 _TREE_BINARY = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "build", "ckpt-verify"))
 
 
-def find_judge(explicit=None):
+def find_judge(explicit: str | None = None) -> str | None:
     """The ckpt-verify binary: the argument, $CKPT_VERIFY, PATH, then the
     tree's build/ckpt-verify. None when there is none."""
     for candidate in (explicit, os.environ.get("CKPT_VERIFY")):
@@ -26,7 +26,7 @@ def find_judge(explicit=None):
 class Verdict:
     """One judged run, as summary.json records it."""
 
-    def __init__(self, record):
+    def __init__(self, record: dict):
         self.run = record.get("impl", "")
         self.verdict = record.get("verdict", "")
         self.expected = bool(record.get("expected", False))
@@ -34,12 +34,18 @@ class Verdict:
         self.first_divergence = record.get("first_divergence", "")
         self.max_ulp = record.get("max_ulp")
         self.record = record
+        self.traceback = None  # an ERROR run's full traceback, from the report
 
-    def __repr__(self):
+    @property
+    def detail(self) -> str:
+        """The reason, then (for a run that raised) the full traceback."""
+        return self.reason + (f"\n{self.traceback}" if self.traceback else "")
+
+    def __repr__(self) -> str:
         return f"Verdict({self.run}: {self.verdict}{'' if self.expected else ' (unexpected)'})"
 
 
-def parse_summary(path, case):
+def parse_summary(path: str, case: str) -> dict[str, "Verdict"]:
     """{run: Verdict} of `case` in a summary.json written by the judge."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -62,7 +68,7 @@ def parse_summary(path, case):
     return verdicts
 
 
-def judge(binary, report, out_dir, case):
+def judge(binary: str | None, report: str, out_dir: str, case: str) -> tuple[dict[str, "Verdict"], int, str]:
     """Runs `binary judge --out out_dir report`. Returns (verdicts, exit
     code, the judge's table). Exit 0 and 1 carry verdicts; 2 (the file was
     refused) and 3 (internal) raise JudgeError with the judge's words."""
@@ -78,3 +84,16 @@ def judge(binary, report, out_dir, case):
         raise JudgeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stdout.strip()}")
     verdicts = parse_summary(os.path.join(out_dir, "summary.json"), case)
     return verdicts, p.returncode, p.stdout
+
+
+def attach_tracebacks(verdicts: dict[str, "Verdict"], report: str) -> None:
+    """Sets .traceback of each verdict whose run recorded one (the
+    `traceback` attribute of /runs/<run>, written for a run that raised)."""
+    import h5py
+
+    from .schema import attr_text
+    with h5py.File(report, "r") as f:
+        for run, v in verdicts.items():
+            text = f.get(f"runs/{run}")
+            if text is not None and "traceback" in text.attrs:
+                v.traceback = attr_text(text.attrs["traceback"])

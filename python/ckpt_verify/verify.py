@@ -9,24 +9,37 @@ import math
 import os
 import re
 import shutil
+import sys
 import tempfile
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import torch
 
 from . import judge as judge_mod
 from .adapters import Skipped
 from .errors import BadInput, BadRunName, JudgeError, RunError, VerificationFailed
-from .h5report import write_report
+from .frontends.eager import (
+    Run,
+    Spec,
+    check_report_names,
+    model_state,
+    runs_identical,
+    seed_all,
+    tensor_leaves,
+    to_device,
+    train,
+)
+from .judge import Verdict
 from .memory import NoMeter, meter_for
-from .runner import Spec, check_report_names, model_state, runs_identical, seed_all, tensor_leaves, to_device, train
+from .recorder import Recorder
 
 VERDICTS = ("PASS", "NOISE", "FAIL", "MEMFAIL", "ERROR")
 _WORD = re.compile(r"^[A-Za-z0-9_]{1,63}$")
 
 
-def default_baseline(model, batch):
+def default_baseline(model: torch.nn.Module, batch: Any) -> torch.Tensor:
     """The plain step when no `baseline=` is given: the model computes its
     own loss from the batch (model(*batch) for a tuple or list,
     model(**batch) for a dict, model(batch) otherwise)."""
@@ -44,14 +57,15 @@ class Report(Mapping):
     outputs are and what was not measured. `.verdicts` holds the full
     Verdict records (reason, first divergence)."""
 
-    def __init__(self, path, judge_dir, verdicts, exit_code, table, skipped, memory_source):
+    def __init__(self, path: str, judge_dir: str, verdicts: dict[str, Verdict], exit_code: int, table: str,
+                 skipped: dict[str, str], memory_source: str):
         self.path, self.judge_dir, self.verdicts = path, judge_dir, verdicts
         self.exit_code, self.table, self.skipped, self.memory_source = exit_code, table, skipped, memory_source
 
     def __getitem__(self, run: str) -> str:
         return self.verdicts[run].verdict
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self.verdicts)
 
     def __len__(self) -> int:
@@ -65,15 +79,15 @@ class Report(Mapping):
         """Every verdict was the expected one."""
         return all(v.expected for v in self.verdicts.values())
 
-    def unexpected(self):
+    def unexpected(self) -> list[Verdict]:
         return [v for v in self.verdicts.values() if not v.expected]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         runs = ", ".join(f"{run!r}: {v.verdict!r}{'' if v.expected else ' (unexpected)'}"
                          for run, v in self.verdicts.items())
         return f"<Report ok={self.ok} {{{runs}}} path={self.path!r}>"
 
-    def __str__(self):
+    def __str__(self) -> str:
         lines = [f"{v.run}: {v.verdict}{'' if v.expected else ' (UNEXPECTED)'}: {v.reason}"
                  for v in self.verdicts.values()]
         lines += [f"{name}: skipped: {why}" for name, why in self.skipped.items()]
@@ -99,8 +113,9 @@ def _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, 
         raise BadInput("runs must be a non-empty dict {name: step_fn(model, batch) -> loss}")
     for run, fn in runs.items():
         _check_name(run, "run")
-        if not (callable(fn) or isinstance(fn, Skipped)):
-            raise BadInput(f"run {run!r}: {type(fn).__name__} is not a step_fn(model, batch) -> loss")
+        if not (callable(fn) or isinstance(fn, (Skipped, Run))):
+            raise BadInput(f"run {run!r}: {type(fn).__name__} is not a step_fn(model, batch) -> loss, a "
+                           f"Run(prepare=..., step=...) or a Skipped(reason)")
     if baseline is not None and not callable(baseline):
         raise BadInput("baseline must be a step_fn(model, batch) -> loss")
     if not _WORD.match(name or ""):
@@ -145,25 +160,42 @@ def _baseline_name(k):
     return f"baseline_{k}"
 
 
-def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="cpu", out=None, expect=None,
-           lr=0.01, tolerance=None, min_memory_saving=None, noise_runs=4, name=None, judge=None,
-           model_definition=None):
-    """Trains a plain baseline and every run in `runs` from the same seeded
-    model and batches, writes a schema-1 report to `out` and returns the C
-    judge's verdicts (a Report).
+StepFn = Callable[[torch.nn.Module, Any], torch.Tensor]
 
-    model_fn()            builds a fresh model (CPU or `device`; moved to `device`)
+
+def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], Any],
+           runs: dict[str, StepFn | Run | Skipped], *, baseline: StepFn | None = None, steps: int = 2,
+           seed: int = 0, device: str | torch.device = "cpu", out: str | None = None,
+           expect: dict[str, str] | None = None, lr: float = 0.01, tolerance: float | None = None,
+           min_memory_saving: float | None = None, noise_runs: int = 4, name: str | None = None,
+           judge: str | None = None, model_definition: str | None = None) -> "Report":
+    """Trains a plain baseline and every run in `runs` from the same seeded
+    model and batches, streams them into a schema-1 report at `out` and
+    returns the C judge's verdicts (a Report).
+
+    model_fn()            builds a fresh plain model (CPU or `device`; moved to `device`)
     batch_fn(step)        the batch of step 1..steps (made once, seeded, before any run)
-    runs                  {name: step_fn(model, batch) -> scalar loss}, your checkpoint inside;
-                          a value may be adapters.Skipped(reason)
-    baseline              the plain step_fn; default model(batch) (see default_baseline)
+    runs                  {name: run}, a run being
+                            step_fn(model, batch) -> scalar loss, your checkpoint inside;
+                            Run(prepare=fn, step=None): prepare(model) applies your checkpoint
+                              to each freshly built model (e.g. gradient_checkpointing_enable),
+                              step defaults to the baseline's;
+                            adapters.Skipped(reason): reported, not run
+    baseline              the plain step_fn; default model(batch) (see default_baseline). It is
+                          proven plain: a baseline that recomputes is refused
+                          (CheckpointInBaseline), so a checkpoint applied inside model_fn
+                          cannot check itself
     expect                {name: "FAIL" or "FAIL|MEMFAIL"} for runs expected not to pass
     """
     name = name or (os.path.splitext(os.path.basename(out))[0].replace("-", "_").replace(".", "_") if out
                     else "external")
     dev = _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, tolerance,
                         min_memory_saving, seed, lr)
-    baseline = baseline or default_baseline
+    baseline = Run(step=baseline or default_baseline)
+    runs = {run: (fn if isinstance(fn, (Run, Skipped)) else Run(step=fn)) for run, fn in runs.items()}
+    for fn in runs.values():
+        if isinstance(fn, Run) and fn.step is None:
+            fn.step = baseline.step
     judge_path = judge_mod.find_judge(judge)
     meter = meter_for(dev, judge_path)
     if min_memory_saving is not None and isinstance(meter, NoMeter):
@@ -179,36 +211,17 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
     check_report_names(first)
     reference = model_state(first)
     params_init = {n: p.detach().cpu().clone() for n, p in first.named_parameters()}
+    described = model_definition or describe_model(first, model_fn)
     del first
     spec = Spec(model_fn, batches, steps, seed, lr, dev, meter, reference)
 
-    # Baselines: two, and up to 2 + noise_runs when they differ (the judge's
-    # noise envelope). Runs: each once; one that differs from baseline_0 is
-    # re-run up to noise_runs times, until a re-run reproduces baseline_0.
-    done = [train(spec, baseline, _baseline_name(0)), train(spec, baseline, _baseline_name(1))]
-    if not runs_identical(done[0], done[1]):
-        for k in range(2, 2 + noise_runs):
-            done.append(train(spec, baseline, _baseline_name(k)))
-    skipped = {}
-    for run_name, step_fn in runs.items():
-        if isinstance(step_fn, Skipped):
-            skipped[run_name] = step_fn.reason
-            continue
-        run = _train_or_error(spec, step_fn, run_name)
-        done.append(run)
-        for k in range(1, noise_runs + 1):
-            if "outcome" in run.attrs or runs_identical(done[0], run):
-                break
-            run = _train_or_error(spec, step_fn, f"{run_name}_rerun_{k}")
-            done.append(run)
-
     case_attrs = {"name": name, "steps": steps, "seed": seed, "noise_runs": noise_runs, "lr": float(lr),
-                  "framework": f"pytorch {torch.__version__}", "device": str(dev),
-                  "model_definition": model_definition or _describe(model_fn)}
+                  "framework": f"pytorch {torch.__version__}", "device": str(dev), "model_definition": described}
     if tolerance is not None:
         case_attrs["tolerance"] = float(tolerance)
     if min_memory_saving is not None:
         case_attrs["min_memory_saving"] = float(min_memory_saving)
+    skipped = {run: fn.reason for run, fn in runs.items() if isinstance(fn, Skipped)}
     judged_expect = {run: v for run, v in (expect or {}).items() if run not in skipped}
     if judged_expect:  # a skipped run is not in the file: nothing to expect of it
         case_attrs["expect"] = ",".join(f"{run}:{v}" for run, v in judged_expect.items())
@@ -229,7 +242,8 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
     if scratch:
         out = os.path.join(scratch, f"{name}.h5")
     try:
-        write_report(out, root, case_attrs, inputs, params_init, done)
+        with Recorder.create(out, root, case_attrs, inputs, params_init) as recorder:
+            _train_all(spec, baseline, runs, noise_runs, recorder)
         judge_dir = os.path.splitext(out)[0] + ".judge"
         os.makedirs(judge_dir, exist_ok=True)
         verdicts, code, table = judge_mod.judge(judge_path, out, judge_dir, name)
@@ -241,29 +255,75 @@ def verify(model_fn, batch_fn, runs, *, baseline=None, steps=2, seed=0, device="
         raise
     # In the order the runs were given (the judge lists them its own way).
     verdicts = {run: verdicts[run] for run in [*runs, *verdicts] if run in verdicts}
+    judge_mod.attach_tracebacks(verdicts, out)
     report = Report(out, judge_dir, verdicts, code, table, skipped, meter.source or meter.why)
     if scratch:
         weakref.finalize(report, shutil.rmtree, scratch, True)
     return report
 
 
-def _train_or_error(spec, step_fn, run_name):
-    """A run whose step_fn or backward raised is kept with outcome=error and
-    its message: the judge's ERROR verdict, as for a harness run."""
+def _train_all(spec, baseline, runs, noise_runs, recorder):
+    """Baselines: two, and up to 2 + noise_runs when they differ (the
+    judge's noise envelope). Runs: each once; one that differs from
+    baseline_0 is re-run up to noise_runs times, until a re-run reproduces
+    baseline_0. Each run goes to the recorder as it ends; only baseline_0
+    stays in memory, to compare the others with."""
+    first = train(spec, baseline, _baseline_name(0), baseline=True)
+    recorder.add(first)
+    second = train(spec, baseline, _baseline_name(1), baseline=True)
+    recorder.add(second)
+    if not runs_identical(first, second):
+        for k in range(2, 2 + noise_runs):
+            recorder.add(train(spec, baseline, _baseline_name(k), baseline=True))
+    del second
+    for run_name, run in runs.items():
+        if isinstance(run, Skipped):
+            continue
+        record = _train_or_error(spec, run, run_name)
+        recorder.add(record)
+        for k in range(1, noise_runs + 1):
+            if "outcome" in record.attrs or runs_identical(first, record):
+                break
+            record = _train_or_error(spec, run, f"{run_name}_rerun_{k}")
+            recorder.add(record)
+
+
+def _train_or_error(spec, run, run_name):
+    """A run whose prepare, step_fn or backward raised is kept with
+    outcome=error, its message and its traceback: the judge's ERROR verdict,
+    as for a harness run. The traceback's last frames go to stderr."""
     try:
-        return train(spec, step_fn, run_name)
+        return train(spec, run, run_name)
     except RunError as e:
         e.run.attrs["outcome"] = "error"
         e.run.attrs["message"] = str(e)
+        if e.traceback:
+            e.run.attrs["traceback"] = e.traceback
+            print(f"ckpt_verify: {e}\n{_last_frames(e.traceback)}", file=sys.stderr)
         return e.run
 
 
-def _describe(model_fn):
-    module = getattr(model_fn, "__module__", None) or "?"
-    return f"{module}.{getattr(model_fn, '__qualname__', repr(model_fn))} (user model)"
+def _last_frames(text, frames=3):
+    """The last `frames` frames of a formatted traceback and its error line."""
+    lines = text.rstrip("\n").split("\n")
+    starts = [i for i, line in enumerate(lines) if line.startswith("  File ")]
+    begin = starts[-frames] if len(starts) >= frames else (starts[0] if starts else 0)
+    return "\n".join(lines[begin:])
 
 
-def assert_verified(*args, **kwargs):
+def describe_model(model: torch.nn.Module, model_fn: Callable) -> str:
+    """What the report says the model is: its class, parameter count and
+    dtype, and the function that built it."""
+    params = list(model.parameters())
+    count = sum(p.numel() for p in params)
+    dtypes = sorted({str(p.dtype).replace("torch.", "") for p in params}) or ["none"]
+    cls = type(model)
+    builder = f"{getattr(model_fn, '__module__', None) or '?'}.{getattr(model_fn, '__qualname__', repr(model_fn))}"
+    return (f"{cls.__module__}.{cls.__qualname__}: {count} parameters in {len(params)} tensors, "
+            f"dtype {'/'.join(dtypes)}; built by {builder} (user model)")
+
+
+def assert_verified(*args: Any, **kwargs: Any) -> "Report":
     """verify(), then raise VerificationFailed (an AssertionError) naming
     every run whose verdict is not the expected one. Returns the Report."""
     report = verify(*args, **kwargs)

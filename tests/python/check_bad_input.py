@@ -34,7 +34,7 @@ def main():
         problems.append(f"verify() wrote {os.listdir(out_dir)}")
 
     env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = subprocess.run([sys.executable, "-m", "ckpt_verify", script, "--out", out], env=env,
+    p = subprocess.run([sys.executable, "-m", "ckpt_verify", "--out", out, script], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     print(p.stdout.rstrip())
     if p.returncode != 2:

@@ -1,9 +1,8 @@
-"""Writes a schema-1 report (docs/schema.md) with h5py: the attribute and
-dataset types the C reader expects, to a temporary name renamed into place
-only once the file is complete."""
-import os
-import time
-
+"""The report schema's types (docs/schema.md), both ways: how a torch
+tensor or a Python value is stored in HDF5 exactly as the C reader expects
+(fixed-length UTF-8 strings, int64 whole numbers, bfloat16 as raw bits),
+and how a stored dataset is read back as the tensor it was. No file-level
+layout lives here; that is the recorder's job (recorder.py)."""
 import h5py
 import numpy as np
 import torch
@@ -28,7 +27,7 @@ _STORED = {
 }
 
 
-def storable(t):
+def storable(t: torch.Tensor) -> bool:
     """Whether the schema has a type for this tensor's dtype."""
     return t.dtype in _STORED
 
@@ -42,7 +41,7 @@ def _string_type(raw):
     return h5py.Datatype(tid)
 
 
-def set_attr(obj, key, value):
+def set_attr(obj, key: str, value) -> None:
     """Strings as fixed-length UTF-8, whole numbers as int64, others float64."""
     if isinstance(value, str):
         raw = value.encode("utf-8")
@@ -54,8 +53,13 @@ def set_attr(obj, key, value):
         obj.attrs.create(key, np.float64(value))
 
 
-def host_array(t):
-    """A CPU tensor as (numpy array, schema dtype name), bits kept exactly."""
+def attr_text(value) -> str:
+    """A stored attribute as text (h5py gives fixed-length strings as bytes)."""
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def host_array(t: torch.Tensor):
+    """A tensor as (numpy array, schema dtype name), bits kept exactly."""
     if t.dtype not in _STORED:
         raise BadInput(f"tensor of dtype {t.dtype} has no type in the report schema")
     np_type, kind = _STORED[t.dtype]
@@ -69,44 +73,32 @@ def host_array(t):
     return data, kind
 
 
-def write_tensor(group, path, t):
+def write_tensor(group, path: str, t: torch.Tensor) -> None:
     data, kind = host_array(t)
     d = group.create_dataset(path, data=data)  # rank 0 stays a scalar dataspace
     set_attr(d, "dtype", kind)
 
 
-def write_attrs(group, attrs):
+def write_attrs(group, attrs: dict) -> None:
     """Flat keys `memory.peak_bytes` -> subgroup `memory`, attr `peak_bytes`."""
     for key, value in attrs.items():
         head, _, name = key.partition(".")
         set_attr(group.require_group(head) if name else group, name or head, value)
 
 
-def write_report(path, root_attrs, case_attrs, inputs, params_init, runs):
-    """runs: list of objects with .name, .tensors ({path: cpu tensor}) and
-    .attrs ({flat key: number or string}). Temporary name, then rename: a
-    failure leaves any previous file at `path` untouched."""
-    tmp = path + ".tmp"
-    try:
-        with h5py.File(tmp, "w", track_order=True) as f:
-            set_attr(f, "schema_version", SCHEMA_VERSION)
-            for key, value in root_attrs.items():
-                set_attr(f, key, value)
-            set_attr(f, "created_utc", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-            case = f.create_group("case", track_order=True)
-            for key, value in case_attrs.items():
-                set_attr(case, key, value)
-            for key, t in inputs.items():
-                write_tensor(f, f"inputs/{key}", t)
-            for key, t in params_init.items():
-                write_tensor(f, f"params_init/{key}", t)
-            for run in runs:
-                g = f.create_group(f"runs/{run.name}", track_order=True)
-                for key, t in run.tensors.items():
-                    write_tensor(g, key, t)
-                write_attrs(g, run.attrs)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def read_tensor(dataset) -> torch.Tensor:
+    """A dataset of the schema as a torch tensor of its stored dtype."""
+    data = dataset[()]
+    kind = attr_text(dataset.attrs.get("dtype", "")).split(".")[-1]
+    if kind == "bfloat16":
+        # The file keeps the raw bits; reinterpret them, never convert.
+        return torch.from_numpy(np.ascontiguousarray(data).view(np.int16).copy()).view(torch.bfloat16)
+    return torch.from_numpy(np.array(data))
+
+
+def read_values(dataset) -> np.ndarray:
+    """A dataset's values as float64 (bfloat16 bits widened exactly)."""
+    data = dataset[()]
+    if attr_text(dataset.attrs.get("dtype", "")).split(".")[-1] == "bfloat16":
+        data = (np.asarray(data).astype(np.uint32) << 16).view(np.float32)
+    return np.asarray(data, dtype=np.float64)

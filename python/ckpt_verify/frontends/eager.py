@@ -1,15 +1,27 @@
-"""Trains one run: a fresh seeded model, an unrecorded warm-up step, then
-`steps` recorded steps (forward through step_fn, backward, SGD update),
-keeping every loss, gradient, buffer and final parameter on the CPU, with
-memory and time per phase. The same procedure as the harness's runner."""
+"""The eager frontend: trains a user's torch model as the harness's runner
+trains its own, and hands each run to the recorder as a RunRecord.
+
+One run is a fresh seeded model (model_fn), transformed by the run's
+prepare(model) when it has one (a checkpoint applied to the model, as
+Hugging Face, FSDP and fairscale apply it), an unrecorded warm-up step,
+then `steps` recorded steps (forward through the run's step, backward, SGD
+update), keeping every loss, gradient, buffer and final parameter on the
+CPU, with memory and time per phase. Results are named by the plain
+model's parameter and buffer names, whatever names prepare() gives them.
+A baseline's warm-up step is watched by the recompute probe
+(frontends/probe.py): a baseline that recomputes is refused."""
 import gc
 import statistics
 import time
+import traceback
+from collections.abc import Callable
 
 import torch
 
-from .errors import BadInput, ModelNotReproducible, NameCollision, NonScalarLoss, RunError
-from .h5report import storable
+from ..errors import BadInput, CheckpointInBaseline, ModelNotReproducible, NameCollision, NonScalarLoss, RunError
+from ..recorder import RunRecord
+from ..schema import storable
+from . import probe
 
 
 def seed_all(seed):
@@ -118,10 +130,26 @@ def check_loss(loss, run_name, step):
 
 
 class Run:
-    def __init__(self, name):
-        self.name = name
-        self.tensors = {}  # path -> cpu tensor
-        self.attrs = {}    # flat key -> number
+    """A checkpointed run given as what it does to the model and the step.
+
+    prepare(model) -> model or None   applies the checkpoint to a freshly
+                                      built model (None: changed in place)
+    step(model, batch) -> loss        the step; default: the baseline's
+
+    `Run(step=fn)` is the same as giving fn itself."""
+
+    def __init__(self, prepare: Callable | None = None, step: Callable | None = None):
+        if prepare is None and step is None:
+            raise BadInput("Run() needs prepare=, step= or both")
+        for what, fn in (("prepare", prepare), ("step", step)):
+            if fn is not None and not callable(fn):
+                raise BadInput(f"Run({what}=...): {type(fn).__name__} is not callable")
+        self.prepare, self.step = prepare, step
+
+    def __repr__(self):
+        parts = [f"{k}={getattr(v, '__qualname__', v)!s}" for k, v in (("prepare", self.prepare),
+                                                                     ("step", self.step)) if v]
+        return f"Run({', '.join(parts)})"
 
 
 class Spec:
@@ -133,6 +161,8 @@ class Spec:
 
 
 def build_model(spec, run_name):
+    """A fresh model from model_fn, on the device, in training mode, proven
+    to be the reference model (the first one model_fn built) bit for bit."""
     seed_all(spec.seed)
     model = spec.model_fn()
     if not isinstance(model, torch.nn.Module):
@@ -141,6 +171,39 @@ def build_model(spec, run_name):
     model.train()
     check_same_model(spec.reference, model, run_name)
     return model
+
+
+def prepared_model(spec, run, run_name):
+    """(model to train, [(name, parameter)], [(name, buffer)]): the plain
+    model after the run's prepare(), with the plain model's names. prepare()
+    may wrap modules (which renames what it wraps) but must keep training
+    the model's own parameters: the results are compared by name."""
+    plain = build_model(spec, run_name)
+    params, buffers = list(plain.named_parameters()), [(n, b) for n, b in plain.named_buffers() if b is not None]
+    if run.prepare is None:
+        return plain, params, buffers
+    try:
+        model = run.prepare(plain)
+    except Exception as e:
+        raise _raised(e, f"run {run_name}: prepare(model) raised") from e
+    model = plain if model is None else model
+    if not isinstance(model, torch.nn.Module):
+        raise BadInput(f"run {run_name}: prepare(model) returned {type(model).__name__}, not a torch.nn.Module "
+                       f"(or None for a model changed in place)")
+    trained = {id(p) for p in model.parameters()}
+    lost = [n for n, p in params if id(p) not in trained]
+    if lost:
+        raise BadInput(f"run {run_name}: prepare(model) returned a model that no longer trains parameter "
+                       f"{lost[0]!r}{f' (and {len(lost) - 1} more)' if len(lost) > 1 else ''}; it must wrap the "
+                       f"model's modules, not replace their parameters")
+    return model, params, buffers
+
+
+def _raised(e, what):
+    """A RunError naming the run and what raised, with the full traceback."""
+    err = RunError(f"{what} {type(e).__name__}: {e}")
+    err.traceback = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    return err
 
 
 class HookCounts:
@@ -190,50 +253,70 @@ def _call(step_fn, model, batch, run_name, step):
     try:
         return step_fn(model, batch)
     except Exception as e:  # the user's code: name the run, keep the cause
-        raise RunError(f"run {run_name}, {_at(step)}: step_fn raised {type(e).__name__}: {e}") from e
+        raise _raised(e, f"run {run_name}, {_at(step)}: step_fn raised") from e
 
 
-def _backward(loss, run_name, step):
+def _backward(loss, run_name, step, grad=None):
     try:
-        loss.backward()
+        torch.autograd.backward(loss, grad)
     except Exception as e:
-        raise RunError(f"run {run_name}, {_at(step)}: backward raised {type(e).__name__}: {e}") from e
+        raise _raised(e, f"run {run_name}, {_at(step)}: backward raised") from e
 
 
-def warm_up(spec, step_fn, run_name):
+def warm_up(spec, run, run_name, watch=False):
     """One unrecorded forward + backward on a throw-away model: library
     workspaces and lazy state come up here, not in the measured steps.
+    With watch=True (a baseline) the step runs under the recompute probe,
+    and a step that recomputes is refused (CheckpointInBaseline).
     Returns the bytes it left allocated (one-time bytes), or None."""
     meter = spec.meter
     before = meter.live() if meter.source else 0
-    model = build_model(spec, run_name)
-    loss = _call(step_fn, model, spec.batches[0], run_name, 0)
-    check_loss(loss, run_name, 0)
-    _backward(loss, run_name, 0)
+    model, _, _ = prepared_model(spec, run, run_name)
+    step_fn = run.step
+    if watch:
+        watcher = probe.RecomputeProbe()
+        with watcher:
+            loss = _call(step_fn, model, spec.batches[0], run_name, 0)
+            check_loss(loss, run_name, 0)
+            grad = torch.ones_like(loss)  # made here: only the engine's work is backward
+            watcher.backward_starts()
+            _backward(loss, run_name, 0, grad)
+        seen = watcher.finding()
+        if seen:
+            raise CheckpointInBaseline(
+                f"run {run_name}: the baseline checkpoints: {seen}. The baseline must be the plain model; "
+                f"give the checkpoint as a run instead, e.g. runs={{'mine': ckpt_verify.Run(prepare=enable)}} "
+                f"with model_fn building the plain model")
+    else:
+        loss = _call(step_fn, model, spec.batches[0], run_name, 0)
+        check_loss(loss, run_name, 0)
+        _backward(loss, run_name, 0)
     del loss, model
     meter.sync()
     return meter.live() - before if meter.source else None
 
 
-def train(spec, step_fn, run_name):
-    """One run as the harness runs it; returns a Run. A RunError carries
-    the partial run (what was recorded before it raised) as .run."""
-    run = Run(run_name)
+def train(spec, run, run_name, baseline=False):
+    """One run (a Run with its step set) as the harness runs it; returns
+    its RunRecord. A baseline's warm-up is watched by the recompute probe.
+    A RunError carries the partial record (what was recorded before it
+    raised) as .run."""
+    record = RunRecord(run_name)
     try:
-        _train(spec, step_fn, run)
+        _train(spec, run, record, baseline)
     except RunError as e:
-        e.run = run
+        e.run = record
         raise
-    return run
+    return record
 
 
-def _train(spec, step_fn, run):
+def _train(spec, run, record, baseline):
     meter, measured = spec.meter, spec.meter.source is not None
-    run_name = run.name
-    one_time = warm_up(spec, step_fn, run_name)
-    model = build_model(spec, run_name)
+    run_name = record.name
+    step_fn = run.step
+    one_time = warm_up(spec, run, run_name, watch=baseline)
+    model, params, buffers = prepared_model(spec, run, run_name)
     seed_all(spec.seed)  # after construction: every run draws the same stream
-    params = list(model.named_parameters())
     hooks = HookCounts(params)
     start_bytes = []
     fwd_ms, bwd_ms = [], []
@@ -274,38 +357,37 @@ def _train(spec, step_fn, run):
         bwd_ms.append((t2 - t1) * 1e3)
         if step == 1 and measured:
             mem["grad_bytes"] = sum(p.grad.numel() * p.grad.element_size() for _, p in params if p.grad is not None)
-        run.tensors[f"steps/{step}/loss"] = loss.detach().cpu().clone()
+        record.tensors[f"steps/{step}/loss"] = loss.detach().cpu().clone()
         # A parameter without a gradient is left out, as the harness does.
         for name, p in params:
             if p.grad is not None:
-                run.tensors[f"steps/{step}/grads/{name}"] = p.grad.detach().cpu().clone()
-        for name, b in model.named_buffers():
-            if b is not None:
-                if not storable(b):
-                    raise BadInput(f"run {run_name}: buffer {name} is {b.dtype}, which the report schema "
-                                   f"cannot hold (docs/schema.md lists the types)")
-                run.tensors[f"steps/{step}/buffers/{name}"] = b.detach().cpu().clone()
+                record.tensors[f"steps/{step}/grads/{name}"] = p.grad.detach().cpu().clone()
+        for name, b in buffers:
+            if not storable(b):
+                raise BadInput(f"run {run_name}: buffer {name} is {b.dtype}, which the report schema "
+                               f"cannot hold (docs/schema.md lists the types)")
+            record.tensors[f"steps/{step}/buffers/{name}"] = b.detach().cpu().clone()
         del loss
         with torch.no_grad():
             for _, p in params:
                 if p.grad is not None:
                     p.add_(p.grad, alpha=-spec.lr)  # the harness's SGD update
     for name, p in params:
-        run.tensors[f"final_params/{name}"] = p.detach().cpu().clone()
-    run.tensors.update(hooks.record())
+        record.tensors[f"final_params/{name}"] = p.detach().cpu().clone()
+    record.tensors.update(hooks.record())
     if start_bytes:
         # Judged against the baseline's own growth (a model may allocate
         # lazily in its first steps): more than that is a leak.
-        run.tensors["checks/step_start_bytes"] = torch.tensor(start_bytes, dtype=torch.int64)
+        record.tensors["checks/step_start_bytes"] = torch.tensor(start_bytes, dtype=torch.int64)
     if measured:
         for key, value in mem.items():
-            run.attrs[f"memory.{key}"] = value
-        run.attrs["memory.one_time_bytes"] = one_time
-    run.attrs["timing.forward_ms"] = statistics.median(fwd_ms)
-    run.attrs["timing.backward_ms"] = statistics.median(bwd_ms)
-    run.attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(fwd_ms, bwd_ms))
-    run.attrs["timing.timed_steps"] = len(fwd_ms)
-    run.attrs["timing.steps"] = spec.steps
+            record.attrs[f"memory.{key}"] = value
+        record.attrs["memory.one_time_bytes"] = one_time
+    record.attrs["timing.forward_ms"] = statistics.median(fwd_ms)
+    record.attrs["timing.backward_ms"] = statistics.median(bwd_ms)
+    record.attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(fwd_ms, bwd_ms))
+    record.attrs["timing.timed_steps"] = len(fwd_ms)
+    record.attrs["timing.steps"] = spec.steps
 
 
 def runs_identical(a, b):
