@@ -49,24 +49,7 @@ def _run_value(spec: RunSpec, variant: str | None, baseline: Any) -> Any:
     step = patching.selecting(spec.step or baseline, variant)
     if spec.prepare is None:
         return step
-    prepare = patching.preparing(spec.prepare, variant)
-    if hasattr(ckpt_verify, "Run"):
-        return ckpt_verify.Run(prepare=prepare, step=step)
-    return _prepared_step(prepare, step)
-
-
-def _prepared_step(prepare: Any, step: Any) -> Any:
-    """Until ckpt_verify.Run lands: prepare each freshly built model once,
-    on its first step (verify() builds one per warm-up and per run)."""
-    import weakref
-    done: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-    def run(model: Any, batch: Any) -> Any:
-        if model not in done:
-            prepared = prepare(model)
-            done[model] = model if prepared is None else prepared
-        return step(done[model], batch)
-    return run
+    return ckpt_verify.Run(prepare=patching.preparing(spec.prepare, variant), step=step)
 
 
 def _row(case: Case, spec: RunSpec, verdict: str, reason: str, ok: bool, seconds: float) -> Row:

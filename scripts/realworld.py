@@ -151,7 +151,8 @@ def cmd_table(args):
     if new != text:
         sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True), target,
                                                    "the suite's table"))
-        print(f"realworld: {target}'s table is not the suite's (run scripts/realworld.py all --write {target})")
+        print(f"realworld: {target}'s table is not the suite's; after `ctest -L realworld`, write it with "
+              f"scripts/python scripts/realworld.py table build/realworld/*.json --write docs/realworld.md")
         return 1
     print(f"realworld: {target}'s table is the suite's ({len(rows)} rows)")
     return 0
