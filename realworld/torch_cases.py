@@ -158,7 +158,8 @@ def cases() -> list[Case]:
     ok = "bitwise as the plain step: RNG, autocast and saved tensors replayed"
     eager = Case(name="torch_checkpoint", **common, setup=_install_wrapper_kwargs_bug, runs=[
         RunSpec("torch_reentrant", "torch.utils.checkpoint (use_reentrant=True)", ok, step=R(_reentrant)),
-        RunSpec("torch_nonreentrant", "torch.utils.checkpoint (use_reentrant=False)", ok, step=R(_nonreentrant)),
+        RunSpec("torch_nonreentrant", "torch.utils.checkpoint (use_reentrant=False; early stop on, the default)",
+                ok, step=R(_nonreentrant)),
         RunSpec("torch_sequential", "torch.utils.checkpoint.checkpoint_sequential (2 segments)", ok,
                 step=_sequential_step),
         RunSpec("torch_selective", "create_selective_checkpoint_contexts (save mm/addmm)", ok, step=R(_selective)),
