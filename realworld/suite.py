@@ -65,8 +65,6 @@ def run_case(case: Case, out_dir: str, device: str | None = None) -> list[Row]:
     live = [spec for spec in case.runs if not spec.skip]
     rows = {spec.name: _row(case, spec, "Skipped", spec.skip, True, 0.0) for spec in case.runs if spec.skip}
     if live:
-        if case.setup:
-            case.setup()
         baseline = patching.selecting(case.baseline or ckpt_verify.default_baseline, None)
         runs = {spec.name: _run_value(spec, spec.variant, case.baseline or ckpt_verify.default_baseline)
                 for spec in live}
@@ -74,12 +72,14 @@ def run_case(case: Case, out_dir: str, device: str | None = None) -> list[Row]:
         os.makedirs(out_dir, exist_ok=True)
         start = time.monotonic()
         try:
+            if case.setup:
+                case.setup()
             report = ckpt_verify.verify(
                 case.model_fn, case.batch_fn, runs, baseline=baseline, steps=case.steps, seed=0,
                 device=device or case.device, out=os.path.join(out_dir, f"{case.name}.h5"), expect=expect or None,
                 tolerance=case.tolerance, noise_runs=case.noise_runs, name=case.name,
                 model_definition=f"{case.model} ({case.framework} {case.version})")
-        except Exception as e:  # a baseline that raises: every run of the case is an unexpected ERROR
+        except Exception as e:  # set-up or a baseline raised: every run of the case is an unexpected ERROR
             msg = f"verify() raised {type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
             for spec in live:
                 rows[spec.name] = _row(case, spec, "ERROR", msg, False, time.monotonic() - start)
