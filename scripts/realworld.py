@@ -5,7 +5,7 @@ people ship, verified through ckpt_verify.verify() and the C judge.
   realworld.py list
   realworld.py run [--framework F]... [--case C]... --out-dir DIR
                    [--results FILE.json] [--junit FILE.xml] [--device cpu|cuda]
-  realworld.py table RESULTS.json... (--write FILE.md | --check FILE.md [--cpu-only])
+  realworld.py table RESULTS.json... (--write FILE.md | --check FILE.md [--cpu-only] [--all-cases])
   realworld.py all [--out-dir DIR] [--write FILE.md]    run everything, then write the table
 
 `run` prints a line per run (verdict, expected or not, the judge's reason)
@@ -45,7 +45,8 @@ def _rows_for(args):
     if args.case:
         unknown = set(args.case) - {c.name for c in cases}
         if unknown:
-            raise SystemExit(f"realworld: unknown case(s) {', '.join(sorted(unknown))}")
+            print(f"realworld: unknown case(s) {', '.join(sorted(unknown))}", file=sys.stderr)
+            raise SystemExit(2)
         cases = [c for c in cases if c.name in args.case]
     skipped = _skip_reasons(cases)
     if skipped:  # the first line is the reason: CTest's skip report shows it
@@ -149,6 +150,12 @@ def cmd_table(args):
             f.write(new)
         print(f"realworld: wrote the table of {len(rows)} rows into {target}")
         return 0
+    from realworld import load_cases
+    missing = [c.name for c in load_cases() if c.name not in {r["case"] for r in rows}] if args.all_cases else []
+    if missing:
+        print(f"realworld: no results for case(s) {', '.join(missing)}: every case must be in a CTest group "
+              f"(tests/realworld.cmake)")
+        return 1
     if new != text:
         sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True), target,
                                                    "the suite's table"))
@@ -181,7 +188,7 @@ def cmd_all(args):
         results.append(path)
     print(f"realworld: suite took {time.monotonic() - start:.0f} s")
     if args.write:
-        cmd_table(argparse.Namespace(results=results, write=args.write, check=None, cpu_only=False))
+        cmd_table(argparse.Namespace(results=results, write=args.write, check=None, cpu_only=False, all_cases=False))
     return worst
 
 
@@ -203,6 +210,7 @@ def main(argv=None):
     g.add_argument("--write")
     g.add_argument("--check")
     tab.add_argument("--cpu-only", action="store_true", help="exit 77 where torch sees a GPU")
+    tab.add_argument("--all-cases", action="store_true", help="--check also fails when a case has no results")
     al = sub.add_parser("all")
     al.add_argument("--out-dir", default="reports/realworld")
     al.add_argument("--write")
