@@ -12,6 +12,14 @@ input's storage is then swapped for a 0-D placeholder and that placeholder
 is what the recompute gets: ERROR. The fixed version clones the CPU copy,
 as a device-to-host copy would be: PASS.
 
+Found here, as shipped (0.19.8, any accelerator): with partition_activations
+at model-parallel size 1, gather_partitioned_activations takes a shortcut
+that hands the recompute a reshaped view but leaves the caller's input
+flattened. An activation does not mind; a leaf input that requires grad (a
+model's learned latent queries fed straight into a checkpointed block) is
+left flat, and its gradient cannot be accumulated: ERROR. The fixed version
+gives the input its shape back, as the multi-rank path does: PASS.
+
 Set-up note: deepspeed.init_distributed on the CPU JIT-compiles a
 shared-memory allreduce op (about two minutes cold) that world size 1
 never calls; the suite has build_shm_op return None, DeepSpeed's own value
@@ -30,6 +38,7 @@ from .case import Case, RunSpec
 
 PKG = "deepspeed"
 FIX = "deepspeed_cpu_copy_fix"
+LEAF_FIX = "deepspeed_mp1_shape_fix"
 _ready = []
 
 
@@ -60,6 +69,14 @@ def _setup():
         inputs = [inp.clone() if torch.is_tensor(inp) and inp is arg else inp for arg, inp in zip(args, inputs)]
         return original(args, inputs)
     patching.patch(ck, "get_cpu_activations_for_backward", FIX, cloned_cpu_copy)
+
+    def shape_restored(original, tensors, device=None):
+        out = original(tensors, device)
+        for item, size in zip(tensors[0::2], tensors[1::2]):
+            if torch.is_tensor(item) and torch.is_tensor(size) and list(item.shape) != size.tolist():
+                item.data = item.data.view(size.tolist())
+        return out
+    patching.patch(ck, "gather_partitioned_activations", LEAF_FIX, shape_restored)
     _ready.append(True)
 
 
@@ -79,6 +96,22 @@ PARTITION = {"partition_activations": True}
 CONTIGUOUS = {"partition_activations": True, "contiguous_checkpointing": True, "num_checkpoints": models.LAYERS}
 PARTITION_CPU = {"partition_activations": True, "checkpoint_in_cpu": True}
 CPU_ONLY = {"checkpoint_in_cpu": True}
+
+
+class Latent(torch.nn.Module):
+    """The Stack with learned latent queries (a parameter) as the first
+    block's input, the input projection added after it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.latent = torch.nn.Parameter(torch.randn(models.BATCH, models.SEQ, models.HIDDEN))
+        self.stack = models.Stack()
+
+    def forward(self, x: torch.Tensor, region=models.plain_region) -> torch.Tensor:
+        h = region(self.stack.blocks[0], self.latent, residual_scale=0.5) + self.stack.inp(x)
+        for block in self.stack.blocks[1:]:
+            h = region(block, h, residual_scale=0.5)
+        return self.stack.head(h)
 
 
 def cases() -> list[Case]:
@@ -105,4 +138,18 @@ def cases() -> list[Case]:
         RunSpec("ds_fixed_cpu_checkpoint", "checkpoint, cpu_checkpointing without partitioning, CPU copy cloned",
                 "the saved CPU copy is a new tensor, as a device-to-host copy is", step=_region(CPU_ONLY),
                 variant=FIX),
+    ]), Case(name="deepspeed_partition_leaf_input", framework="deepspeed", package=PKG,
+             model=models.MODEL + ", learned latent queries (a parameter) as the first block's input",
+             model_fn=Latent, batch_fn=models.stack_batch, baseline=models.plain_step, skip=skip, setup=_setup, runs=[
+        RunSpec("ds_leaf_checkpoint", "deepspeed.checkpointing.checkpoint, a parameter as a region's input", ok,
+                step=_region({})),
+        RunSpec("ds_bug_partition_leaf", "checkpoint, partition_activations (model-parallel size 1), as shipped",
+                "the size-1 shortcut leaves the caller's input flattened: the latent's gradient cannot be "
+                "accumulated into it", step=_region(PARTITION), expect="ERROR",
+                reason_has="must match the size of tensor b",
+                known_bug="deepspeedai/DeepSpeed 0.19.8, found by this suite (no upstream report found)",
+                fixed_by="ds_fixed_partition_leaf"),
+        RunSpec("ds_fixed_partition_leaf", "checkpoint, partition_activations (size 1), input's shape given back",
+                "the caller's input gets its shape back, as the multi-rank path does", step=_region(PARTITION),
+                variant=LEAF_FIX),
     ])]
