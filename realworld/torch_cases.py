@@ -6,8 +6,9 @@ apply_activation_checkpointing, CPU bf16 autocast, and torch.compile
 (inductor) over a checkpointed model against the eager baseline.
 
 Known-bug versions, each a patch around the real torch:
-- PR #14253: checkpoint before it replayed the RNG (dropout draws a new mask
-  in the recompute), i.e. preserve_rng_state=False: FAIL.
+- PRs #14253 and #14518: checkpoint before they made it replay the RNG
+  (dropout draws a new mask in the recompute), i.e. preserve_rng_state=False:
+  FAIL.
 - issue #71124 / PR #71169: the reentrant recompute does not replay the
   forward's CPU autocast state (only CUDA's was captured): FAIL.
 - PR #84908: checkpoint_wrapper (reentrant) handing keyword arguments
@@ -88,7 +89,7 @@ class _Call(torch.nn.Module):
 
 
 def _no_rng_replay(block, x, **kw):
-    # torch before PR #14253: nothing stashed, the recompute draws a new dropout mask.
+    # torch before PRs #14253/#14518: nothing stashed, the recompute draws a new dropout mask.
     return checkpoint(functools.partial(block, **kw), x, use_reentrant=True, preserve_rng_state=False)
 
 
@@ -172,9 +173,9 @@ def cases() -> list[Case]:
         RunSpec("torch_wrapper_nonreentrant", "distributed checkpoint_wrapper (NO_REENTRANT)", ok,
                 prepare=_wrapper("NO_REENTRANT")),
         RunSpec("torch_apply_ac", "apply_activation_checkpointing (each Block)", ok, prepare=_apply_ac),
-        RunSpec("torch_bug_no_rng_replay", "torch.utils.checkpoint before PR #14253 (no RNG replay)",
+        RunSpec("torch_bug_no_rng_replay", "torch.utils.checkpoint before PRs #14253/#14518 (no RNG replay)",
                 "the recompute draws a new dropout mask: gradients differ", step=R(_no_rng_replay),
-                expect="FAIL", reason_has="/grads/blocks.", known_bug="pytorch/pytorch PR #14253",
+                expect="FAIL", reason_has="/grads/blocks.", known_bug="pytorch/pytorch PRs #14253, #14518",
                 fixed_by="torch_reentrant"),
         RunSpec("torch_bug_wrapper_kwargs", "checkpoint_wrapper (REENTRANT) before PR #84908",
                 "keyword arguments reach the reentrant checkpoint, which refuses them",
