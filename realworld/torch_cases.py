@@ -10,7 +10,8 @@ Known-bug versions, each a patch around the real torch:
   (dropout draws a new mask in the recompute), i.e. preserve_rng_state=False:
   FAIL.
 - issue #71124 / PR #71169: the reentrant recompute does not replay the
-  forward's CPU autocast state (only CUDA's was captured): FAIL.
+  forward's CPU autocast state (only CUDA's was captured): ERROR, a bf16
+  forward recomputed in float32.
 - PR #84908: checkpoint_wrapper (reentrant) handing keyword arguments
   straight to torch.utils.checkpoint, which refuses them: ERROR."""
 from __future__ import annotations
