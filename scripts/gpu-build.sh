@@ -143,6 +143,15 @@ step python_examples_cuda env CKPT_VERIFY="$build/ckpt-verify" CKPT_ATEN_LIB="$b
   bash -c 'for e in transformer_torch_checkpoint planted_no_rng_stash hook_checkpoint; do
     "$0" "$1/tests/python/check_example.py" "$e" --device cuda --out-dir "$2/python_cuda" || exit 1; done' \
   "$python" "$src" "$reports"
+# The realworld suite's GPU groups (docs/realworld.md): megatron-core and
+# TransformerEngine checkpoints on cuda:0, each Skipped with the reason where
+# this machine's Python lacks the package; torch's own checkpoints on CUDA.
+step realworld_gpu env CKPT_VERIFY="$build/ckpt-verify" CKPT_ATEN_LIB="$build/libckpt_aten.so" \
+  bash -c '"$0" "$1/scripts/realworld.py" run --framework megatron --framework transformer_engine \
+    --out-dir "$2/realworld_gpu" --results "$2/realworld_gpu.json"; rc=$?; [ $rc -eq 77 ] && rc=0
+  "$0" "$1/scripts/realworld.py" run --case torch_checkpoint --device cuda \
+    --out-dir "$2/realworld_torch_cuda" --results "$2/realworld_torch_cuda.json" || rc=1; exit $rc' \
+  "$python" "$src" "$reports"
 # Bytes held at the end of forward against the prediction, every gpu case:
 # one-time workspaces (cuBLAS's) must be the warm-up's, not baseline_0's.
 step predictions_suite_gpu "$python" "$src/tests/check_predictions.py" "$reports/suite_gpu" 0.05

@@ -3,9 +3,10 @@
 #   scripts/setup-env.sh                          .venv/ from env/requirements.txt
 #   scripts/setup-env.sh env/xla-requirements.txt .venv-xla
 # The first is the project's torch (from PyPI, pinned; h5py, numpy, pytest,
-# ruff): the C build links its libtorch and every Python part imports it;
-# scripts/python runs it. The second holds torch 2.9.0 + torch-xla 2.9.0 for
-# the XLA frontend only (scripts/python-xla; docs/stack.md says why).
+# ruff; the realworld suite's frameworks): the C build links its libtorch
+# and every Python part imports it; scripts/python runs it. The second holds
+# torch 2.9.0 + torch-xla 2.9.0 for the XLA frontend only
+# (scripts/python-xla; docs/stack.md says why).
 # Idempotent: when the venv was built from the same requirements it does
 # nothing. Wheels are kept in a wheelhouse
 # (CKPT_WHEELHOUSE, default ~/.cache/ckpt-verify/wheels), so a second set-up
@@ -36,17 +37,30 @@ fi
 mkdir -p "$wheels"
 # The wheelhouse holds every wheel the requirements resolve to for this
 # interpreter; the list of them is written only after a complete download.
+# A requirement marked "# sdist" (PyPI has no wheel of it) is downloaded as
+# a source archive and built into a wheel here, once, so that installing
+# stays offline and wheel-only.
 tag=$("$py" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
 have=$wheels/.complete-$tag-$want
+sdists=$(sed -n 's/^\([A-Za-z0-9_.-]*\)==\([^ #]*\) *# *sdist.*/\1==\2/p' "$req")
 if [ ! -e "$have" ]; then
   echo "setup-env: downloading the wheels of $req into $wheels (torch and its CUDA libraries: several GB)"
-  "$py" -m pip download -q --only-binary=:all: -d "$wheels" -r "$req"
+  no_binary=$(echo "$sdists" | sed 's/==.*//' | paste -sd, -)
+  DS_BUILD_OPS=0 "$py" -m pip download -q --only-binary=:all: ${no_binary:+--no-binary="$no_binary"} \
+    -d "$wheels" -r "$req"
+  for pin in $sdists; do
+    name=${pin%%==*}; version=${pin#*==}
+    archive=$(ls "$wheels"/"$name"-"$version".tar.gz "$wheels"/"${name//-/_}"-"$version".tar.gz 2>/dev/null | head -n 1)
+    [ -n "$archive" ] || { echo "setup-env: no source archive of $pin in $wheels" >&2; exit 1; }
+    echo "setup-env: building a wheel of $pin"
+    DS_BUILD_OPS=0 "$py" -m pip wheel -q --no-deps -w "$wheels" "$archive"
+  done
   touch "$have"
 fi
 
 rm -rf "$venv"
 "$py" -m venv "$venv"
-"$venv/bin/python" -m pip install -q --no-index --find-links "$wheels" -r "$req"
+"$venv/bin/python" -m pip install -q --no-index --only-binary=:all: --find-links "$wheels" -r "$req"
 "$venv/bin/python" - <<'PY'
 import importlib.util, h5py, numpy, torch
 xla = ""

@@ -64,7 +64,7 @@ set_tests_properties(python.raising_run_is_error_raising_baseline_writes_nothing
 # in env/requirements.txt). A python without ruff (a GPU machine's own) is
 # Skipped, saying so.
 add_test(NAME lint.ruff
-  COMMAND bash -c "${CKPT_PYTHON} -m ruff --version >/dev/null 2>&1 || { echo 'skipped: ${CKPT_PYTHON} has no ruff'; exit 77; }; exec ${CKPT_PYTHON} -m ruff check --no-cache python scripts tests"
+  COMMAND bash -c "${CKPT_PYTHON} -m ruff --version >/dev/null 2>&1 || { echo 'skipped: ${CKPT_PYTHON} has no ruff'; exit 77; }; exec ${CKPT_PYTHON} -m ruff check --no-cache python scripts tests realworld"
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(lint.ruff PROPERTIES LABELS "lint;python" SKIP_RETURN_CODE 77)
 

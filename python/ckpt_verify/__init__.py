@@ -25,10 +25,12 @@ from .errors import (
     VerificationFailed,
     VerifyError,
 )
+from .frontends.distributed import DistRun, rank_context
 from .frontends.eager import Run
 from .judge import Verdict, find_judge
 from .verify import Report, assert_verified, default_baseline, verify
 
-__all__ = ["verify", "assert_verified", "default_baseline", "Run", "Report", "Verdict", "Skipped", "find_judge",
+__all__ = ["verify", "assert_verified", "default_baseline", "Run", "DistRun", "rank_context", "Report",
+           "Verdict", "Skipped", "find_judge",
            "VerifyError", "BadInput", "NonScalarLoss", "ModelNotReproducible", "NameCollision", "BadRunName",
            "RunError", "JudgeError", "VerificationFailed", "CheckpointInBaseline"]

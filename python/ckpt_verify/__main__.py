@@ -2,8 +2,9 @@
 
 Runs verify() on what SCRIPT.py defines at module level: model_fn,
 batch_fn and runs (required); baseline, expect, steps, seed, lr,
-tolerance, min_memory_saving, noise_runs, name, model_definition
-(optional; command-line options win). Options go before SCRIPT.py, as
+tolerance, min_memory_saving, noise_runs, name, model_definition, and for
+distributed runs world_size, parallel, backend, parallel_options, timeout,
+against_single (docs/distributed.md) (optional; command-line options win). Options go before SCRIPT.py, as
 for `python -m pdb`: everything after it is the script's own arguments
 (its sys.argv[1:]). The script's directory is put on sys.path first, so it
 can import its neighbours.
@@ -20,7 +21,7 @@ import tempfile
 
 REQUIRED = ("model_fn", "batch_fn", "runs")
 OPTIONAL = ("baseline", "expect", "steps", "seed", "lr", "tolerance", "min_memory_saving", "noise_runs", "name",
-            "model_definition")
+            "model_definition", "world_size", "parallel", "backend", "parallel_options", "timeout", "against_single")
 
 
 def _load(script, script_args):
@@ -40,6 +41,9 @@ def main(argv=None):
     ap.add_argument("--out", help="report file (default: a new temporary directory)")
     ap.add_argument("--steps", type=int, help="training steps per run")
     ap.add_argument("--seed", type=int, help="the seed of every run")
+    ap.add_argument("--world-size", dest="world_size", type=int,
+                    help="train every run on N torch.distributed ranks (docs/distributed.md)")
+    ap.add_argument("--parallel", choices=("ddp", "fsdp", "fsdp2"), help="with --world-size: the wrapper")
     ap.add_argument("--judge", help="the ckpt-verify binary (default: $CKPT_VERIFY, PATH, the tree's build/)")
     ap.add_argument("script", help="a Python file defining model_fn, batch_fn and runs")
     ap.add_argument("script_args", nargs=argparse.REMAINDER, metavar="ARGS",
@@ -61,7 +65,7 @@ def main(argv=None):
         return 2
     kwargs = {n: defs[n] for n in OPTIONAL if n in defs}
     kwargs.setdefault("name", os.path.splitext(os.path.basename(args.script))[0])
-    for key in ("steps", "seed", "judge"):
+    for key in ("steps", "seed", "judge", "world_size", "parallel"):
         if getattr(args, key) is not None:
             kwargs[key] = getattr(args, key)
     # The CLI prints where the report is, so it keeps it: a new temporary

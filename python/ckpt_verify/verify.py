@@ -21,6 +21,7 @@ import torch
 from . import judge as judge_mod
 from .adapters import Skipped
 from .errors import BadInput, BadRunName, JudgeError, RunError, VerificationFailed
+from .frontends import distributed
 from .frontends.eager import (
     Run,
     Spec,
@@ -177,7 +178,9 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
            seed: int = 0, device: str | torch.device = "cpu", out: str | None = None,
            expect: dict[str, str] | None = None, lr: float = 0.01, tolerance: float | None = None,
            min_memory_saving: float | None = None, noise_runs: int = 4, name: str | None = None,
-           judge: str | None = None, model_definition: str | None = None) -> "Report":
+           judge: str | None = None, model_definition: str | None = None, world_size: int | None = None,
+           parallel: str = "ddp", backend: str = "gloo", parallel_options: dict | None = None,
+           timeout: float | None = None, against_single: bool = True) -> "Report":
     """Trains a plain baseline and every run in `runs` from the same seeded
     model and batches, streams them into a schema-1 report at `out` and
     returns the C judge's verdicts (a Report).
@@ -195,6 +198,14 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
                           (CheckpointInBaseline), so a checkpoint applied inside model_fn
                           cannot check itself
     expect                {name: "FAIL" or "FAIL|MEMFAIL"} for runs expected not to pass
+    world_size            None: one process. N: every run (a step_fn, Run or
+                          frontends.distributed.DistRun) is trained by N ranks of
+                          torch.distributed (`parallel` "ddp", "fsdp" or "fsdp2" over
+                          `backend`, each rank batch_size / N rows) and judged against
+                          plain distributed runs (bitwise) and, with against_single,
+                          against the single-process baselines (NOISE at best);
+                          a rank that fails, dies or outlasts `timeout` seconds is an
+                          ERROR naming it (docs/distributed.md)
     """
     name = name or (os.path.splitext(os.path.basename(out))[0].replace("-", "_").replace(".", "_") if out
                     else "external")
@@ -214,6 +225,15 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
     seed_all(seed)
     batches = [to_device(batch_fn(k), dev) for k in range(1, steps + 1)]
     seed_all(seed)
+    cfg = None
+    if world_size is not None and dev.type == "xla":
+        raise BadInput("world_size with device='xla': the XLA frontend trains in one process (docs/xla.md)")
+    if world_size is not None:
+        timeout = distributed.DEFAULT_TIMEOUT if timeout is None else timeout
+        distributed.check_config(world_size, parallel, backend, parallel_options, timeout, batches, dev)
+        cfg = distributed.Config(world_size, parallel, backend, parallel_options, timeout)
+        twins = distributed.twin_names([r for r, fn in runs.items() if not isinstance(fn, Skipped)], against_single)
+        expect = {**(expect or {}), **{twins[r]: v for r, v in (expect or {}).items() if r in twins}}
     first = model_fn()
     if not isinstance(first, torch.nn.Module):
         raise BadInput(f"model_fn returned {type(first).__name__}, not a torch.nn.Module")
@@ -238,6 +258,8 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
         case_attrs["tolerance"] = float(tolerance)
     if min_memory_saving is not None:
         case_attrs["min_memory_saving"] = float(min_memory_saving)
+    if cfg is not None:
+        case_attrs.update({"world_size": world_size, "parallel": parallel, "backend": backend})
     skipped = {run: fn.reason for run, fn in runs.items() if isinstance(fn, Skipped)}
     judged_expect = {run: v for run, v in (expect or {}).items() if run not in skipped}
     if judged_expect:  # a skipped run is not in the file: nothing to expect of it
@@ -260,7 +282,7 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
         out = os.path.join(scratch, f"{name}.h5")
     try:
         with Recorder.create(out, root, case_attrs, inputs, params_init) as recorder:
-            _train_all(spec, baseline, runs, noise_runs, recorder)
+            _train_all(spec, baseline, runs, noise_runs, recorder, cfg, against_single)
         judge_dir = os.path.splitext(out)[0] + ".judge"
         os.makedirs(judge_dir, exist_ok=True)
         verdicts, code, table = judge_mod.judge(judge_path, out, judge_dir, name)
@@ -279,7 +301,7 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
     return report
 
 
-def _train_all(spec, baseline, runs, noise_runs, recorder):
+def _train_all(spec, baseline, runs, noise_runs, recorder, cfg=None, against_single=True):
     """Baselines: two, and up to 2 + noise_runs when they differ (the
     judge's noise envelope). Runs: each once; one that differs from
     baseline_0 is re-run up to noise_runs times, until a re-run reproduces
@@ -290,10 +312,16 @@ def _train_all(spec, baseline, runs, noise_runs, recorder):
     recorder.add(first)
     second = train(spec, baseline, _baseline_name(1), baseline=True)
     recorder.add(second)
+    singles = [first.name, second.name]
     if not runs_identical(first, second):
         for k in range(2, 2 + noise_runs):
             recorder.add(train(spec, baseline, _baseline_name(k), baseline=True))
+            singles.append(_baseline_name(k))
     del second
+    if cfg is not None:  # the runs are trained by ranks (frontends/distributed.py)
+        skipped = {run for run, fn in runs.items() if isinstance(fn, Skipped)}
+        distributed.train_all(spec, cfg, baseline, runs, noise_runs, recorder, singles, against_single, skipped)
+        return
     for run_name, run in runs.items():
         if isinstance(run, Skipped):
             continue

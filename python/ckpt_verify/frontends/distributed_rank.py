@@ -1,0 +1,332 @@
+"""What one rank of a distributed run does (frontends/distributed.py starts
+the ranks): join the gloo (or NCCL) process group through the launcher's
+TCPStore on 127.0.0.1, build the seeded model, apply the run's checkpoint,
+wrap it for the parallelism (DDP, FSDP, FSDP2), train `steps` steps on its
+slice of each global batch, and save what it recorded to `rank<r>.pt` in
+the launch folder. Progress goes to the launcher as one-line messages on a
+pipe, so a rank that dies or hangs is reported with its last message.
+
+A rank records, per step, its own loss and gradients (DDP: the averaged
+full gradient every rank holds; FSDP/FSDP2: its local shard) and its
+memory and time. Rank 0 also records the global view the judge compares:
+the mean of the ranks' losses, every parameter's full gradient (FSDP:
+gathered from the shards) and the final full parameters. Results are named
+by the plain model's parameter names, whatever the wrappers call them.
+
+Seeding: every rank builds the model after seeding with the run's seed
+(identical parameters on every rank, as a data-parallel trainer starts);
+then its random stream is seeded with seed + rank, so dropout draws its own
+masks on every rank (per-rank RNG), the same masks in every run."""
+import datetime
+import gc
+import os
+import statistics
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+
+from ..errors import RunError
+from .eager import _backward, _call, check_loss, check_same_model, seed_all
+
+# Names wrappers add to the plain model's parameter names.
+_WRAPPER_PARTS = ("_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod")
+
+
+def plain_name(name: str, ddp: bool) -> str:
+    parts = name.split(".")
+    if ddp and parts and parts[0] == "module":
+        parts = parts[1:]
+    return ".".join(p for p in parts if p not in _WRAPPER_PARTS)
+
+
+def local_slice(obj, rank, world):
+    """Rank `rank`'s rows of every tensor in a batch (dim 0, equal parts)."""
+    if isinstance(obj, torch.Tensor):
+        n = obj.shape[0] // world
+        return obj[rank * n:(rank + 1) * n]
+    if isinstance(obj, tuple):
+        return tuple(local_slice(o, rank, world) for o in obj)
+    if isinstance(obj, list):
+        return [local_slice(o, rank, world) for o in obj]
+    if isinstance(obj, dict):
+        return {k: local_slice(v, rank, world) for k, v in obj.items()}
+    return obj
+
+
+def wrap(model, parallel, options):
+    """The model wrapped for the parallelism, with `options` passed to the
+    wrapper (DDP's find_unused_parameters, static_graph; FSDP's
+    auto_wrap_policy; FSDP2's `units`, a function giving the submodules to
+    shard before the root)."""
+    options = dict(options or {})
+    if parallel == "ddp":
+        from torch.nn.parallel import DistributedDataParallel
+        return DistributedDataParallel(model, **options)
+    if parallel == "fsdp":
+        from torch.distributed.fsdp import FullyShardedDataParallel
+        options.setdefault("use_orig_params", True)
+        options.setdefault("device_id", torch.device("cpu"))  # without it FSDP refuses a CPU-only host
+        return FullyShardedDataParallel(model, **options)
+    if parallel == "fsdp2":
+        from torch.distributed.fsdp import fully_shard
+        units = options.pop("units", None)
+        for unit in (units(model) if units else []):
+            fully_shard(unit, **options)
+        fully_shard(model, **options)
+        return model
+    raise ValueError(f"unknown parallel {parallel!r}")
+
+
+class Collectives:
+    """Counts the all-gathers (calls and bytes) the sharded wrappers issue
+    through torch.distributed while installed: the cost of a recompute that
+    gathers the parameters again. Wraps the real functions; the collectives
+    still run."""
+
+    NAMES = ("all_gather_into_tensor", "all_gather")
+
+    def __init__(self):
+        self.calls, self.bytes, self.saved = 0, 0, {}
+
+    def __enter__(self):
+        for name in self.NAMES:
+            real = getattr(dist, name)
+            self.saved[name] = real
+
+            def counted(out, *args, _real=real, **kwargs):
+                self.calls += 1
+                tensors = out if isinstance(out, (list, tuple)) else [out]
+                self.bytes += sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+                return _real(out, *args, **kwargs)
+            setattr(dist, name, counted)
+        return self
+
+    def __exit__(self, *exc):
+        for name, real in self.saved.items():
+            setattr(dist, name, real)
+        return False
+
+
+def _pn(name, parallel):
+    return plain_name(name, parallel == "ddp")
+
+
+def _local(t):
+    """A gradient or parameter as this rank holds it (DTensor: its shard)."""
+    t = t.detach()
+    return t.to_local() if hasattr(t, "to_local") else t
+
+
+def _full_grads(model, parallel, names):
+    """{plain name: full gradient}: a collective on every rank."""
+    if parallel == "fsdp":
+        from torch.distributed.fsdp import FullyShardedDataParallel
+        with FullyShardedDataParallel.summon_full_params(model, with_grads=True):
+            return {_pn(n, parallel): p.grad.detach().cpu().clone() for n, p in model.named_parameters()
+                    if p.grad is not None}
+    out = {}
+    for n, p in model.named_parameters():
+        g = p.grad
+        if hasattr(p, "full_tensor"):  # FSDP2: every rank takes part, grad or not
+            out[_pn(n, parallel)] = g.full_tensor().detach().cpu().clone() if g is not None else None
+        elif g is not None:
+            out[_pn(n, parallel)] = g.detach().cpu().clone()
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _full_params(model, parallel, names):
+    if parallel == "fsdp":
+        from torch.distributed.fsdp import FullyShardedDataParallel
+        with FullyShardedDataParallel.summon_full_params(model):
+            return {_pn(n, parallel): p.detach().cpu().clone() for n, p in model.named_parameters()}
+    return {_pn(n, parallel): (p.full_tensor() if hasattr(p, "full_tensor") else p).detach().cpu().clone()
+            for n, p in model.named_parameters()}
+
+
+class RankContext:
+    """What a rank's step function can ask: ckpt_verify.rank_context()."""
+
+    def __init__(self, rank, world, parallel, seed):
+        self.rank, self.world_size, self.parallel, self.seed = rank, world, parallel, seed
+
+
+_context = None
+
+
+def rank_context() -> "RankContext | None":
+    """The running rank (rank, world_size, parallel, seed), or None outside a
+    distributed run: for step functions that must know their rank."""
+    return _context
+
+
+def build(spec, cfg, run, rank, say):
+    """(wrapped model, {wrapped name: plain name}, plain params)."""
+    seed_all(spec.seed)
+    model = spec.model_fn()
+    model.train()
+    check_same_model(spec.reference, model, cfg.run_name)
+    plain_params = list(model.named_parameters())
+    if run.prepare is not None:
+        say("prepare(model)")
+        model = run.prepare(model) or model
+    say(f"wrapping the model for {cfg.parallel}")
+    model = (run.wrap or (lambda m: wrap(m, cfg.parallel, {**cfg.options, **run.options})))(model)
+    if run.after_wrap is not None:
+        say("after_wrap(model)")
+        model = run.after_wrap(model) or model
+    names = {n: plain_name(n, cfg.parallel == "ddp") for n, _ in model.named_parameters()}
+    plain = [n for n, _ in plain_params]
+    if sorted(names.values()) != sorted(plain):
+        missing = sorted(set(plain) - set(names.values())) or sorted(set(names.values()) - set(plain))
+        raise ValueError(f"the wrapped model's parameters are not the plain model's ({missing[:3]}): a wrapper "
+                         f"this frontend does not know renamed them")
+    return model, names, plain_params
+
+
+def train_rank(spec, cfg, run, rank, world, say):
+    """One rank's run; returns {"tensors": ..., "attrs": ..., "global": ...}."""
+    global _context
+    _context = RankContext(rank, world, cfg.parallel, spec.seed)
+    meter, measured = spec.meter, spec.meter.source is not None
+    before_warm = meter.live() if measured else 0
+    say("warm-up step")
+    model, names, _ = build(spec, cfg, run, rank, say)
+    seed_all(spec.seed + rank)
+    say("warm-up step: forward")
+    loss = _call(run.step, model, local_slice(spec.batches[0], rank, world), cfg.run_name, 0)
+    check_loss(loss, cfg.run_name, 0)
+    say("warm-up step: backward")
+    _backward(loss, cfg.run_name, 0)
+    del loss, model
+    gc.collect()
+    one_time = meter.live() - before_warm if measured else None
+
+    model, names, plain_params = build(spec, cfg, run, rank, say)
+    seed_all(spec.seed + rank)  # per-rank RNG: each rank its own stream, the same in every run
+    # No checks/hook_fires here: under DDP the reducer is the real "mark
+    # ready" check (a parameter whose hook fires twice in one backward is
+    # DDP's own error, unless static_graph told it to expect that), and
+    # FSDP's parameters are not the plain model's tensors.
+    params = list(model.named_parameters())
+    tensors, glob = {}, {}
+    mem = {"peak_bytes": 0, "forward_peak_bytes": 0, "backward_peak_bytes": 0}
+    fwd_ms, bwd_ms, gathers = [], [], []
+    start_bytes = []
+    for step in range(1, spec.steps + 1):
+        batch = local_slice(spec.batches[step - 1], rank, world)
+        for _, p in params:
+            p.grad = None
+        if measured:
+            gc.collect()
+            start_bytes.append(meter.live())
+            before = meter.live()
+            meter.reset_peak()
+        say(f"step {step}: forward")
+        with Collectives() as coll:
+            t0 = time.perf_counter()
+            loss = _call(run.step, model, batch, cfg.run_name, step)
+            check_loss(loss, cfg.run_name, step)
+            t1 = time.perf_counter()
+            if measured:
+                fwd_peak = meter.peak() - before
+                if step == 1:
+                    mem["end_forward_bytes"] = meter.live() - before
+                    mem["step_start_bytes"] = before
+                meter.reset_peak()
+            forward_gathers = coll.calls
+            say(f"step {step}: backward")
+            _backward(loss, cfg.run_name, step)
+            t2 = time.perf_counter()
+        gathers.append((forward_gathers, coll.calls - forward_gathers, coll.bytes))
+        if measured:
+            bwd_peak = meter.peak() - before
+            mem["forward_peak_bytes"] = max(mem["forward_peak_bytes"], fwd_peak)
+            mem["backward_peak_bytes"] = max(mem["backward_peak_bytes"], bwd_peak)
+            mem["peak_bytes"] = max(mem["peak_bytes"], fwd_peak, bwd_peak)
+            if step == 1:
+                mem["grad_bytes"] = sum(_local(p.grad).numel() * p.grad.element_size() for _, p in params
+                                        if p.grad is not None)
+        fwd_ms.append((t1 - t0) * 1e3)
+        bwd_ms.append((t2 - t1) * 1e3)
+        say(f"step {step}: recording")
+        local_loss = loss.detach().cpu().clone()
+        tensors[f"steps/{step}/loss"] = local_loss
+        for n, p in params:
+            if p.grad is not None:
+                tensors[f"steps/{step}/grads/{names[n]}"] = _local(p.grad).cpu().clone()
+        for n, b in model.named_buffers():  # module state: running statistics, counters
+            if b is not None:
+                tensors[f"steps/{step}/buffers/{_pn(n, cfg.parallel)}"] = b.detach().cpu().clone()
+                if rank == 0:
+                    glob[f"steps/{step}/buffers/{_pn(n, cfg.parallel)}"] = b.detach().cpu().clone()
+        losses = [torch.zeros_like(local_loss) for _ in range(world)]
+        dist.all_gather(losses, local_loss)
+        full = _full_grads(model, cfg.parallel, names)
+        if rank == 0:
+            glob[f"steps/{step}/loss"] = torch.stack(losses).mean()
+            for n, _ in plain_params:
+                if n in full:
+                    glob[f"steps/{step}/grads/{n}"] = full[n]
+        del loss
+        with torch.no_grad():
+            for _, p in params:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-spec.lr)  # the harness's SGD update, on each rank's own part
+    final = _full_params(model, cfg.parallel, names)
+    if rank == 0:
+        for n, _ in plain_params:
+            glob[f"final_params/{n}"] = final[n]
+    if start_bytes:
+        tensors["checks/step_start_bytes"] = torch.tensor(start_bytes, dtype=torch.int64)
+    attrs = {}
+    if measured:
+        attrs.update({f"memory.{k}": v for k, v in mem.items()})
+        attrs["memory.one_time_bytes"] = one_time
+    attrs["timing.forward_ms"] = statistics.median(fwd_ms)
+    attrs["timing.backward_ms"] = statistics.median(bwd_ms)
+    attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(fwd_ms, bwd_ms))
+    attrs["collectives.forward_all_gathers"] = gathers[0][0]
+    attrs["collectives.backward_all_gathers"] = gathers[0][1]
+    attrs["collectives.all_gather_bytes"] = gathers[0][2]
+    return {"tensors": tensors, "attrs": attrs, "global": glob}
+
+
+def rank_main(spec, cfg, run, rank, world, port, conn, folder):
+    """The body of a rank process: never returns (os._exit), so nothing of
+    the launcher's (its atexit handlers, its temporary folders) runs here."""
+    code = 1
+    try:
+        torch.set_num_threads(1)  # ranks share the cores; one thread each, the same in every run
+
+        def say(text):
+            conn.send(("msg", text))
+        say(f"joining the {cfg.backend} process group (127.0.0.1:{port})")
+        store = dist.TCPStore("127.0.0.1", port, world, is_master=False,
+                              timeout=datetime.timedelta(seconds=cfg.timeout))
+        # The collectives' own timeout is longer than the launcher's, so that a
+        # hang is reported by the launcher, naming every rank's last message,
+        # rather than as a gloo timeout of whichever rank waited.
+        dist.init_process_group(cfg.backend, store=store, rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=2 * cfg.timeout + 10))
+        result = train_rank(spec, cfg, run, rank, world, say)
+        say("saving")
+        path = os.path.join(folder, f"rank{rank}.pt")
+        torch.save(result, path)
+        dist.barrier()
+        dist.destroy_process_group()
+        conn.send(("done", path))
+        code = 0
+    except BaseException as e:  # noqa: BLE001 - everything a rank raises is its run's ERROR
+        text = getattr(e, "traceback", None) or "".join(traceback.format_exception(type(e), e, e.__traceback__))
+        line = str(e) if isinstance(e, RunError) else f"{type(e).__name__}: {e}"
+        try:
+            conn.send(("error", line.strip().split("\n")[0], text))
+        except Exception:  # noqa: BLE001 - the launcher may be gone; exit anyway
+            pass
+    finally:
+        try:
+            conn.close()
+        finally:
+            os._exit(code)
