@@ -1171,7 +1171,7 @@ static void test_policy_impls_are_the_registry_selective_impls(void **state)
         assert_int_equal(policy_impl_uses_policy((*i)->name), selective);
         n += selective;
     }
-    assert_int_equal(n, 5);
+    assert_int_equal(n, 6);
 }
 
 #define FIXTURE_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)

@@ -569,6 +569,10 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         run_record_set_attr(rec, "timing.timed_steps", measure.n);
         run_record_set_attr(rec, "timing.steps", c->steps);
         run_record_set_attr(rec, "recompute.count", stats->recomputes);
+        if (stats->ops_packed) {
+            run_record_set_attr(rec, "selective.ops_packed", stats->ops_packed);
+            run_record_set_attr(rec, "selective.ops_kept", stats->ops_kept);
+        }
         run_record_set_attr(rec, "recompute.tensors", stats->recomputed_tensors);
         st = op_timing_record(&measure.ops, rec);
     }
