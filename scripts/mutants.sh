@@ -33,7 +33,14 @@ mkdir -p "$src" "$out"
 
 # The copy: what git tracks or would track, rewritten only where it differs.
 # (A restored file gets a new mtime, so a build never keeps a mutant's object.)
-(cd "$root" && git ls-files -co --exclude-standard -z) | while IFS= read -r -d '' f; do
+list_tree() {
+  if git -C "$root" rev-parse --git-dir >/dev/null 2>&1; then
+    (cd "$root" && git ls-files -co --exclude-standard -z)
+  else # a checkout without git: everything but build outputs
+    (cd "$root" && find . -type f -not -path './build*' -not -path './reports/*' -not -path './.venv/*' -not -path './.git' -not -path './.git/*' -printf '%P\0')
+  fi
+}
+list_tree | while IFS= read -r -d '' f; do
   [ -f "$root/$f" ] || continue
   if ! cmp -s "$root/$f" "$src/$f"; then
     mkdir -p "$(dirname "$src/$f")" && cp "$root/$f" "$src/$f" || exit 2
