@@ -11,7 +11,7 @@
 #include "run_record.h"
 
 /* CPU: the counting allocator is exact and so is the prediction — 0 bytes
- * off on every reference run (all 307 PASS/NOISE and baseline runs of the nightly suite, and the
+ * off on every reference run (all 311 PASS/NOISE and baseline runs of the nightly suite, and the
  * 84 variants of tests/test_memory.c). */
 #define HELD_TOLERANCE_CPU_BYTES 0.0
 /* CUDA: the caching allocator rounds each block up to 512 bytes, which the
