@@ -96,6 +96,12 @@ struct impl_stats {
      * holds anything, so its leak shows between steps and never outlives
      * the run. */
     struct impl_held *held;
+    /* Non-reentrant checkpoints: the ops (a bit set over enum policy_op,
+     * by node name) whose saved tensors a checkpoint's forward packed, and
+     * those of them whose tensor it kept from forward instead of leaving
+     * it to the recompute. The judge holds them against what the policy
+     * states (policy_statement.h). */
+    unsigned ops_packed, ops_kept;
 };
 
 struct impl_held {

@@ -161,6 +161,11 @@ static int forward_pack(void *ctx, const struct node *n, const tensor *t, void *
     }
     if (!m->cached)
         f->recompute_end = f->store.n_handles + 1;
+    if (op >= 0 && f->env.stats) {
+        f->env.stats->ops_packed |= POLICY_BIT(op);
+        if (f->store.kept[f->store.n_handles])
+            f->env.stats->ops_kept |= POLICY_BIT(op);
+    }
     h->frame = f;
     h->index = f->store.n_handles++;
     f->refcount++;

@@ -46,6 +46,7 @@ static const struct checkpoint_impl *const builtin_impls[] = {
     &impl_stale_input,
     &impl_first_call_kernel,
     &impl_policy_ignored,
+    &impl_attention_swapped_for_dropout,
     &impl_stale_cache,
     &impl_mutated_saved_output,
     &impl_rng_op_saved_without_replay,

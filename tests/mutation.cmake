@@ -41,3 +41,13 @@ add_test(NAME mutation.planted_bug_expected_pass_fails
   -- ${MUT_CV} --cases ${CMAKE_BINARY_DIR}/mutation_expect_pass.ini --suite mutation_self_test
      --out ${MUT_OUT}/expect_pass)
 set_tests_properties(mutation.planted_bug_expected_pass_fails PROPERTIES LABELS "mutation")
+
+# The mutation suite of the code itself (tests/mutants/*.patch, realistic
+# mistakes in impls/ and harness/autograd/): scripts/mutants.sh applies each
+# to a copy of the tree (never the tree), rebuilds ckpt-verify there
+# incrementally (build/mutants), runs the smoke suite and counts the mutants
+# the suite kills; it fails below 95% and lists the survivors. The copy's
+# first build is a full one (minutes); later runs rebuild one file per mutant.
+add_test(NAME mutants.score_at_least_95_percent
+  COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/mutants.sh --work ${CMAKE_BINARY_DIR}/mutants)
+set_tests_properties(mutants.score_at_least_95_percent PROPERTIES LABELS "mutants" TIMEOUT 2400 RUN_SERIAL TRUE)

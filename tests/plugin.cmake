@@ -9,7 +9,7 @@ set(EXPECT_ERROR ${CMAKE_SOURCE_DIR}/tests/expect_error.sh)
 add_library(ckpt_example_plugin MODULE impls/plugin/example_checkpoint.c)
 target_compile_options(ckpt_example_plugin PRIVATE ${CKPT_C_WARNINGS})
 target_include_directories(ckpt_example_plugin PRIVATE ${CKPT_HARNESS_INCLUDES} impls)
-foreach(bad bad_abi no_symbol missing_function)
+foreach(bad bad_abi no_symbol missing_function zeros_on_device_0)
   add_library(ckpt_plugin_${bad} MODULE tests/plugins/${bad}.c)
   target_include_directories(ckpt_plugin_${bad} PRIVATE ${CKPT_HARNESS_INCLUDES} impls)
   target_compile_options(ckpt_plugin_${bad} PRIVATE ${CKPT_C_WARNINGS})
@@ -53,3 +53,12 @@ add_test(NAME plugin.missing_function_is_input_error
 add_test(NAME plugin.judge_knows_planted_plugin_impls
   COMMAND bash -c "${CV} judge --impl-lib ${EXAMPLE_PLUGIN} ${CMAKE_BINARY_DIR}/it/plugin_mlp_seg2/mlp_seg2.h5 | grep -E 'example_no_rng_replay +FAIL +yes'")
 set_tests_properties(plugin.judge_knows_planted_plugin_impls PROPERTIES DEPENDS plugin.example_mlp_seg2)
+# A run that fails inside (its checkpoint makes tensors on cuda:0 for a CPU
+# case, as the tape once did) is that run's ERROR with its message; the
+# suite goes on to the next case and ends with its summary (exit 1: an
+# unexpected verdict), never stopping at the first case.
+add_test(NAME plugin.run_failing_inside_is_its_error_and_the_suite_goes_on
+  COMMAND ${EXPECT} 1 "zeros_on_device_0 +ERROR +NO" "backward of checkpoint_reentrant: tensor_zeros" "reentrant +PASS +yes" "^2 case\\(s\\); UNEXPECTED"
+  -- ${CV} --impl-lib $<TARGET_FILE:ckpt_plugin_zeros_on_device_0> --case mlp_seg2 --case bias_gelu_bs1
+     --impl zeros_on_device_0,reentrant --out ${CMAKE_BINARY_DIR}/it/plugin_zeros_on_device_0)
+set_tests_properties(plugin.run_failing_inside_is_its_error_and_the_suite_goes_on PROPERTIES LABELS "plugin")

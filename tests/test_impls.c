@@ -1059,6 +1059,45 @@ static void test_reentrant_refuses_a_region_with_no_output_that_requires_grad(vo
     region_release(out, 2);
 }
 
+/* ---- a region that no input gradient reaches ---------------------------------------- */
+
+/* y = seg(detach(x)): the segment cuts its input from the graph, so x
+ * requires grad and no gradient reaches it; the parameters get theirs. */
+static int detached_input_call(void *ctx, struct var *in, struct var **out)
+{
+    struct var *cut = NULL;
+    int st = var_detach(&cut, in, 0);
+    if (!st)
+        st = seg_call(ctx, cut, out);
+    var_release(cut);
+    return st;
+}
+
+/* Every reference checkpoints such a region as the plain run trains it:
+ * the parameters' gradients bitwise, and none for x, as in PyTorch (an
+ * accumulate-grad node reached by no gradient leaves its leaf alone). */
+static void test_every_reference_meets_a_region_no_input_gradient_reaches_as_the_plain_run_does(void **state)
+{
+    struct fixture *f = *state;
+    const char *impls[3] = {"reentrant", "nonreentrant", "selective"};
+    f->opts.policy = POLICY_BIT(POP_LINEAR);
+    aten_rng_manual_seed(DEVICE_CPU, 23);
+    assert_int_equal(run_segment(f, "none", segment_of(detached_input_call, &f->seg), NULL), ST_OK);
+    assert_null(f->x->grad);
+    tensor *w = clone_of(f->seg.w->grad), *b = clone_of(f->seg.b->grad);
+    for (int i = 0; i < 3; i++) {
+        aten_rng_manual_seed(DEVICE_CPU, 23);
+        int st = run_segment(f, impls[i], segment_of(detached_input_call, &f->seg), NULL);
+        if (st)
+            fail_msg("%s: %s", impls[i], error_message());
+        assert_true(tensor_bitwise_equal(f->seg.w->grad, w));
+        assert_true(tensor_bitwise_equal(f->seg.b->grad, b));
+        assert_null(f->x->grad);
+    }
+    tensor_free(w);
+    tensor_free(b);
+}
+
 /* ---- nested checkpoints ------------------------------------------------------------ */
 
 /* One level of checkpoint(lambda x: checkpoint(...)): the level's function
@@ -1132,7 +1171,7 @@ static void test_policy_impls_are_the_registry_selective_impls(void **state)
         assert_int_equal(policy_impl_uses_policy((*i)->name), selective);
         n += selective;
     }
-    assert_int_equal(n, 5);
+    assert_int_equal(n, 6);
 }
 
 #define FIXTURE_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1173,6 +1212,7 @@ int main(void)
         FIXTURE_TEST(test_region_outputs_made_under_no_grad_or_detached_need_no_grad_but_under_reentrant),
         FIXTURE_TEST(test_region_non_tensor_argument_reaches_the_recompute),
         FIXTURE_TEST(test_reentrant_refuses_a_region_with_no_output_that_requires_grad),
+        FIXTURE_TEST(test_every_reference_meets_a_region_no_input_gradient_reaches_as_the_plain_run_does),
         FIXTURE_TEST(test_reentrant_nested_three_deep_matches_plain_recomputing_once_per_level),
         FIXTURE_TEST(test_nonreentrant_nested_three_deep_matches_plain_recomputing_each_level_from_the_inside),
         FIXTURE_TEST(test_selective_refuses_a_cached_tensor_changed_in_place_after_forward),

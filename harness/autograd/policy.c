@@ -23,7 +23,7 @@ static const char *const op_names[POP_COUNT] = {
  * planted bugs; tests/test_selective.c checks this list against the
  * registry, which this torch-free module cannot see). */
 static const char *const policy_impls[] = {"selective", "policy_ignored", "stale_cache", "mutated_saved_output",
-                                           "rng_op_saved_without_replay", NULL};
+                                           "rng_op_saved_without_replay", "attention_swapped_for_dropout", NULL};
 
 const char *policy_op_name(enum policy_op op)
 {

@@ -191,6 +191,12 @@ static int leaf_accumulator(struct var *leaf, struct node **out)
     n->refcount = 1;
     n->backward = accumulate_grad_backward;
     n->n_outputs = 1;
+    /* The leaf's own shape, dtype and device, as var_from_op records an
+     * op's output: whatever the engine makes for this node is made there. */
+    struct output_meta *m = &n->out_meta[0];
+    m->ndim = tensor_shape(leaf->data, m->shape);
+    m->dtype = tensor_dtype(leaf->data);
+    m->device = tensor_device(leaf->data);
     n->leaf = var_retain(leaf);
     leaf->grad_accumulator = n;
     *out = n;
@@ -588,6 +594,11 @@ static int run_node(struct graph_task *g, struct task_entry *e)
      * the listed ones. */
     int accumulating = n->backward == accumulate_grad_backward;
     if (accumulating && (!n->leaf || !accumulates_into(g, n->leaf)))
+        return ST_OK;
+    /* No gradient reached the leaf (every edge into it brought none, as
+     * from a checkpoint whose region cut its input off): like PyTorch's
+     * AccumulateGrad, leave its grad as it is, and run no hook. */
+    if (accumulating && !e->buffer[0])
         return ST_OK;
     if ((st = materialize_grads(n, e->buffer)))
         return st;

@@ -12,6 +12,8 @@
 #include "op_timing.h"
 #include "error.h"
 #include "h5store.h"
+#include "held_check.h"
+#include "policy_statement.h"
 #include "run_checks.h"
 #include "xla_evidence.h"
 
@@ -546,6 +548,50 @@ static void memory_requirement(const struct ckpt_case *c, double base_peak, stru
              100 * res->memory_saved, 100 * c->min_memory_saving, res->peak_bytes, base_peak);
 }
 
+/* A run with right gradients must hold, at the end of forward, the bytes
+ * its prediction says (held_check.h), and so must the baseline it is
+ * compared with; a non-reentrant run must keep from forward the ops its
+ * policy names and, for the gpt block, the bytes the policy's statement
+ * gives (policy_statement.h). Outside the device's tolerance the verdict
+ * is MEMFAIL, naming the run that is off, by how much and on which side.
+ * What cannot be judged (no prediction) is said in the reason. */
+static void held_requirement(const struct ckpt_case *c, const struct run_record *base, const struct run_record *run,
+                             struct impl_result *res)
+{
+    if (res->verdict != V_PASS && res->verdict != V_NOISE && res->verdict != V_MEMFAIL)
+        return;
+    char why[RESULT_TEXT_MAX], note[RESULT_TEXT_MAX] = "";
+    const struct run_record *off = NULL;
+    const char *what = "memory.end_forward_bytes";
+    enum held_outcome own = held_check_run(run, c->device, why, sizeof why);
+    if (own == HELD_OFF)
+        off = run;
+    else if (own == HELD_UNJUDGED)
+        snprintf(note, sizeof note, "%s", why);
+    if (!off && held_check_run(base, c->device, why, sizeof why) == HELD_OFF)
+        off = base;
+    if (!off) {
+        enum held_outcome stated = policy_statement_check_run(c, run, res->impl, why, sizeof why);
+        if (stated == HELD_OFF) {
+            off = run;
+            what = "selective";
+        } else if (stated == HELD_UNJUDGED && why[0] && !note[0]) {
+            snprintf(note, sizeof note, "%s", why);
+        }
+    }
+    size_t len = strlen(res->reason);
+    if (off && res->verdict == V_MEMFAIL) {
+        snprintf(res->reason + len, sizeof res->reason - len, "; and %s", why);
+    } else if (off) {
+        res->verdict = V_MEMFAIL;
+        snprintf(res->reason, sizeof res->reason, "gradients right, but %s", why);
+        snprintf(res->first_divergence, sizeof res->first_divergence, "/runs/%s/%s: %.400s", off->name, what, why);
+    }
+    len = strlen(res->reason);
+    if (note[0])
+        snprintf(res->reason + len, sizeof res->reason - len, " [%s]", note);
+}
+
 int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, const char *name,
               struct impl_result *res)
 {
@@ -613,6 +659,7 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
         res->memory_saved = res->end_forward_saved = res->overhead = NAN;
     memory_requirement(c, run_record_attr(base, "memory.peak_bytes"), res);
     xla_evidence_judge(base, run, res);
+    held_requirement(c, base, run, res);
     apply_observability(c, res);
     res->expected = (expected_mask(c, name) >> res->verdict) & 1u;
     return ST_OK;

@@ -569,6 +569,10 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         run_record_set_attr(rec, "timing.timed_steps", measure.n);
         run_record_set_attr(rec, "timing.steps", c->steps);
         run_record_set_attr(rec, "recompute.count", stats->recomputes);
+        if (stats->ops_packed) {
+            run_record_set_attr(rec, "selective.ops_packed", stats->ops_packed);
+            run_record_set_attr(rec, "selective.ops_kept", stats->ops_kept);
+        }
         run_record_set_attr(rec, "recompute.tensors", stats->recomputed_tensors);
         st = op_timing_record(&measure.ops, rec);
     }
@@ -629,9 +633,12 @@ static void record_predictions(const struct case_setup *su, const struct checkpo
     run_record_set_attr(r, "memory.param_bytes", params);
 }
 
-/* Runs impl once into a new run named name. A run that fails is recorded
- * as such (its outcome and message), not returned as an error: the
- * verdict says it. */
+/* Runs impl once into a new run named name. A run that fails, whatever
+ * the failure (a checkpoint's error, a library's complaint about its
+ * input, an internal error of the harness), is recorded as such (its
+ * outcome and message), not returned as an error: the verdict says it, and
+ * the case and the suite go on. Options an impl refuses are checked before
+ * any run (cli/run.c). */
 static int add_run(struct case_state *cs, const struct checkpoint_impl *impl, const char *name,
                    struct impl_stats *stats)
 {
@@ -640,13 +647,12 @@ static int add_run(struct case_state *cs, const struct checkpoint_impl *impl, co
         return error_set(ST_INTERNAL, "case %s: more than %d runs", cs->setup.c->name, MAX_RUNS);
     error_clear();
     int st = run_once(&cs->setup, impl, r, stats);
-    if (st == ST_MISMATCH || st == ST_RUN || st == ST_INTERNAL) {
+    if (st) {
         snprintf(r->outcome, sizeof r->outcome, "%s", st == ST_MISMATCH ? RUN_OUTCOME_CHECK_FAILED : RUN_OUTCOME_ERROR);
         snprintf(r->message, sizeof r->message, "%s", error_message());
         if (st == ST_MISMATCH)
             snprintf(r->op_log, sizeof r->op_log, "%s", stats->op_log);
-    } else if (st) {
-        return st;
+        error_clear();
     }
     if (stats->warnings)
         snprintf(r->warning, sizeof r->warning, "%s", stats->warning);
@@ -706,8 +712,10 @@ static int warm_up(struct case_state *cs)
         st = aten_synchronize(cs->setup.device);
     if (!st)
         st = aten_mem_stats(cs->setup.device, &after);
+    /* The warm-up is a plain run: its failure is the case's ERROR, never
+     * an input error that would stop the suite. */
     if (st)
-        return error_wrap(st, "warm-up run");
+        return error_wrap(st == ST_INPUT ? ST_RUN : st, "warm-up run");
     cs->one_time_bytes = (double)(after.live_bytes - before.live_bytes);
     return ST_OK;
 }
@@ -725,11 +733,6 @@ static int run_impl(struct case_state *cs, const char *name)
         return error_set(ST_INPUT, "%s:%d: case %s: unknown impl '%s'", c->file, c->line, c->name, name);
     struct impl_stats stats = {0};
     int st = add_run(cs, impl, name, &stats), reruns = 0;
-    if (st == ST_INPUT) { /* an impl that refuses the case's options: the case file is to blame */
-        char why[RUN_TEXT_MAX];
-        snprintf(why, sizeof why, "%s", error_message());
-        return error_set(ST_INPUT, "%s:%d: case %s: %s", c->file, c->line, c->name, why);
-    }
     while (!st) {
         struct impl_result res;
         if ((st = judge_run(c, cs->runs, cs->n_runs, name, &res)) || !res.outside_envelope)

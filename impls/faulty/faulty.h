@@ -28,6 +28,7 @@ extern const struct checkpoint_impl impl_stale_input;
 extern const struct checkpoint_impl impl_first_call_kernel;
 /* selective checkpointing's (selective_bugs.c) */
 extern const struct checkpoint_impl impl_policy_ignored;
+extern const struct checkpoint_impl impl_attention_swapped_for_dropout;
 extern const struct checkpoint_impl impl_stale_cache;
 extern const struct checkpoint_impl impl_mutated_saved_output;
 extern const struct checkpoint_impl impl_rng_op_saved_without_replay;

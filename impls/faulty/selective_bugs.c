@@ -7,7 +7,17 @@
  *   Gradients stay right, memory is not saved. Real failure: a policy
  *   function that returns MUST_SAVE for every op (a default that is never
  *   overridden, an op-name mismatch that falls through to "save").
- *   Caught by: the memory check (MEMFAIL) where min_memory_saving is set.
+ *   Caught by: the memory checks (MEMFAIL): it holds more at the end of
+ *   forward than the policy's prediction, and saves less than min_memory_saving.
+ * attention_swapped_for_dropout: the policy lookup answers for the
+ *   attention what it should for the block's dropout and the other way
+ *   round, so save_matmuls keeps the bias-dropout-add masks and recomputes
+ *   the attention. Gradients stay right (every recompute replays RNG).
+ *   Real failure: a policy keyed on op names that match the wrong op (a
+ *   substring or table-order slip). Caught by: the held-bytes judgement
+ *   and, independently of the policy parser and the prediction, the
+ *   policy's statement (harness/verify/policy_statement.h): its kept ops
+ *   and, for the gpt block, its bytes.
  * stale_cache: the cache is looked up one invocation off, so a call of an
  *   op gets the cached tensor its previous call in the checkpoint saved
  *   (same op, same shape: nothing downstream notices). Real failure:
@@ -33,6 +43,17 @@ static int policy_keeps_everything(unsigned policy, int op)
     (void)policy;
     (void)op;
     return 1;
+}
+
+/* attention_swapped_for_dropout's lookup: the attention and the block's
+ * dropout answer for each other. */
+static int policy_keeps_swapped(unsigned policy, int op)
+{
+    if (op == POP_CAUSAL_ATTENTION)
+        op = POP_BIAS_DROPOUT_ADD;
+    else if (op == POP_BIAS_DROPOUT_ADD)
+        op = POP_CAUSAL_ATTENTION;
+    return op >= 0 && (policy & POLICY_BIT(op));
 }
 
 /* stale_cache's lookup, off by one invocation: it finds the same saved
@@ -107,10 +128,6 @@ static int policy_ignored_observable(const struct ckpt_case *c, char *why, size_
 {
     if (!faulty_has_checkpoints(c, why, len))
         return 0;
-    if (c->min_memory_saving < 0) {
-        snprintf(why, len, "no min_memory_saving: gradients stay right, only a memory check can see it");
-        return 0;
-    }
     if ((policy_of_case(c) & policy_model_ops(c)) == policy_model_ops(c)) {
         snprintf(why, len, "the policy keeps every op of the model already");
         return 0;
@@ -199,4 +216,29 @@ const struct checkpoint_impl impl_rng_op_saved_without_replay = {
     .run = impl_run_selective,
     .services = &rng_op_saved_without_replay_services,
     .observable = rng_op_saved_observable,
+};
+
+static const struct checkpoint_services attention_swapped_services = {.policy_keeps = policy_keeps_swapped};
+
+/* It shows where a checkpointed gpt block's policy keeps one of the two
+ * and not the other. */
+static int attention_swapped_observable(const struct ckpt_case *c, char *why, size_t len)
+{
+    if (!faulty_has_checkpoints(c, why, len))
+        return 0;
+    unsigned keep = policy_of_case(c);
+    int attention = (keep & POLICY_BIT(POP_CAUSAL_ATTENTION)) != 0, bda = (keep & POLICY_BIT(POP_BIAS_DROPOUT_ADD)) != 0;
+    if (c->model != MODEL_GPT_BLOCK || attention == bda) {
+        snprintf(why, len, "the policy keeps both or neither of the attention and the block's dropout");
+        return 0;
+    }
+    return 1;
+}
+
+const struct checkpoint_impl impl_attention_swapped_for_dropout = {
+    .name = "attention_swapped_for_dropout",
+    .summary = "planted bug: selective, the policy lookup swaps the attention and the block's dropout",
+    .run = impl_run_selective,
+    .services = &attention_swapped_services,
+    .observable = attention_swapped_observable,
 };
