@@ -140,6 +140,14 @@ add_test(NAME robust.out.failed_write_keeps_previous_report
   COMMAND bash -c "d=${ROBUST_OUT}/previous; rm -rf $d; ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out $d >/dev/null || exit 1; sum=$(cksum < $d/tiny_bs1.h5); (ulimit -f 20; exec ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out $d); code=$?; test $code -eq 1 || { echo \"exit $code, wanted 1\"; exit 1; }; test \"$(cksum < $d/tiny_bs1.h5)\" = \"$sum\" && ${CV} diff $d/tiny_bs1.h5 $d/tiny_bs1.h5 >/dev/null")
 add_test(NAME robust.out.full_disk_keeps_previous_files
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/full_disk.sh ${CV} ${BAD_CASES}/good.ini tiny_bs1 ${ROBUST_OUT}/full_disk ${CKPT_PYTHON})
+# What a run leaves tells one story: an unwritten report is an ERROR in
+# summary.json and junit.xml, and the two are replaced together or not at all.
+add_test(NAME robust.out.unwritten_report_is_error_in_summary_and_junit
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/outputs_agree.sh report ${CV} ${BAD_CASES}/good.ini tiny_bs1 ${ROBUST_OUT}/agree_report ${CKPT_PYTHON})
+add_test(NAME robust.out.summary_and_junit_replaced_together
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/outputs_agree.sh pair ${CV} ${BAD_CASES}/good.ini tiny_bs1 ${ROBUST_OUT}/agree_pair ${CKPT_PYTHON})
+set_tests_properties(robust.out.unwritten_report_is_error_in_summary_and_junit
+  robust.out.summary_and_junit_replaced_together PROPERTIES LABELS "robust")
 # SIGKILL while a report is being written leaves no partial file.
 add_test(NAME robust.out.killed_mid_write_leaves_no_partial_file
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/kill_mid_write.sh ${CV} ${BAD_CASES}/kill.ini ${ROBUST_OUT}/killed ${CKPT_PYTHON})

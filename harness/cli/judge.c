@@ -94,8 +94,7 @@ int cli_judge(int argc, char **argv)
         st = summary_add_case_run(summary, &results[i], i, NAN);
     }
     if (!st && out_dir &&
-        ((st = cli_make_dirs(out_dir)) || (st = summary_write(summary, out_dir)) ||
-         (st = junit_write(summary_json(summary), out_dir, NULL)))) {
+        ((st = cli_make_dirs(out_dir)) || (st = junit_write_with_summary(summary_json(summary), out_dir, NULL)))) {
         summary_free(summary);
         free(results);
         return cli_fail(st);

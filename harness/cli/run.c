@@ -356,31 +356,45 @@ int cli_run(int argc, char **argv)
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
             break;
         }
-        st = runner_run_case(&c, &settings, result);
-        if (!st && external && result->h5_path[0]) {
+        /* The case's own status: it decides this case's records, never
+         * the run's exit code directly. */
+        int case_st = runner_run_case(&c, &settings, result);
+        if (!case_st && external && result->h5_path[0]) {
             /* Another producer's runs, judged with the harness's. */
             struct case_result *with_external = malloc(sizeof *with_external);
             if (!with_external)
-                st = error_set(ST_INTERNAL, "out of memory");
-            else if (!(st = external_append_runs(external, result->h5_path, with_external)))
+                case_st = error_set(ST_INTERNAL, "out of memory");
+            else if (!(case_st = external_append_runs(external, result->h5_path, with_external)))
                 *result = *with_external;
             free(with_external);
         }
+        if (case_st && !result->status) {
+            /* Failed after the runner was done (--external): the result
+             * carries the failure, so its records cannot read as green. */
+            result->status = case_st;
+            snprintf(result->error, sizeof result->error, "%s", error_message());
+        }
         progress_case_done(&bar, i, result, progress_now() - started);
-        if (st == ST_INPUT) {
+        if (case_st == ST_INPUT) {
             worst = EXIT_USAGE;
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
             break;
         }
         report_print_case(stdout, result);
         fflush(stdout);
-        summary_add_case_run(summary, result, index_of[i], progress_now() - started);
+        if ((st = summary_add_case_run(summary, result, index_of[i], progress_now() - started))) {
+            worst = EXIT_INTERNAL;
+            fprintf(stderr, "ckpt-verify: %s\n", error_message());
+            break;
+        }
         /* A case that could not run, or whose report could not be written
-         * (a full disk), is unexpected whatever its verdicts say. */
-        if (st)
+         * (a full disk), is unexpected whatever its verdicts say; its
+         * records say so (ERROR, expected false). */
+        if (case_st)
             unexpected++;
-        for (int k = 0; k < result->n_results; k++)
-            unexpected += !result->results[k].expected;
+        else
+            for (int k = 0; k < result->n_results; k++)
+                unexpected += !result->results[k].expected;
     }
     if (!result)
         worst = EXIT_INTERNAL;
@@ -415,9 +429,10 @@ int cli_run(int argc, char **argv)
     } else if (compare_st) {
         st = compare_st; /* no summary without the regressions it must carry */
     } else {
-        /* A summary that cannot be written (a full disk) leaves the
-         * previous one whole and, like a report that cannot be, exit 1. */
-        if ((st = summary_write(summary, out_dir)) || (st = junit_write(summary_json(summary), out_dir, NULL))) {
+        /* A summary and junit.xml that cannot both be written (a full
+         * disk) leave the previous pair whole and, like a report that
+         * cannot be, exit 1. */
+        if ((st = junit_write_with_summary(summary_json(summary), out_dir, NULL))) {
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
             unexpected++;
             st = ST_OK;

@@ -100,7 +100,7 @@ void report_print_case(FILE *out, const struct case_result *r)
             snprintf(over, sizeof over, "%.2fx%s", x->overhead, x->timing_stable ? "" : "?");
         char held[32];
         fprintf(out, "  %-24s %-14s %-3s %10s  %8s  %8s  %9s  %s\n", x->impl, verdict_name(x->verdict),
-                x->expected ? "yes" : "NO", ulp_format(x->max_ulp, ulp, sizeof ulp),
+                x->expected && !r->status ? "yes" : "NO", ulp_format(x->max_ulp, ulp, sizeof ulp),
                 percent_cell(x->end_forward_saved, held, sizeof held), percent_cell(x->memory_saved, saved, sizeof saved),
                 over, x->first_divergence[0] ? x->first_divergence : "-");
         fprintf(out, "  %-24s   %s\n", "", x->reason);
@@ -241,9 +241,22 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
         json_t *rec = json_object();
         json_object_set_new(rec, "case", json_string(r->name));
         json_object_set_new(rec, "impl", json_string(x->impl));
-        json_object_set_new(rec, "verdict", json_string(verdict_name(x->verdict)));
-        json_object_set_new(rec, "expected", json_boolean(x->expected));
-        json_object_set_new(rec, "reason", json_string(x->reason));
+        if (r->status) {
+            /* Judged, but the report could not be written (a full disk):
+             * an error the run must not publish as green, whatever the
+             * gradients said. The judged verdict stays, under its name. */
+            char why[RESULT_TEXT_MAX * 2 + 64];
+            snprintf(why, sizeof why, "report not written: %s (judged %s: %s)", r->error, verdict_name(x->verdict),
+                     x->reason);
+            json_object_set_new(rec, "verdict", json_string("ERROR"));
+            json_object_set_new(rec, "expected", json_false());
+            json_object_set_new(rec, "reason", json_string(why));
+            json_object_set_new(rec, "judged_verdict", json_string(verdict_name(x->verdict)));
+        } else {
+            json_object_set_new(rec, "verdict", json_string(verdict_name(x->verdict)));
+            json_object_set_new(rec, "expected", json_boolean(x->expected));
+            json_object_set_new(rec, "reason", json_string(x->reason));
+        }
         json_object_set_new(rec, "first_divergence", json_string(x->first_divergence));
         json_object_set_new(rec, "max_ulp", x->max_ulp == ULP_INFINITE ? json_null() : json_integer((json_int_t)x->max_ulp));
         json_object_set_new(rec, "memory_saved", json_number(x->memory_saved));
