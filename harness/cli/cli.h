@@ -31,6 +31,11 @@ void cli_print_version(FILE *out);
 
 /* Prints the error's message and returns its exit code. */
 int cli_fail(int code);
+/* A bad option of `command` ("" for the main run) as getopt_long reported
+ * it (opt ':' a missing value, else unknown; arg the word as typed): one
+ * line on stderr; returns EXIT_USAGE. Every command takes options and
+ * operands in any order (getopt_long permutes; "--" ends the options). */
+int cli_option_error(const char *command, int opt, const char *arg);
 /* Runs and benchmarks compute: a slow BLAS gets its one-line warning, and
  * `header`, when given, a line naming what the run computes with. */
 void cli_announce_blas(FILE *header);

@@ -1,5 +1,6 @@
-/* common: what several subcommands use: the error exit, the BLAS line, the
- * output directory's checks and creation, the read budget. */
+/* common: what several subcommands use: the error exit, the option error,
+ * the BLAS line, the output directory's checks and creation, the read
+ * budget. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,18 @@ int cli_fail(int code)
 {
     fprintf(stderr, "ckpt-verify: %s\n", error_message());
     return code == ST_INPUT ? EXIT_USAGE : code == ST_OK ? 0 : EXIT_INTERNAL;
+}
+
+int cli_option_error(const char *command, int opt, const char *arg)
+{
+    const char *sp = command[0] ? " " : "";
+    if (opt == ':')
+        fprintf(stderr, "ckpt-verify%s%s: option '%s' needs a value (see ckpt-verify%s%s --help)\n", sp, command, arg,
+                sp, command);
+    else
+        fprintf(stderr, "ckpt-verify%s%s: unknown option '%s' (see ckpt-verify%s%s --help)\n", sp, command, arg, sp,
+                command);
+    return EXIT_USAGE;
 }
 
 /* What the runs read from files may load in all: CKPT_MEMORY_LIMIT when it

@@ -14,6 +14,7 @@
 
 #include "aten/aten.h"
 #include "case.h"
+#include "case_text.h"
 #include "cli.h"
 #include "error.h"
 #include "external.h"
@@ -41,6 +42,25 @@ struct overrides {
     unsigned long long seed;
 };
 
+static const char *impl_name_at(const void *ctx, int i)
+{
+    return ((const struct checkpoint_impl *const *)ctx)[i]->name;
+}
+
+/* An unknown impl, with the known ones nearest to it, as --case does. */
+static int unknown_impl(const char *where, const char *word)
+{
+    const struct checkpoint_impl *const *all = impl_all();
+    const char *near[3];
+    char hint[256];
+    int count = 0;
+    while (all[count])
+        count++;
+    int n = text_suggest(word, impl_name_at, all, count, near, 3);
+    text_format_suggestions(hint, sizeof hint, near, n, " (see --help)");
+    return error_set(ST_INPUT, "%sunknown impl '%s'%s", where, word, hint);
+}
+
 /* --impl LIST: comma-separated, each impl known and named once. An empty
  * list or entry would run a case with fewer impls than asked for, and a
  * repeated one would write one run over the other. */
@@ -62,7 +82,7 @@ static int parse_impl_list(const char *list, char (*out)[CASE_WORD_MAX], int *co
             return error_set(ST_INPUT, "--impl: impl name '%.*s' is too long", (int)(n - start), p + start);
         snprintf(word, sizeof word, "%.*s", (int)(n - start), p + start);
         if (!impl_find(word))
-            return error_set(ST_INPUT, "--impl: unknown impl '%s' (see --help)", word);
+            return unknown_impl("--impl: ", word);
         for (int k = 0; k < *count; k++)
             if (strcmp(out[k], word) == 0)
                 return error_set(ST_INPUT, "--impl: impl '%s' named twice", word);
@@ -104,10 +124,11 @@ static int check_impls(const struct ckpt_case *const *run, int n_run, const stru
         if (st)
             return st;
         for (int k = 0; k < c.n_impls; k++)
-            if (!impl_find(c.impls[k]))
-                return error_set(ST_INPUT, "%s:%d: case %s: unknown impl '%s' (see --help)", c.file, c.line,
-                                 c.name, c.impls[k]);
-            else if (c.determinism_check == DETERMINISM_VALUES && impl_is_reentrant(impl_find(c.impls[k])))
+            if (!impl_find(c.impls[k])) {
+                char where[CASE_NAME_MAX + 1100];
+                snprintf(where, sizeof where, "%s:%d: case %s: ", c.file, c.line, c.name);
+                return unknown_impl(where, c.impls[k]);
+            } else if (c.determinism_check == DETERMINISM_VALUES && impl_is_reentrant(impl_find(c.impls[k])))
                 return error_set(ST_INPUT, "%s:%d: case %s: impl %s is reentrant: it keeps no saved tensors to "
                                  "compare, so %s is not supported (name the non-reentrant impls with --impl)",
                                  c.file, c.line, c.name, c.impls[k],
@@ -132,16 +153,15 @@ int cli_run(int argc, char **argv)
     struct shard shard = {1, 1};
     int n_selected = 0, list = 0;
     struct overrides o = {0};
-    enum { OPT_CASES = 256, OPT_IMPL, OPT_OUT, OPT_STEPS, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_VERIFY, OPT_SUITE,
-           OPT_SHARD, OPT_COMPARE, OPT_PROGRESS, OPT_EXTERNAL, OPT_IMPL_LIB, OPT_VERSION,
+    enum { OPT_CASES = 256, OPT_STEPS, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_VERIFY, OPT_SHARD, OPT_COMPARE, OPT_PROGRESS, OPT_EXTERNAL, OPT_IMPL_LIB, OPT_VERSION,
            OPT_REPEATS };
     static const struct option options[] = {
         {"case", required_argument, NULL, 'c'},        {"cases", required_argument, NULL, OPT_CASES},
-        {"list", no_argument, NULL, 'l'},              {"impl", required_argument, NULL, OPT_IMPL},
-        {"out", required_argument, NULL, OPT_OUT},     {"steps", required_argument, NULL, OPT_STEPS},
+        {"list", no_argument, NULL, 'l'},              {"impl", required_argument, NULL, 'i'},
+        {"out", required_argument, NULL, 'o'},         {"steps", required_argument, NULL, OPT_STEPS},
         {"seed", required_argument, NULL, OPT_SEED},   {"threads", required_argument, NULL, OPT_THREADS},
         {"device", required_argument, NULL, OPT_DEVICE}, {"verify-values", no_argument, NULL, OPT_VERIFY},
-        {"suite", required_argument, NULL, OPT_SUITE}, {"help", no_argument, NULL, 'h'},
+        {"suite", required_argument, NULL, 's'},       {"help", no_argument, NULL, 'h'},
         {"shard", required_argument, NULL, OPT_SHARD}, {"compare-to", required_argument, NULL, OPT_COMPARE},
         {"progress", no_argument, NULL, OPT_PROGRESS},
         {"external", required_argument, NULL, OPT_EXTERNAL},
@@ -153,7 +173,7 @@ int cli_run(int argc, char **argv)
     int opt;
     char *end;
     opterr = 0; /* one line of our own instead of getopt's and the usage text */
-    while ((opt = getopt_long(argc, argv, ":c:lh", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":c:lhi:o:s:", options, NULL)) != -1) {
         switch (opt) {
         case 'c':
             if (n_selected == MAX_SELECTED) {
@@ -164,9 +184,9 @@ int cli_run(int argc, char **argv)
             break;
         case OPT_CASES: cases_path = optarg; break;
         case 'l': list = 1; break;
-        case OPT_IMPL: o.impls = optarg; break;
-        case OPT_OUT: out_dir = optarg; break;
-        case OPT_SUITE: suite = optarg; break;
+        case 'i': o.impls = optarg; break;
+        case 'o': out_dir = optarg; break;
+        case 's': suite = optarg; break;
         case OPT_DEVICE: o.device = optarg; break;
         case OPT_VERIFY: o.verify_values = 1; break;
         case OPT_COMPARE: compare_to = optarg; break;
@@ -266,11 +286,10 @@ int cli_run(int argc, char **argv)
         const struct ckpt_case *c = case_list_find(&cases, selected[i]);
         if (!c) {
             const char *near[3] = {0};
+            char hint[CASE_NAME_MAX * 3 + 64];
             int n = case_list_suggest(&cases, selected[i], near, 3);
-            fprintf(stderr, "ckpt-verify: unknown case '%s'", selected[i]);
-            for (int k = 0; k < n; k++)
-                fprintf(stderr, "%s%s", k ? ", " : " (did you mean: ", near[k]);
-            fprintf(stderr, "%s\n", n ? "?)" : "; see --list");
+            text_format_suggestions(hint, sizeof hint, near, n, "; see --list");
+            fprintf(stderr, "ckpt-verify: unknown case '%s'%s\n", selected[i], hint);
             free(run);
             case_list_free(&cases);
             return EXIT_USAGE;
@@ -283,7 +302,11 @@ int cli_run(int argc, char **argv)
             if (case_has_label(&cases.items[i], label))
                 run[n_run++] = &cases.items[i];
         if (!n_run) {
-            fprintf(stderr, "ckpt-verify: no case is labelled '%s' in %s\n", label, cases_path);
+            const char *near[3];
+            char hint[256];
+            int n = case_list_suggest_label(&cases, label, near, 3);
+            text_format_suggestions(hint, sizeof hint, near, n, "; see --list");
+            fprintf(stderr, "ckpt-verify: no case is labelled '%s' in %s%s\n", label, cases_path, hint);
             free(run);
             case_list_free(&cases);
             return EXIT_USAGE;

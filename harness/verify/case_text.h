@@ -39,6 +39,14 @@ int text_edit_distance(const char *a, const char *b);
 /* Close enough to suggest: a few edits, scaled with the length typed. */
 int text_is_near_miss(const char *typed, int distance);
 
+/* Up to n names (of count, name_at(ctx, i) each) near what was typed: a
+ * near miss, or one that contains it ("bs1" finds every *_bs1); closest
+ * first, then in order. Returns how many went to out. */
+int text_suggest(const char *typed, const char *(*name_at)(const void *ctx, int i), const void *ctx, int count,
+                 const char **out, int n);
+/* " (did you mean: a, b?)" for n names, else `otherwise`, into buf. */
+void text_format_suggestions(char *buf, size_t len, const char *const *near, int n, const char *otherwise);
+
 /* Whole-string decimal integer in [min, max]: no '+', no blanks, no tail;
  * 0, or -1 (nothing stored). */
 int text_parse_long(const char *s, long min, long max, long *out);
