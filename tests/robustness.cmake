@@ -5,6 +5,7 @@
 set(CV $<TARGET_FILE:ckpt-verify>)
 set(EXPECT ${CMAKE_SOURCE_DIR}/tests/expect.sh)
 set(EXPECT_ERROR ${CMAKE_SOURCE_DIR}/tests/expect_error.sh)
+set(WRITES_NOTHING ${CMAKE_SOURCE_DIR}/tests/writes_nothing.sh)
 set(BAD_CASES ${CMAKE_SOURCE_DIR}/tests/data/cases)
 set(ROBUST_OUT ${CMAKE_BINARY_DIR}/it/robust)
 
@@ -107,23 +108,33 @@ set_tests_properties(robust.diff.nan_payloads_differ robust.diff.nan_same_bits_c
   PROPERTIES FIXTURES_REQUIRED bad_h5 LABELS "robust")
 
 # ---- resources --------------------------------------------------------------
-# A case too large for memory is an ERROR verdict naming the allocation; the
-# next case still runs; exit 1 (an unexpected verdict), not 3.
-add_test(NAME robust.memory.case_too_large_is_error_and_suite_goes_on
-  COMMAND ${EXPECT} 1 "case too_large .*not written"
-  "ERROR +initialising inputs/x: .*out of memory: tried to allocate 1099511627776 bytes"
-  "case after_too_large .*after_too_large\\.h5" "nonreentrant +PASS +yes"
-  -- ${CV} --cases ${BAD_CASES}/memory.ini --case too_large --case after_too_large --out ${ROBUST_OUT}/too_large)
-add_test(NAME robust.memory.limit_from_environment
+# A case whose tensors cannot fit the memory limit is refused from its
+# shapes before anything runs or is allocated: one line naming file:line,
+# what it needs and the limit that applies, exit 2, nothing written.
+add_test(NAME robust.memory.case_too_large_refused_before_any_run
+  COMMAND ${WRITES_NOTHING} ${ROBUST_OUT}/too_large 2 "^ckpt-verify: .*memory\\.ini:4: case too_large needs at least 6\\.0 TiB .*, more than the .* memory limit \\(.*\\); nothing run$"
+  -- ${CV} --cases ${BAD_CASES}/memory.ini --case after_too_large --case too_large --out ${ROBUST_OUT}/too_large)
+add_test(NAME robust.memory.params_64g_refused_against_the_limit
+  COMMAND ${CMAKE_COMMAND} -E env CKPT_MEMORY_LIMIT=16G
+  ${WRITES_NOTHING} ${ROBUST_OUT}/params_64g 2 "^ckpt-verify: .*memory\\.ini:[0-9]+: case params_64g needs at least 64\\.0 GiB .*, more than the [0-9.]+ [MG]iB memory limit \\([^)]+\\); nothing run$"
+  -- ${CV} --cases ${BAD_CASES}/memory.ini --case params_64g --out ${ROBUST_OUT}/params_64g)
+add_test(NAME robust.memory.over_env_limit_refused_up_front
   COMMAND ${CMAKE_COMMAND} -E env CKPT_MEMORY_LIMIT=8M
-  ${EXPECT} 1 "ERROR +initialising l0\\.weight: .*tried to allocate 16777216 bytes \\([0-9]+ bytes live; limit 8388608 bytes, CKPT_MEMORY_LIMIT\\)"
+  ${WRITES_NOTHING} ${ROBUST_OUT}/over_limit_8m 2 "^ckpt-verify: .*case over_limit needs at least 16\\.1 MiB .*8\\.0 MiB memory limit \\(CKPT_MEMORY_LIMIT\\)"
+  -- ${CV} --cases ${BAD_CASES}/memory.ini --case over_limit --out ${ROBUST_OUT}/over_limit_8m)
+# Past the prediction, an allocation over the limit while the case runs is
+# an ERROR verdict naming it; the next case still runs; exit 1, not 3.
+add_test(NAME robust.memory.limit_from_environment
+  COMMAND ${CMAKE_COMMAND} -E env CKPT_MEMORY_LIMIT=20M
+  ${EXPECT} 1 "ERROR +initialising l0\\.weight: .*tried to allocate 16777216 bytes \\([0-9]+ bytes live; limit 20971520 bytes, CKPT_MEMORY_LIMIT\\)"
   "nonreentrant +PASS +yes"
   -- ${CV} --cases ${BAD_CASES}/memory.ini --case over_limit --case after_too_large --out ${ROBUST_OUT}/over_limit)
 add_test(NAME robust.memory.malformed_limit
   COMMAND ${CMAKE_COMMAND} -E env CKPT_MEMORY_LIMIT=lots
   ${EXPECT_ERROR} 2 "^ckpt-verify: CKPT_MEMORY_LIMIT='lots': not a byte count"
   -- ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out ${ROBUST_OUT}/malformed_limit)
-set_tests_properties(robust.memory.case_too_large_is_error_and_suite_goes_on robust.memory.limit_from_environment
+set_tests_properties(robust.memory.case_too_large_refused_before_any_run robust.memory.params_64g_refused_against_the_limit
+  robust.memory.over_env_limit_refused_up_front robust.memory.limit_from_environment
   robust.memory.malformed_limit PROPERTIES LABELS "robust")
 
 # An output directory that cannot be made is an error before any run: under

@@ -44,7 +44,15 @@ void cli_announce_blas(FILE *header);
 int cli_check_out_dir(const char *path);
 /* Creates the output directory and its parents; it must be writable. */
 int cli_make_dirs(const char *path);
-/* What the runs read from files may load in all (common.c). */
-int cli_read_budget(uint64_t *budget);
+/* What the runs read from files may load in all (common.c), and the limit
+ * that sets it in words, for messages. */
+struct read_budget {
+    uint64_t bytes;
+    char limit[160];
+};
+int cli_read_budget(struct read_budget *b);
+/* ST_INPUT in one line ("WHAT: the datasets claim ..., more than <limit>;
+ * nothing loaded") when `claimed` bytes pass the budget, before any load. */
+int cli_check_claim(const struct read_budget *b, const char *what, uint64_t claimed);
 
 #endif

@@ -292,12 +292,25 @@ int cli_diff(int argc, char **argv)
     if ((st = split_file_run(argv[1], fa, sizeof fa, ra, sizeof ra)) ||
         (st = split_file_run(argv[2], fb, sizeof fb, rb, sizeof rb)))
         return cli_fail(st);
-    uint64_t budget;
+    struct read_budget budget;
+    uint64_t claim_a, claim_b;
+    char what[2200];
     if ((st = cli_read_budget(&budget)))
         return cli_fail(st);
-    if ((st = h5store_read_run_within(fa, ra, &budget, &a)))
+    /* What both runs claim is checked before either is loaded: a small
+     * file's hard-linked datasets must not take memory and time first. */
+    if ((st = h5store_claimed_bytes(fa, ra, &claim_a)))
         return cli_fail(run_missing_hint(fa, st));
-    if ((st = h5store_read_run_within(fb, rb, &budget, &b))) {
+    if ((st = h5store_claimed_bytes(fb, rb, &claim_b)))
+        return cli_fail(run_missing_hint(fb, st));
+    snprintf(what, sizeof what, "%s:/runs/%s", fa, ra);
+    if (claim_a <= budget.bytes)
+        snprintf(what, sizeof what, "%s:/runs/%s with %s:/runs/%s", fa, ra, fb, rb);
+    if ((st = cli_check_claim(&budget, what, claim_a > budget.bytes ? claim_a : claim_a + claim_b)))
+        return cli_fail(st);
+    if ((st = h5store_read_run_within(fa, ra, &budget.bytes, &a)))
+        return cli_fail(run_missing_hint(fa, st));
+    if ((st = h5store_read_run_within(fb, rb, &budget.bytes, &b))) {
         run_record_free(&a);
         return cli_fail(run_missing_hint(fb, st));
     }

@@ -7,6 +7,7 @@
 #include "aten/torch_runtime.h"
 #include "blas_info.h"
 #include "cli.h"
+#include "external.h"
 #include "impl.h"
 
 void cli_usage(FILE *out)
@@ -46,11 +47,12 @@ void cli_usage(FILE *out)
             "  --impl-lib PATH.so load checkpoint impls from a plugin (impls/plugin.h); repeatable, before --help\n"
             "  --external CMD     after each case, run CMD REPORT.h5: it appends its own runs (docs/external.md)\n"
             "                     and all runs are judged together; a failing CMD or a malformed run: exit 2\n"
+            "  --external-timeout S  stop CMD (its process group) after S seconds: exit 2 (default %g; 0: none)\n"
             "  --version          the harness, libtorch and BLAS this process runs with\n"
             "  -h, --help         this text\n"
             "\n"
             "impls:\n",
-            CKPT_CASES_DIR);
+            CKPT_CASES_DIR, EXTERNAL_TIMEOUT_DEFAULT_S);
     for (const struct checkpoint_impl *const *i = impl_all(); *i; i++)
         fprintf(out, "  %-20s %s\n", (*i)->name, (*i)->summary);
     fprintf(out, "\nexit codes: 0 all verdicts expected, 1 an unexpected verdict (diff: a difference),\n"

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "error.h"
+#include "h5store.h"
 #include "impl.h"
 #include "plugin.h"
 #include "judge.h"
@@ -63,15 +64,23 @@ int cli_judge(int argc, char **argv)
     if (!results)
         return cli_fail(error_set(ST_INTERNAL, "out of memory"));
     int st = ST_OK, bad = 0, unexpected = 0;
-    uint64_t budget;
+    struct read_budget budget;
     if ((st = cli_read_budget(&budget))) {
         free(results);
         return cli_fail(st);
     }
     for (int i = 0; i < n; i++) {
-        /* Each file gets the whole budget: its runs are freed once judged. */
-        uint64_t file_budget = budget;
-        if ((st = judge_file(argv[first + i], &file_budget, &results[i]))) {
+        /* Each file gets the whole budget: its runs are freed once judged.
+         * What all its runs claim is checked before any is loaded. */
+        uint64_t file_budget = budget.bytes, claimed = 0;
+        int claim_st = h5store_claimed_bytes(argv[first + i], NULL, &claimed);
+        if (claim_st == ST_OK)
+            claim_st = cli_check_claim(&budget, argv[first + i], claimed);
+        else {
+            claim_st = ST_OK; /* judge_file names what is wrong with the file */
+            error_clear();
+        }
+        if ((st = claim_st) || (st = judge_file(argv[first + i], &file_budget, &results[i]))) {
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
             if (st != ST_INPUT)
                 break;

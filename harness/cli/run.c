@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 
 #include "aten/aten.h"
 #include "case.h"
+#include "case_fit.h"
 #include "case_text.h"
 #include "cli.h"
 #include "error.h"
@@ -113,9 +115,10 @@ static int apply_overrides(struct ckpt_case *c, const struct overrides *o)
     return ST_OK;
 }
 
-/* Every impl and device the selected cases name must exist before anything
- * runs: a typo in the last case of a suite should not cost the runs before
- * it, and a CPU build refuses a GPU case in one line. */
+/* Every impl and device the selected cases name must exist, and every case
+ * must fit the memory limit, before anything runs: a typo or an oversized
+ * case last in a suite should not cost the runs before it, and a CPU build
+ * refuses a GPU case in one line. */
 static int check_impls(const struct ckpt_case *const *run, int n_run, const struct overrides *o)
 {
     for (int i = 0; i < n_run; i++) {
@@ -139,7 +142,7 @@ static int check_impls(const struct ckpt_case *const *run, int n_run, const stru
                                  "checkpointing is not compatible with grad() or backward(inputs=...) (use loss or "
                                  "twice, or name the non-reentrant impls with --impl)",
                                  c.file, c.line, c.name, c.backward == BACKWARD_GRAD ? "grad" : "inputs", c.impls[k]);
-        if ((st = model_check_devices(&c)))
+        if ((st = model_check_devices(&c)) || (st = case_fit_check(&c)))
             return st;
     }
     return ST_OK;
@@ -150,11 +153,12 @@ int cli_run(int argc, char **argv)
     const char *cases_path = getenv("CKPT_CASES") ? getenv("CKPT_CASES") : CKPT_CASES_DIR;
     const char *out_dir = NULL, *suite = NULL, *selected[MAX_SELECTED], *compare_to = NULL, *external = NULL;
     int progress_lines = 0;
+    double external_timeout = EXTERNAL_TIMEOUT_DEFAULT_S;
     struct shard shard = {1, 1};
     int n_selected = 0, list = 0;
     struct overrides o = {0};
     enum { OPT_CASES = 256, OPT_STEPS, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_VERIFY, OPT_SHARD, OPT_COMPARE, OPT_PROGRESS, OPT_EXTERNAL, OPT_IMPL_LIB, OPT_VERSION,
-           OPT_REPEATS };
+           OPT_REPEATS, OPT_EXTERNAL_TIMEOUT };
     static const struct option options[] = {
         {"case", required_argument, NULL, 'c'},        {"cases", required_argument, NULL, OPT_CASES},
         {"list", no_argument, NULL, 'l'},              {"impl", required_argument, NULL, 'i'},
@@ -168,6 +172,7 @@ int cli_run(int argc, char **argv)
         {"impl-lib", required_argument, NULL, OPT_IMPL_LIB},
         {"version", no_argument, NULL, OPT_VERSION},
         {"repeats", required_argument, NULL, OPT_REPEATS},
+        {"external-timeout", required_argument, NULL, OPT_EXTERNAL_TIMEOUT},
         {NULL, 0, NULL, 0},
     };
     int opt;
@@ -201,6 +206,13 @@ int cli_run(int argc, char **argv)
                 return EXIT_USAGE;
             }
             external = optarg;
+            break;
+        case OPT_EXTERNAL_TIMEOUT:
+            external_timeout = strtod(optarg, &end);
+            if (*end || !*optarg || !(external_timeout >= 0) || isinf(external_timeout)) {
+                fprintf(stderr, "ckpt-verify: --external-timeout: '%s' is not a number of seconds >= 0\n", optarg);
+                return EXIT_USAGE;
+            }
             break;
         case OPT_SHARD:
             if (shard_parse(optarg, &shard))
@@ -387,7 +399,7 @@ int cli_run(int argc, char **argv)
             struct case_result *with_external = malloc(sizeof *with_external);
             if (!with_external)
                 case_st = error_set(ST_INTERNAL, "out of memory");
-            else if (!(case_st = external_append_runs(external, result->h5_path, with_external)))
+            else if (!(case_st = external_append_runs(external, external_timeout, result->h5_path, with_external)))
                 *result = *with_external;
             free(with_external);
         }

@@ -213,3 +213,15 @@ void text_append(char *buf, size_t n, const char *text)
         snprintf(buf + used, n - used, "%s", text);
 }
 
+
+const char *text_format_bytes(double v, char *buf, size_t len)
+{
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (u < 5 && v >= 1024) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}

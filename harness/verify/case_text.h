@@ -57,6 +57,8 @@ int text_parse_real(const char *s, double min, double max, double *out);
 void text_format_real(double x, char *buf, size_t n);
 /* The index of name in a NULL-terminated table, or -1. */
 int text_name_index(const char *const *names, const char *name);
+/* Bytes in the largest binary unit that keeps them >= 1 ("64.0 GiB"). */
+const char *text_format_bytes(double v, char *buf, size_t len);
 /* Appends to a NUL-terminated buffer, truncating quietly (the buffers are
  * sized for the largest list a case can hold). */
 void text_append(char *buf, size_t n, const char *text);
