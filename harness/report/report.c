@@ -200,13 +200,13 @@ static void add_memory_time(json_t *rec, const struct case_result *r, const stru
         {"recompute_ms", x->recompute_ms},
         {"recomputed_ops_ms", x->recomputed_ops_ms},
         {"step_ms", x->step_ms},
-        {"baseline_end_forward_bytes", r->baseline_end_forward_bytes},
+        {"baseline_end_forward_bytes", x->baseline_end_forward_bytes},
         {"predicted_baseline_end_forward_bytes", r->predicted_baseline_end_forward_bytes},
         {"baseline_grad_bytes", r->baseline_grad_bytes},
         {"baseline_activation_peak_bytes", r->baseline_activation_peak_bytes},
         {"param_bytes", r->param_bytes},
         {"baseline_forward_ms", r->baseline_forward_ms},
-        {"baseline_step_ms", r->baseline_step_ms},
+        {"baseline_step_ms", x->baseline_step_ms},
         {"ideal_overhead", r->ideal_overhead},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
@@ -263,7 +263,10 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
         json_object_set_new(rec, "overhead", json_number(x->overhead));
         json_object_set_new(rec, "overhead_stable", json_boolean(x->timing_stable));
         json_object_set_new(rec, "peak_bytes", json_number(x->peak_bytes));
-        json_object_set_new(rec, "baseline_peak_bytes", json_number(r->baseline_peak_bytes));
+        /* The references this record's ratios divide by: its own baseline
+         * family's (an external producer's runs are judged against theirs). */
+        json_object_set_new(rec, "baseline_peak_bytes", json_number(x->baseline_peak_bytes));
+        json_object_set_new(rec, "overhead_baseline", json_string(x->overhead_baseline));
         json_object_set_new(rec, "end_forward_bytes", json_number(x->end_forward_bytes));
         json_object_set_new(rec, "recomputes", json_integer(x->recomputes));
         json_object_set_new(rec, "noise_floor_ulp", json_integer((json_int_t)r->noise_floor_ulp));
