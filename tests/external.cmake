@@ -33,3 +33,17 @@ foreach(mode_regex "no_loss|wrote a malformed run.*/runs/mine/steps/1.*loss"
   add_test(NAME external.${mode}_is_input_error
     COMMAND bash -c "rm -rf ${EXT_OUT}/${mode} && ${EXPECT_ERROR} 2 \"${regex}\" -- ${CV} --case bias_gelu_bs1 --out ${EXT_OUT}/${mode} --external '${BAD_EXTERNAL} ${mode}' && ${CV} diff ${EXT_OUT}/${mode}/bias_gelu_bs1.h5:nonreentrant ${EXT_OUT}/${mode}/bias_gelu_bs1.h5:baseline_0 >/dev/null")
 endforeach()
+
+# A command that hangs is stopped (its whole process group) after
+# --external-timeout seconds: an input error, the report as the harness
+# wrote it, no temporary and no process left behind.
+add_test(NAME external.hanging_command_times_out
+  COMMAND bash -c "rm -rf ${EXT_OUT}/hangs && ${EXPECT_ERROR} 2 \"^ckpt-verify: external command 'sleep 300 && true' did not finish within 1 s \\\\(--external-timeout\\\\); stopped$\" -- ${CV} --case bias_gelu_bs1 --out ${EXT_OUT}/hangs --external 'sleep 300 && true' --external-timeout 1 && test -s ${EXT_OUT}/hangs/bias_gelu_bs1.h5 && ! ls ${EXT_OUT}/hangs | grep -q tmp && ! pgrep -f '^sleep 300$' >/dev/null")
+set_tests_properties(external.hanging_command_times_out PROPERTIES LABELS "external" TIMEOUT 60)
+
+# An external producer's runs are judged against its own baselines: each
+# record's overhead is its step time over the baseline_step_ms it records
+# (torch_baseline's, not the harness's), and overhead_baseline names it.
+add_test(NAME external.overhead_divides_by_the_baseline_it_records
+  COMMAND bash -c "rm -rf ${EXT_OUT}/ratios && ${CV} --case bias_gelu_bs1 --out ${EXT_OUT}/ratios --external '${TORCH_ADAPTER}' >/dev/null && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/summary_tool.py ratios-match ${EXT_OUT}/ratios torch_baseline")
+set_tests_properties(external.overhead_divides_by_the_baseline_it_records PROPERTIES LABELS "external")

@@ -106,14 +106,31 @@ set_tests_properties(faults.diff.colon_in_existing_file_name PROPERTIES FIXTURES
 
 # ---- memory bombs -------------------------------------------------------------
 # One never-written 16 MiB gradient hard-linked 6 times in a 57 KiB file:
-# diff refuses past CKPT_MEMORY_LIMIT instead of loading it 12 times.
+# diff refuses past CKPT_MEMORY_LIMIT from the claimed sizes, before
+# loading anything, naming the file, the run and the limit.
 add_test(NAME faults.memory.diff_hard_linked_dataset_bounded
-  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb.h5 && CKPT_MEMORY_LIMIT=64M ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb\\.h5: /runs/baseline_0/steps/1/grads/big[0-9]*: loading its 16777216 bytes would pass the [0-9]+-byte limit on what one read may load \\(CKPT_MEMORY_LIMIT\\)$' -- ${CV} diff ${FAULTS_OUT}/bomb.h5 ${FAULTS_OUT}/bomb.h5")
+  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb.h5 && CKPT_MEMORY_LIMIT=64M ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb\\.h5:/runs/baseline_0: the datasets claim 96\\.[0-9] MiB .*, more than the 64\\.0 MiB memory limit \\(CKPT_MEMORY_LIMIT\\); nothing loaded$' -- ${CV} diff ${FAULTS_OUT}/bomb.h5 ${FAULTS_OUT}/bomb.h5")
 set_tests_properties(faults.memory.diff_hard_linked_dataset_bounded PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
 # judge reads under the same limit.
 add_test(NAME faults.memory.judge_hard_linked_dataset_bounded
-  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb_judge.h5 && CKPT_MEMORY_LIMIT=64M ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb_judge\\.h5: /runs/baseline_0/steps/1/grads/big[0-9]*: loading its 16777216 bytes would pass the [0-9]+-byte limit on what one read may load \\(CKPT_MEMORY_LIMIT\\)$' -- ${CV} judge ${FAULTS_OUT}/bomb_judge.h5")
+  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb_judge.h5 && CKPT_MEMORY_LIMIT=64M ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb_judge\\.h5: the datasets claim 96\\.[0-9] MiB .*, more than the 64\\.0 MiB memory limit \\(CKPT_MEMORY_LIMIT\\); nothing loaded$' -- ${CV} judge ${FAULTS_OUT}/bomb_judge.h5")
 set_tests_properties(faults.memory.judge_hard_linked_dataset_bounded PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
+# Without CKPT_MEMORY_LIMIT: 6 GiB claimed by a small file is refused up
+# front against the default read limit, named as such (not a "0-byte
+# limit" after loading 4 GiB).
+add_test(NAME faults.memory.diff_6g_claim_refused_up_front_default_limit
+  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb6g.h5 262144 && env -u CKPT_MEMORY_LIMIT ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb6g\\.h5:/runs/baseline_0: the datasets claim 6\\.0 GiB .*, more than the [0-9.]+ [MG]iB (a read may load \\(the default; CKPT_MEMORY_LIMIT sets another\\)|memory limit \\([a-zA-Z ,-]+\\)); nothing loaded$' -- ${CV} diff ${FAULTS_OUT}/bomb6g.h5 ${FAULTS_OUT}/bomb6g.h5")
+set_tests_properties(faults.memory.diff_6g_claim_refused_up_front_default_limit PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
+if(NOT CKPT_SANITIZE) # ASan cannot start under an address space limit
+  # Under ulimit -v the limit that applies is RLIMIT_AS, and it is named.
+  add_test(NAME faults.memory.diff_under_ulimit_v_names_file_and_limit
+    COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb_as.h5 65536 && ulimit -v 3000000 && env -u CKPT_MEMORY_LIMIT ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb_as\\.h5:/runs/baseline_0: the datasets claim 1\\.5 GiB .*, more than the 2\\.[0-9] GiB memory limit \\(RLIMIT_AS, ulimit -v\\)|^ckpt-verify: .*/bomb_as\\.h5:/runs/baseline_0 with .*: the datasets claim 3\\.0 GiB .*RLIMIT_AS, ulimit -v' -- ${CV} diff ${FAULTS_OUT}/bomb_as.h5 ${FAULTS_OUT}/bomb_as.h5")
+  set_tests_properties(faults.memory.diff_under_ulimit_v_names_file_and_limit PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
+endif()
+# 20,001 plain [case:] sections are capped like sweeps' members.
+add_test(NAME faults.memory.too_many_plain_cases
+  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && for i in $(seq 0 20000); do printf '[case:c%d]\\nlayers = 1\\n' $i; done > ${FAULTS_OUT}/plain_20001.ini && ${EXPECT_ERROR} 2 '^ckpt-verify: .*plain_20001\\.ini:40001: case .c20000. is one more than the 20000 loaded cases allowed in all$' -- ${CV} --cases ${FAULTS_OUT}/plain_20001.ini --list")
+set_tests_properties(faults.memory.too_many_plain_cases PROPERTIES LABELS "robust" TIMEOUT 120)
 # 30,000 cases from three sweeps: refused at once, before expanding (TIMEOUT 20).
 add_test(NAME faults.memory.too_many_cases_in_all
   COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: .*sweeps2\\.ini:2: \\[sweep:s2\\] expands to 10000 cases, more than the 20000 loaded cases allowed in all \\(20000 already\\)$"

@@ -9,6 +9,30 @@ add_test(NAME cli.unknown_case_suggests_names
   COMMAND ${EXPECT} 2 "unknown case 'bias_gelu_bs3'.*did you mean: bias_gelu_bs[0-9]" -- ${CV} --case bias_gelu_bs3)
 add_test(NAME cli.bad_flag_is_usage_error COMMAND ${EXPECT} 2 "not a valid number" -- ${CV} --steps zero)
 
+# GNU conventions (issue 29 item 3): options and operands in any order,
+# --help on every command (exit 0), short options for the common flags, the
+# same "did you mean" for --impl and --suite as for --case.
+set(BS1_H5 ${IT_OUT}/bias_gelu_bs1/bias_gelu_bs1.h5)
+add_test(NAME cli.judge_takes_options_after_files
+  COMMAND bash -c "rm -rf ${IT_OUT}/judge_after && ${EXPECT} 0 'all verdicts as expected' -- ${CV} judge ${BS1_H5} --out ${IT_OUT}/judge_after && test -s ${IT_OUT}/judge_after/summary.json")
+add_test(NAME cli.diff_takes_options_after_files
+  COMMAND ${EXPECT} 0 "\"result\": \"identical\"" -- ${CV} diff ${BS1_H5}:baseline_0 ${BS1_H5}:nonreentrant --json)
+set_tests_properties(cli.judge_takes_options_after_files cli.diff_takes_options_after_files
+  PROPERTIES FIXTURES_REQUIRED bs1_report)
+add_test(NAME cli.every_command_answers_help
+  COMMAND bash -c "for c in '' diff judge merge plot bench; do ${CV} $c --help >/dev/null 2>&1 || { echo \"ckpt-verify $c --help: exit $?\"; exit 1; }; ${CV} $c -h | grep -q '^usage: ckpt-verify' || { echo \"ckpt-verify $c -h: no usage\"; exit 1; }; done")
+add_test(NAME cli.short_options_for_common_flags
+  COMMAND bash -c "rm -rf ${IT_OUT}/short && ${EXPECT} 0 'all verdicts as expected' -- ${CV} --cases ${CMAKE_SOURCE_DIR}/tests/data/cases/good.ini -c tiny_bs1 -i reentrant -o ${IT_OUT}/short && test -s ${IT_OUT}/short/tiny_bs1.h5 && ${EXPECT} 0 '^tiny_bs1 ' -- ${CV} --cases ${CMAKE_SOURCE_DIR}/tests/data/cases/good.ini -l && ${EXPECT} 2 \"no case is labelled 'nosuch'\" -- ${CV} -s nosuch")
+add_test(NAME cli.unknown_impl_suggests_names
+  COMMAND ${EXPECT} 2 "unknown impl 'nonreentrnt' \\(did you mean: nonreentrant" -- ${CV} --case bias_gelu_bs1 --impl nonreentrnt)
+add_test(NAME cli.unknown_suite_suggests_labels
+  COMMAND ${EXPECT} 2 "no case is labelled 'nighty'.*did you mean: nightly" -- ${CV} --suite nighty)
+add_test(NAME cli.help_ends_with_exit_codes_not_blas
+  COMMAND bash -c "last=$(${CV} --help | tail -n 1); case $last in *BLAS*sgemm*) echo \"help ends with: $last\"; exit 1;; esac")
+set_tests_properties(cli.judge_takes_options_after_files cli.diff_takes_options_after_files cli.every_command_answers_help
+  cli.short_options_for_common_flags cli.unknown_impl_suggests_names cli.unknown_suite_suggests_labels
+  cli.help_ends_with_exit_codes_not_blas PROPERTIES LABELS "cli")
+
 # The triage command of the README: both references bitwise PASS, file written.
 add_test(NAME case.bias_gelu_bs1
   COMMAND ${EXPECT} 0 "reentrant +PASS +yes +0 " "nonreentrant +PASS +yes +0 " "bias_gelu_bs1.h5"

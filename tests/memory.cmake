@@ -53,8 +53,18 @@ add_test(NAME plot.small_run_setup
      --repeats 5 --out ${MEM_OUT}/plot_run)
 set_tests_properties(plot.small_run_setup PROPERTIES FIXTURES_SETUP plot_run)
 ckpt_add_test_needing(plot.small_run TOOLS gnuplot
-  COMMAND bash -c "rm -rf ${MEM_OUT}/plot_run/plots && ${MEM_EXPECT} 0 '7 plot\\(s\\) drawn, 1 skipped' -- ${MEM_CV} plot ${MEM_OUT}/plot_run && ${CMAKE_SOURCE_DIR}/tests/check_plots.sh ${MEM_OUT}/plot_run/plots determinism peak_vs_batch saved_vs_segments saved_vs_depth memory_vs_depth overhead held_per_case")
+  COMMAND bash -c "rm -rf ${MEM_OUT}/plot_run/plots && ${MEM_EXPECT} 0 '8 plot\\(s\\) drawn, 1 skipped' -- ${MEM_CV} plot ${MEM_OUT}/plot_run && ${CMAKE_SOURCE_DIR}/tests/check_plots.sh ${MEM_OUT}/plot_run/plots determinism peak_vs_batch saved_vs_segments saved_vs_depth memory_vs_depth overhead held_per_case peak_per_case")
 set_tests_properties(plot.small_run PROPERTIES FIXTURES_REQUIRED plot_run)
+
+# Case names from anyone's summary (quotes, a line break) are drawn, not
+# a gnuplot error with an empty PNG left behind.
+ckpt_add_test_needing(plot.crafted_case_names_are_drawn TOOLS gnuplot
+  COMMAND bash -c "rm -rf ${MEM_OUT}/crafted && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/crafted_names.py ${MEM_OUT}/plot_run ${MEM_OUT}/crafted && ${MEM_EXPECT} 0 'plot\\(s\\) drawn' -- ${MEM_CV} plot ${MEM_OUT}/crafted && ! find ${MEM_OUT}/crafted/plots -name '*.png' -empty | grep -q . && ${CMAKE_SOURCE_DIR}/tests/check_plots.sh ${MEM_OUT}/crafted/plots determinism")
+# A gnuplot that fails leaves no picture (empty or partial) behind.
+add_test(NAME plot.failed_gnuplot_leaves_no_png
+  COMMAND bash -c "d=${MEM_OUT}/failed_gnuplot && rm -rf $d && mkdir -p $d && cp ${MEM_OUT}/plot_run/summary.json $d/ && env CKPT_GNUPLOT=${CMAKE_SOURCE_DIR}/tests/fake_gnuplot_fails.sh ${MEM_CV} plot $d; code=$?; test $code -ne 0 || { echo 'exit 0 with a failing gnuplot'; exit 1; }; left=$(find $d/plots -name '*.png' -o -name '*.svg'); test -z \"$left\" || { echo \"left behind: $left\"; exit 1; }")
+set_tests_properties(plot.crafted_case_names_are_drawn plot.failed_gnuplot_leaves_no_png PROPERTIES FIXTURES_REQUIRED plot_run
+  LABELS "plot")
 
 # No gnuplot: one line on stderr, exit 2, before the run directory is read.
 add_test(NAME plot.gnuplot_missing_is_usage_error

@@ -5,6 +5,7 @@
 set(CV $<TARGET_FILE:ckpt-verify>)
 set(EXPECT ${CMAKE_SOURCE_DIR}/tests/expect.sh)
 set(EXPECT_ERROR ${CMAKE_SOURCE_DIR}/tests/expect_error.sh)
+set(WRITES_NOTHING ${CMAKE_SOURCE_DIR}/tests/writes_nothing.sh)
 set(BAD_CASES ${CMAKE_SOURCE_DIR}/tests/data/cases)
 set(ROBUST_OUT ${CMAKE_BINARY_DIR}/it/robust)
 
@@ -107,23 +108,33 @@ set_tests_properties(robust.diff.nan_payloads_differ robust.diff.nan_same_bits_c
   PROPERTIES FIXTURES_REQUIRED bad_h5 LABELS "robust")
 
 # ---- resources --------------------------------------------------------------
-# A case too large for memory is an ERROR verdict naming the allocation; the
-# next case still runs; exit 1 (an unexpected verdict), not 3.
-add_test(NAME robust.memory.case_too_large_is_error_and_suite_goes_on
-  COMMAND ${EXPECT} 1 "case too_large .*not written"
-  "ERROR +initialising inputs/x: .*out of memory: tried to allocate 1099511627776 bytes"
-  "case after_too_large .*after_too_large\\.h5" "nonreentrant +PASS +yes"
-  -- ${CV} --cases ${BAD_CASES}/memory.ini --case too_large --case after_too_large --out ${ROBUST_OUT}/too_large)
-add_test(NAME robust.memory.limit_from_environment
+# A case whose tensors cannot fit the memory limit is refused from its
+# shapes before anything runs or is allocated: one line naming file:line,
+# what it needs and the limit that applies, exit 2, nothing written.
+add_test(NAME robust.memory.case_too_large_refused_before_any_run
+  COMMAND ${WRITES_NOTHING} ${ROBUST_OUT}/too_large 2 "^ckpt-verify: .*memory\\.ini:4: case too_large needs at least 6\\.0 TiB .*, more than the .* memory limit \\(.*\\); nothing run$"
+  -- ${CV} --cases ${BAD_CASES}/memory.ini --case after_too_large --case too_large --out ${ROBUST_OUT}/too_large)
+add_test(NAME robust.memory.params_64g_refused_against_the_limit
+  COMMAND ${CMAKE_COMMAND} -E env CKPT_MEMORY_LIMIT=16G
+  ${WRITES_NOTHING} ${ROBUST_OUT}/params_64g 2 "^ckpt-verify: .*memory\\.ini:[0-9]+: case params_64g needs at least 64\\.0 GiB .*, more than the [0-9.]+ [MG]iB memory limit \\([^)]+\\); nothing run$"
+  -- ${CV} --cases ${BAD_CASES}/memory.ini --case params_64g --out ${ROBUST_OUT}/params_64g)
+add_test(NAME robust.memory.over_env_limit_refused_up_front
   COMMAND ${CMAKE_COMMAND} -E env CKPT_MEMORY_LIMIT=8M
-  ${EXPECT} 1 "ERROR +initialising l0\\.weight: .*tried to allocate 16777216 bytes \\([0-9]+ bytes live; limit 8388608 bytes, CKPT_MEMORY_LIMIT\\)"
+  ${WRITES_NOTHING} ${ROBUST_OUT}/over_limit_8m 2 "^ckpt-verify: .*case over_limit needs at least 16\\.1 MiB .*8\\.0 MiB memory limit \\(CKPT_MEMORY_LIMIT\\)"
+  -- ${CV} --cases ${BAD_CASES}/memory.ini --case over_limit --out ${ROBUST_OUT}/over_limit_8m)
+# Past the prediction, an allocation over the limit while the case runs is
+# an ERROR verdict naming it; the next case still runs; exit 1, not 3.
+add_test(NAME robust.memory.limit_from_environment
+  COMMAND ${CMAKE_COMMAND} -E env CKPT_MEMORY_LIMIT=20M
+  ${EXPECT} 1 "ERROR +initialising l0\\.weight: .*tried to allocate 16777216 bytes \\([0-9]+ bytes live; limit 20971520 bytes, CKPT_MEMORY_LIMIT\\)"
   "nonreentrant +PASS +yes"
   -- ${CV} --cases ${BAD_CASES}/memory.ini --case over_limit --case after_too_large --out ${ROBUST_OUT}/over_limit)
 add_test(NAME robust.memory.malformed_limit
   COMMAND ${CMAKE_COMMAND} -E env CKPT_MEMORY_LIMIT=lots
   ${EXPECT_ERROR} 2 "^ckpt-verify: CKPT_MEMORY_LIMIT='lots': not a byte count"
   -- ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out ${ROBUST_OUT}/malformed_limit)
-set_tests_properties(robust.memory.case_too_large_is_error_and_suite_goes_on robust.memory.limit_from_environment
+set_tests_properties(robust.memory.case_too_large_refused_before_any_run robust.memory.params_64g_refused_against_the_limit
+  robust.memory.over_env_limit_refused_up_front robust.memory.limit_from_environment
   robust.memory.malformed_limit PROPERTIES LABELS "robust")
 
 # An output directory that cannot be made is an error before any run: under
@@ -140,6 +151,14 @@ add_test(NAME robust.out.failed_write_keeps_previous_report
   COMMAND bash -c "d=${ROBUST_OUT}/previous; rm -rf $d; ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out $d >/dev/null || exit 1; sum=$(cksum < $d/tiny_bs1.h5); (ulimit -f 20; exec ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out $d); code=$?; test $code -eq 1 || { echo \"exit $code, wanted 1\"; exit 1; }; test \"$(cksum < $d/tiny_bs1.h5)\" = \"$sum\" && ${CV} diff $d/tiny_bs1.h5 $d/tiny_bs1.h5 >/dev/null")
 add_test(NAME robust.out.full_disk_keeps_previous_files
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/full_disk.sh ${CV} ${BAD_CASES}/good.ini tiny_bs1 ${ROBUST_OUT}/full_disk ${CKPT_PYTHON})
+# What a run leaves tells one story: an unwritten report is an ERROR in
+# summary.json and junit.xml, and the two are replaced together or not at all.
+add_test(NAME robust.out.unwritten_report_is_error_in_summary_and_junit
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/outputs_agree.sh report ${CV} ${BAD_CASES}/good.ini tiny_bs1 ${ROBUST_OUT}/agree_report ${CKPT_PYTHON})
+add_test(NAME robust.out.summary_and_junit_replaced_together
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/outputs_agree.sh pair ${CV} ${BAD_CASES}/good.ini tiny_bs1 ${ROBUST_OUT}/agree_pair ${CKPT_PYTHON})
+set_tests_properties(robust.out.unwritten_report_is_error_in_summary_and_junit
+  robust.out.summary_and_junit_replaced_together PROPERTIES LABELS "robust")
 # SIGKILL while a report is being written leaves no partial file.
 add_test(NAME robust.out.killed_mid_write_leaves_no_partial_file
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/kill_mid_write.sh ${CV} ${BAD_CASES}/kill.ini ${ROBUST_OUT}/killed ${CKPT_PYTHON})

@@ -10,7 +10,11 @@ CTest integration tests of the nightly mode.
       order, with the same verdicts; otherwise lists the differences, exit 1.
   craft DST_DIR
       writes a summary.json holding one record of every junit outcome and
-      text that XML must escape, for the junit.xml checks."""
+      text that XML must escape, for the junit.xml checks.
+  ratios-match DIR FAMILY
+      exit 0 when every record's overhead is its step_ms over the
+      baseline_step_ms it records, and every record whose impl starts with
+      FAMILY's producer prefix names an overhead_baseline of FAMILY."""
 import json
 import os
 import sys
@@ -77,12 +81,29 @@ def craft(dst):
     return 0
 
 
+def ratios_match(d, family):
+    bad = []
+    prefix = family.split("_baseline")[0] + "_"
+    for r in load(d)["records"]:
+        over, step, base = r.get("overhead"), r.get("step_ms"), r.get("baseline_step_ms")
+        name = r.get("overhead_baseline", "")
+        if over is not None and (step is None or not base or abs(over - step / base) > 1e-9 * over):
+            bad.append("%s/%s: overhead %r is not step_ms %r / baseline_step_ms %r" % (r["case"], r["impl"], over,
+                                                                                    step, base))
+        if r["impl"].startswith(prefix) and not name.startswith(family):
+            bad.append("%s/%s: overhead_baseline %r is not of %s" % (r["case"], r["impl"], name, family))
+    print("\n".join(bad) or "every overhead divides by the baseline it records")
+    return 1 if bad else 0
+
+
 def main(argv):
     if len(argv) == 7 and argv[1] == "set-verdict":
         set_verdict(*argv[2:])
         return 0
     if len(argv) == 4 and argv[1] == "same-verdicts":
         return same_verdicts(argv[2], argv[3])
+    if len(argv) == 4 and argv[1] == "ratios-match":
+        return ratios_match(argv[2], argv[3])
     if len(argv) == 3 and argv[1] == "craft":
         return craft(argv[2])
     sys.exit(__doc__)

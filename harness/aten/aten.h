@@ -64,10 +64,13 @@ int ckpt_counting_allocator_installed(void);
 void ckpt_counting_allocator_stats(int64_t *live, int64_t *peak, int64_t *count);
 void ckpt_counting_allocator_reset_peak(void);
 /* The most bytes tensors may hold live on the CPU: physical memory, the
- * cgroup's limit or CKPT_MEMORY_LIMIT ("512M", "8G"), whichever is least;
- * an allocation past it fails as out of memory (ST_RUN) at once. -1 when
- * CKPT_MEMORY_LIMIT is malformed (aten_init then refuses to start). */
+ * cgroup's limit, the address space limit (RLIMIT_AS, ulimit -v) or
+ * CKPT_MEMORY_LIMIT ("512M", "8G"), whichever is least; an allocation past
+ * it fails as out of memory (ST_RUN) at once. -1 when CKPT_MEMORY_LIMIT is
+ * malformed (aten_init then refuses to start). */
 int64_t ckpt_counting_allocator_limit(void);
+/* Which of those it is, in words ("physical memory", "CKPT_MEMORY_LIMIT"). */
+const char *ckpt_counting_allocator_limit_source(void);
 /* 1 (and why, in one line) when `bytes` more would pass that limit or, for
  * large requests, what the system has available: host copies check here
  * before allocating, so that they fail too instead of being OOM-killed. */

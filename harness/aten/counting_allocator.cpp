@@ -40,6 +40,7 @@
 #include <new>
 #include <unordered_map>
 
+#include <sys/resource.h>
 #include <unistd.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -166,6 +167,11 @@ const limit_info &memory_limit()
         int64_t group = cgroup_limit();
         if (group > 0 && group < l.bytes)
             l = {group, "cgroup memory limit"};
+        /* Past the address space limit (ulimit -v) an allocation fails
+         * whatever memory is free. */
+        struct rlimit as;
+        if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY && as.rlim_cur < (rlim_t)l.bytes)
+            l = {(int64_t)as.rlim_cur, "RLIMIT_AS, ulimit -v"};
         if (const char *env = getenv("CKPT_MEMORY_LIMIT")) {
             int64_t asked = parse_bytes(env);
             if (asked < 0)
@@ -316,6 +322,8 @@ extern "C" int ckpt_install_counting_allocator(void)
 }
 
 extern "C" int64_t ckpt_counting_allocator_limit(void) { return memory_limit().bytes; }
+
+extern "C" const char *ckpt_counting_allocator_limit_source(void) { return memory_limit().source; }
 
 extern "C" int ckpt_memory_refuses(uint64_t bytes, char *why, size_t len)
 {

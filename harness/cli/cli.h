@@ -31,6 +31,11 @@ void cli_print_version(FILE *out);
 
 /* Prints the error's message and returns its exit code. */
 int cli_fail(int code);
+/* A bad option of `command` ("" for the main run) as getopt_long reported
+ * it (opt ':' a missing value, else unknown; arg the word as typed): one
+ * line on stderr; returns EXIT_USAGE. Every command takes options and
+ * operands in any order (getopt_long permutes; "--" ends the options). */
+int cli_option_error(const char *command, int opt, const char *arg);
 /* Runs and benchmarks compute: a slow BLAS gets its one-line warning, and
  * `header`, when given, a line naming what the run computes with. */
 void cli_announce_blas(FILE *header);
@@ -39,7 +44,15 @@ void cli_announce_blas(FILE *header);
 int cli_check_out_dir(const char *path);
 /* Creates the output directory and its parents; it must be writable. */
 int cli_make_dirs(const char *path);
-/* What the runs read from files may load in all (common.c). */
-int cli_read_budget(uint64_t *budget);
+/* What the runs read from files may load in all (common.c), and the limit
+ * that sets it in words, for messages. */
+struct read_budget {
+    uint64_t bytes;
+    char limit[160];
+};
+int cli_read_budget(struct read_budget *b);
+/* ST_INPUT in one line ("WHAT: the datasets claim ..., more than <limit>;
+ * nothing loaded") when `claimed` bytes pass the budget, before any load. */
+int cli_check_claim(const struct read_budget *b, const char *what, uint64_t claimed);
 
 #endif

@@ -1,5 +1,6 @@
-/* common: what several subcommands use: the error exit, the BLAS line, the
- * output directory's checks and creation, the read budget. */
+/* common: what several subcommands use: the error exit, the option error,
+ * the BLAS line, the output directory's checks and creation, the read
+ * budget. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "aten/aten.h"
 #include "blas_info.h"
 #include "case.h"
+#include "case_text.h"
 #include "cli.h"
 #include "error.h"
 #include "h5store.h"
@@ -33,18 +35,49 @@ int cli_fail(int code)
     return code == ST_INPUT ? EXIT_USAGE : code == ST_OK ? 0 : EXIT_INTERNAL;
 }
 
+int cli_option_error(const char *command, int opt, const char *arg)
+{
+    const char *sp = command[0] ? " " : "";
+    if (opt == ':')
+        fprintf(stderr, "ckpt-verify%s%s: option '%s' needs a value (see ckpt-verify%s%s --help)\n", sp, command, arg,
+                sp, command);
+    else
+        fprintf(stderr, "ckpt-verify%s%s: unknown option '%s' (see ckpt-verify%s%s --help)\n", sp, command, arg, sp,
+                command);
+    return EXIT_USAGE;
+}
+
 /* What the runs read from files may load in all: CKPT_MEMORY_LIMIT when it
- * is set, else H5STORE_READ_LIMIT or the machine's memory, whichever is
- * less (a small file can declare huge or hard-linked datasets). */
-int cli_read_budget(uint64_t *budget)
+ * is set, else H5STORE_READ_LIMIT or the memory limit (physical memory,
+ * the cgroup's, RLIMIT_AS), whichever is less (a small file can declare
+ * huge or hard-linked datasets); the limit that applies is named. */
+int cli_read_budget(struct read_budget *b)
 {
     int64_t memory = ckpt_counting_allocator_limit();
+    char size[32];
     if (memory < 0)
         return error_set(ST_INPUT, "CKPT_MEMORY_LIMIT='%s': not a byte count (for example 512M or 8G)",
                          getenv("CKPT_MEMORY_LIMIT"));
-    *budget = getenv("CKPT_MEMORY_LIMIT") || (uint64_t)memory < H5STORE_READ_LIMIT ? (uint64_t)memory
-                                                                                  : H5STORE_READ_LIMIT;
+    if (getenv("CKPT_MEMORY_LIMIT") || (uint64_t)memory < H5STORE_READ_LIMIT) {
+        b->bytes = (uint64_t)memory;
+        snprintf(b->limit, sizeof b->limit, "the %s memory limit (%s)",
+                 text_format_bytes((double)memory, size, sizeof size), ckpt_counting_allocator_limit_source());
+    } else {
+        b->bytes = H5STORE_READ_LIMIT;
+        snprintf(b->limit, sizeof b->limit, "the %s a read may load (the default; CKPT_MEMORY_LIMIT sets another)",
+                 text_format_bytes((double)H5STORE_READ_LIMIT, size, sizeof size));
+    }
     return ST_OK;
+}
+
+int cli_check_claim(const struct read_budget *b, const char *what, uint64_t claimed)
+{
+    char size[32];
+    if (claimed <= b->bytes)
+        return ST_OK;
+    return error_set(ST_INPUT, "%s: the datasets claim %s (a dataset linked under several names counts once per "
+                     "name), more than %s; nothing loaded", what, text_format_bytes((double)claimed, size, sizeof size),
+                     b->limit);
 }
 
 /* The longest --out accepted: a report's path, "<out>/<case>.h5", must fit

@@ -2,6 +2,7 @@
  * compares two runs of any files that follow the schema, tensor by tensor
  * (bitwise; sign-aware ULP distance where bits differ). Exit 1 on a
  * difference beyond the tolerance or a tensor on one side only. */
+#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -244,28 +245,44 @@ static int diff_runs(const char *fa, const struct run_record *a, const char *fb,
     return beyond || missing ? EXIT_UNEXPECTED : 0;
 }
 
+static const char diff_usage[] = "usage: ckpt-verify diff [-t|--tolerance ULP] [-j|--json] A.h5[:run] B.h5[:run]\n";
+
 int cli_diff(int argc, char **argv)
 {
     struct diff_options o = {0, 0};
-    int first = 1;
-    for (; first < argc && argv[first][0] == '-' && argv[first][1] == '-'; first++) {
-        char *end;
-        if (!strcmp(argv[first], "--json")) {
-            o.json = 1;
-        } else if (!strcmp(argv[first], "--tolerance") && first + 1 < argc) {
-            o.tolerance = strtod(argv[++first], &end);
-            if (*end || !*argv[first] || !(o.tolerance >= 0) || isinf(o.tolerance)) {
-                fprintf(stderr, "ckpt-verify diff: --tolerance: '%s' is not a number of ULP >= 0\n", argv[first]);
+    static const struct option options[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"tolerance", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    char *end;
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":jt:h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'j': o.json = 1; break;
+        case 't':
+            o.tolerance = strtod(optarg, &end);
+            if (*end || !*optarg || !(o.tolerance >= 0) || isinf(o.tolerance)) {
+                fprintf(stderr, "ckpt-verify diff: --tolerance: '%s' is not a number of ULP >= 0\n", optarg);
                 return EXIT_USAGE;
             }
-        } else {
-            fprintf(stderr, "ckpt-verify diff: unknown option '%s' (usage: ckpt-verify diff [--tolerance ULP] "
-                            "[--json] A.h5[:run] B.h5[:run])\n", argv[first]);
-            return EXIT_USAGE;
+            break;
+        case 'h':
+            printf("%s\nCompares two runs of any files that follow the schema (docs/schema.md), tensor by tensor:\n"
+                   "bitwise, and the sign-aware ULP distance where bits differ. A run defaults to baseline_0, else\n"
+                   "the file's only run. --tolerance ULP accepts differences up to ULP; --json prints one JSON object.\n"
+                   "exit codes: 0 identical (or within the tolerance), 1 different, 2 bad input, 3 internal error\n",
+                   diff_usage);
+            return 0;
+        default: return cli_option_error("diff", opt, argv[optind - 1]);
         }
     }
+    int first = optind;
     if (argc - first != 2) {
-        fprintf(stderr, "usage: ckpt-verify diff [--tolerance ULP] [--json] A.h5[:run] B.h5[:run]\n");
+        fprintf(stderr, "%s", diff_usage);
         return EXIT_USAGE;
     }
     argv += first - 1;
@@ -275,12 +292,25 @@ int cli_diff(int argc, char **argv)
     if ((st = split_file_run(argv[1], fa, sizeof fa, ra, sizeof ra)) ||
         (st = split_file_run(argv[2], fb, sizeof fb, rb, sizeof rb)))
         return cli_fail(st);
-    uint64_t budget;
+    struct read_budget budget;
+    uint64_t claim_a, claim_b;
+    char what[2200];
     if ((st = cli_read_budget(&budget)))
         return cli_fail(st);
-    if ((st = h5store_read_run_within(fa, ra, &budget, &a)))
+    /* What both runs claim is checked before either is loaded: a small
+     * file's hard-linked datasets must not take memory and time first. */
+    if ((st = h5store_claimed_bytes(fa, ra, &claim_a)))
         return cli_fail(run_missing_hint(fa, st));
-    if ((st = h5store_read_run_within(fb, rb, &budget, &b))) {
+    if ((st = h5store_claimed_bytes(fb, rb, &claim_b)))
+        return cli_fail(run_missing_hint(fb, st));
+    snprintf(what, sizeof what, "%s:/runs/%s", fa, ra);
+    if (claim_a <= budget.bytes)
+        snprintf(what, sizeof what, "%s:/runs/%s with %s:/runs/%s", fa, ra, fb, rb);
+    if ((st = cli_check_claim(&budget, what, claim_a > budget.bytes ? claim_a : claim_a + claim_b)))
+        return cli_fail(st);
+    if ((st = h5store_read_run_within(fa, ra, &budget.bytes, &a)))
+        return cli_fail(run_missing_hint(fa, st));
+    if ((st = h5store_read_run_within(fb, rb, &budget.bytes, &b))) {
         run_record_free(&a);
         return cli_fail(run_missing_hint(fb, st));
     }

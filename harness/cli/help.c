@@ -1,4 +1,4 @@
-/* help: the main command's --help (usage, the impls, exit codes, the BLAS)
+/* help: the main command's --help (usage, the impls, exit codes)
  * and --version (harness, torch, CUDA, BLAS). */
 #include <stdio.h>
 #include <string.h>
@@ -7,30 +7,32 @@
 #include "aten/torch_runtime.h"
 #include "blas_info.h"
 #include "cli.h"
+#include "external.h"
 #include "impl.h"
 
 void cli_usage(FILE *out)
 {
     fprintf(out,
             "usage: ckpt-verify [options]                 run cases (default: the smoke suite)\n"
-            "       ckpt-verify diff [--tolerance ULP] [--json] A.h5[:run] B.h5[:run]\n"
+            "       ckpt-verify diff [-t ULP] [-j] A.h5[:run] B.h5[:run]\n"
             "                                               compare two runs of any schema files\n"
-            "       ckpt-verify merge OUT_DIR DIR...        merge run directories (shards) into one report\n"
-            "       ckpt-verify judge [--out DIR] FILE.h5... verdicts from the runs stored in report files\n"
+            "       ckpt-verify merge [--strict] OUT_DIR DIR...  merge run directories (shards) into one report\n"
+            "       ckpt-verify judge [-o DIR] FILE.h5...   verdicts from the runs stored in report files\n"
             "       ckpt-verify plot RUN_DIR                determinism, memory and time plots (gnuplot)\n"
-            "       ckpt-verify bench [--quick] [--out DIR]  memory and time benchmark (see bench --help)\n"
+            "       ckpt-verify bench [-q] [-o DIR]         memory and time benchmark\n"
+            "Every command answers --help; options and operands go in any order.\n"
             "\n"
             "Runs each case with and without gradient checkpointing from the same seed, parameters\n"
             "and inputs, records every gradient to HDF5 and compares them bitwise (ULP distance when\n"
             "they differ, against the baseline's own run-to-run noise floor).\n"
             "\n"
             "options:\n"
-            "  --case NAME        run this case (repeatable)\n"
-            "  --suite LABEL      run every case labelled LABEL (smoke, nightly, ...)\n"
+            "  -c, --case NAME    run this case (repeatable)\n"
+            "  -s, --suite LABEL  run every case labelled LABEL (smoke, nightly, ...)\n"
             "  --cases PATH       case file or directory (default: %s)\n"
-            "  --list             list the cases and exit\n"
-            "  --impl LIST        comma-separated impls instead of each case's own\n"
-            "  --out DIR          output directory (default: reports/<UTC timestamp>)\n"
+            "  -l, --list         list the cases and exit\n"
+            "  -i, --impl LIST    comma-separated impls instead of each case's own\n"
+            "  -o, --out DIR      output directory (default: reports/<UTC timestamp>)\n"
             "  --steps N          training steps per run (overrides the case)\n"
             "  --repeats N        timed steps per run, median taken: the recorded steps, then timing-only\n"
             "                     ones up to N (default: the recorded steps alone)\n"
@@ -45,18 +47,17 @@ void cli_usage(FILE *out)
             "  --impl-lib PATH.so load checkpoint impls from a plugin (impls/plugin.h); repeatable, before --help\n"
             "  --external CMD     after each case, run CMD REPORT.h5: it appends its own runs (docs/external.md)\n"
             "                     and all runs are judged together; a failing CMD or a malformed run: exit 2\n"
+            "  --external-timeout S  stop CMD (its process group) after S seconds: exit 2 (default %g; 0: none)\n"
             "  --version          the harness, libtorch and BLAS this process runs with\n"
             "  -h, --help         this text\n"
             "\n"
             "impls:\n",
-            CKPT_CASES_DIR);
+            CKPT_CASES_DIR, EXTERNAL_TIMEOUT_DEFAULT_S);
     for (const struct checkpoint_impl *const *i = impl_all(); *i; i++)
         fprintf(out, "  %-20s %s\n", (*i)->name, (*i)->summary);
     fprintf(out, "\nexit codes: 0 all verdicts expected, 1 an unexpected verdict (diff: a difference),\n"
-                 "            2 usage or input error, 3 internal error\n");
-    struct blas_info blas;
-    blas_info_detect(&blas);
-    fprintf(out, "\nBLAS (the library providing sgemm_ in this process): %s\n", blas.name);
+                 "            2 usage or input error, 3 internal error\n"
+                 "--version names the harness, torch and BLAS this process runs with.\n");
 }
 
 /* What this process computes with: the harness, the torch it was compiled

@@ -1,5 +1,6 @@
 /* judge: `ckpt-verify judge [--out DIR] FILE.h5...` gives verdicts from the
  * runs stored in report files, whoever wrote them. */
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 
 #include "cli.h"
 #include "error.h"
+#include "h5store.h"
 #include "impl.h"
 #include "plugin.h"
 #include "judge.h"
@@ -18,40 +20,42 @@
 /* judge [--out DIR] FILE.h5...: verdicts from the runs stored in reports,
  * whoever wrote them. Every file is judged before anything is written, so a
  * bad file (exit 2) leaves --out untouched. */
+static const char judge_usage[] = "usage: ckpt-verify judge [-o|--out DIR] [--impl-lib PATH.so] FILE.h5...\n";
+
 int cli_judge(int argc, char **argv)
 {
     const char *out_dir = NULL;
-    int first = 1;
-    for (; first < argc && argv[first][0] == '-'; first++) {
-        if (!strcmp(argv[first], "-h") || !strcmp(argv[first], "--help")) {
-            printf("usage: ckpt-verify judge [--out DIR] [--impl-lib PATH.so] FILE.h5...\n"
-                   "Judges every run of each file against its baseline_* runs (per-tensor noise envelope at the\n"
-                   "tensor's scale, NOISE within %gx); expectations from the file's /case expect attribute,\n"
-                   "otherwise PASS or NOISE. --out DIR writes summary.json and junit.xml there.\n"
-                   "exit codes: 0 all verdicts expected, 1 an unexpected verdict, 2 bad input, 3 internal error\n",
-                   JUDGE_NOISE_MARGIN);
-            return 0;
-        }
-        if (!strcmp(argv[first], "--out") && first + 1 < argc) {
-            out_dir = argv[++first];
-            continue;
-        }
+    static const struct option options[] = {
+        {"out", required_argument, NULL, 'o'},
+        {"impl-lib", required_argument, NULL, 'L'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":o:h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'o': out_dir = optarg; break;
         /* A plugin's planted impls are expected to FAIL, as in the run. */
-        if (!strcmp(argv[first], "--impl-lib") && first + 1 < argc) {
-            if (impl_load_plugin(argv[++first]))
+        case 'L':
+            if (impl_load_plugin(optarg))
                 return cli_fail(ST_INPUT);
-            continue;
-        }
-        if (!strcmp(argv[first], "--")) {
-            first++;
             break;
+        case 'h':
+            printf("%s\nJudges every run of each file against its baseline_* runs (per-tensor noise envelope at the\n"
+                   "tensor's scale, NOISE within %gx); expectations from the file's /case expect attribute,\n"
+                   "otherwise PASS or NOISE. -o/--out DIR writes summary.json and junit.xml there.\n"
+                   "exit codes: 0 all verdicts expected, 1 an unexpected verdict, 2 bad input, 3 internal error\n",
+                   judge_usage, JUDGE_NOISE_MARGIN);
+            return 0;
+        default: return cli_option_error("judge", opt, argv[optind - 1]);
         }
-        fprintf(stderr, "ckpt-verify judge: unknown option '%s' (see judge --help)\n", argv[first]);
-        return EXIT_USAGE;
     }
+    int first = optind;
     int n = argc - first;
     if (n < 1) {
-        fprintf(stderr, "usage: ckpt-verify judge [--out DIR] FILE.h5...\n");
+        fprintf(stderr, "%s", judge_usage);
         return EXIT_USAGE;
     }
     if (out_dir && cli_check_out_dir(out_dir))
@@ -60,15 +64,23 @@ int cli_judge(int argc, char **argv)
     if (!results)
         return cli_fail(error_set(ST_INTERNAL, "out of memory"));
     int st = ST_OK, bad = 0, unexpected = 0;
-    uint64_t budget;
+    struct read_budget budget;
     if ((st = cli_read_budget(&budget))) {
         free(results);
         return cli_fail(st);
     }
     for (int i = 0; i < n; i++) {
-        /* Each file gets the whole budget: its runs are freed once judged. */
-        uint64_t file_budget = budget;
-        if ((st = judge_file(argv[first + i], &file_budget, &results[i]))) {
+        /* Each file gets the whole budget: its runs are freed once judged.
+         * What all its runs claim is checked before any is loaded. */
+        uint64_t file_budget = budget.bytes, claimed = 0;
+        int claim_st = h5store_claimed_bytes(argv[first + i], NULL, &claimed);
+        if (claim_st == ST_OK)
+            claim_st = cli_check_claim(&budget, argv[first + i], claimed);
+        else {
+            claim_st = ST_OK; /* judge_file names what is wrong with the file */
+            error_clear();
+        }
+        if ((st = claim_st) || (st = judge_file(argv[first + i], &file_budget, &results[i]))) {
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
             if (st != ST_INPUT)
                 break;
@@ -94,8 +106,7 @@ int cli_judge(int argc, char **argv)
         st = summary_add_case_run(summary, &results[i], i, NAN);
     }
     if (!st && out_dir &&
-        ((st = cli_make_dirs(out_dir)) || (st = summary_write(summary, out_dir)) ||
-         (st = junit_write(summary_json(summary), out_dir, NULL)))) {
+        ((st = cli_make_dirs(out_dir)) || (st = junit_write_with_summary(summary_json(summary), out_dir, NULL)))) {
         summary_free(summary);
         free(results);
         return cli_fail(st);

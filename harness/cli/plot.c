@@ -1,5 +1,6 @@
 /* plot: `ckpt-verify plot RUN_DIR` draws a run's determinism, memory and
  * time plots with gnuplot. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +14,23 @@
  * tree's scripts/; gnuplot from CKPT_GNUPLOT, else PATH. */
 int cli_plot(int argc, char **argv)
 {
-    if (argc != 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: ckpt-verify plot RUN_DIR   (RUN_DIR holds summary.json; plots go to RUN_DIR/plots)\n");
-        return argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) ? 0 : EXIT_USAGE;
+    static const struct option options[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    static const char usage[] = "usage: ckpt-verify plot RUN_DIR   (RUN_DIR holds summary.json; plots go to RUN_DIR/plots)\n";
+    int opt;
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        if (opt != 'h')
+            return cli_option_error("plot", opt, argv[optind - 1]);
+        printf("%sDraws the run's determinism, memory and time plots with gnuplot (CKPT_GNUPLOT, else PATH)\n"
+               "from RUN_DIR/summary.json into RUN_DIR/plots.\n", usage);
+        return 0;
     }
+    if (argc - optind != 1) {
+        fprintf(stderr, "%s", usage);
+        return EXIT_USAGE;
+    }
+    argv += optind - 1;
     const char *scripts = getenv("CKPT_SCRIPTS_DIR") ? getenv("CKPT_SCRIPTS_DIR") : CKPT_SOURCE_DIR "/scripts";
     const char *gnuplot = getenv("CKPT_GNUPLOT") ? getenv("CKPT_GNUPLOT") : "gnuplot";
     /* A FIFO in the summary's place would block the plot for ever. */

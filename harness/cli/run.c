@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,8 @@
 
 #include "aten/aten.h"
 #include "case.h"
+#include "case_fit.h"
+#include "case_text.h"
 #include "cli.h"
 #include "error.h"
 #include "external.h"
@@ -41,6 +44,25 @@ struct overrides {
     unsigned long long seed;
 };
 
+static const char *impl_name_at(const void *ctx, int i)
+{
+    return ((const struct checkpoint_impl *const *)ctx)[i]->name;
+}
+
+/* An unknown impl, with the known ones nearest to it, as --case does. */
+static int unknown_impl(const char *where, const char *word)
+{
+    const struct checkpoint_impl *const *all = impl_all();
+    const char *near[3];
+    char hint[256];
+    int count = 0;
+    while (all[count])
+        count++;
+    int n = text_suggest(word, impl_name_at, all, count, near, 3);
+    text_format_suggestions(hint, sizeof hint, near, n, " (see --help)");
+    return error_set(ST_INPUT, "%sunknown impl '%s'%s", where, word, hint);
+}
+
 /* --impl LIST: comma-separated, each impl known and named once. An empty
  * list or entry would run a case with fewer impls than asked for, and a
  * repeated one would write one run over the other. */
@@ -62,7 +84,7 @@ static int parse_impl_list(const char *list, char (*out)[CASE_WORD_MAX], int *co
             return error_set(ST_INPUT, "--impl: impl name '%.*s' is too long", (int)(n - start), p + start);
         snprintf(word, sizeof word, "%.*s", (int)(n - start), p + start);
         if (!impl_find(word))
-            return error_set(ST_INPUT, "--impl: unknown impl '%s' (see --help)", word);
+            return unknown_impl("--impl: ", word);
         for (int k = 0; k < *count; k++)
             if (strcmp(out[k], word) == 0)
                 return error_set(ST_INPUT, "--impl: impl '%s' named twice", word);
@@ -93,9 +115,10 @@ static int apply_overrides(struct ckpt_case *c, const struct overrides *o)
     return ST_OK;
 }
 
-/* Every impl and device the selected cases name must exist before anything
- * runs: a typo in the last case of a suite should not cost the runs before
- * it, and a CPU build refuses a GPU case in one line. */
+/* Every impl and device the selected cases name must exist, and every case
+ * must fit the memory limit, before anything runs: a typo or an oversized
+ * case last in a suite should not cost the runs before it, and a CPU build
+ * refuses a GPU case in one line. */
 static int check_impls(const struct ckpt_case *const *run, int n_run, const struct overrides *o)
 {
     for (int i = 0; i < n_run; i++) {
@@ -104,10 +127,11 @@ static int check_impls(const struct ckpt_case *const *run, int n_run, const stru
         if (st)
             return st;
         for (int k = 0; k < c.n_impls; k++)
-            if (!impl_find(c.impls[k]))
-                return error_set(ST_INPUT, "%s:%d: case %s: unknown impl '%s' (see --help)", c.file, c.line,
-                                 c.name, c.impls[k]);
-            else if (c.determinism_check == DETERMINISM_VALUES && impl_is_reentrant(impl_find(c.impls[k])))
+            if (!impl_find(c.impls[k])) {
+                char where[CASE_NAME_MAX + 1100];
+                snprintf(where, sizeof where, "%s:%d: case %s: ", c.file, c.line, c.name);
+                return unknown_impl(where, c.impls[k]);
+            } else if (c.determinism_check == DETERMINISM_VALUES && impl_is_reentrant(impl_find(c.impls[k])))
                 return error_set(ST_INPUT, "%s:%d: case %s: impl %s is reentrant: it keeps no saved tensors to "
                                  "compare, so %s is not supported (name the non-reentrant impls with --impl)",
                                  c.file, c.line, c.name, c.impls[k],
@@ -118,7 +142,7 @@ static int check_impls(const struct ckpt_case *const *run, int n_run, const stru
                                  "checkpointing is not compatible with grad() or backward(inputs=...) (use loss or "
                                  "twice, or name the non-reentrant impls with --impl)",
                                  c.file, c.line, c.name, c.backward == BACKWARD_GRAD ? "grad" : "inputs", c.impls[k]);
-        if ((st = model_check_devices(&c)))
+        if ((st = model_check_devices(&c)) || (st = case_fit_check(&c)))
             return st;
     }
     return ST_OK;
@@ -129,31 +153,32 @@ int cli_run(int argc, char **argv)
     const char *cases_path = getenv("CKPT_CASES") ? getenv("CKPT_CASES") : CKPT_CASES_DIR;
     const char *out_dir = NULL, *suite = NULL, *selected[MAX_SELECTED], *compare_to = NULL, *external = NULL;
     int progress_lines = 0;
+    double external_timeout = EXTERNAL_TIMEOUT_DEFAULT_S;
     struct shard shard = {1, 1};
     int n_selected = 0, list = 0;
     struct overrides o = {0};
-    enum { OPT_CASES = 256, OPT_IMPL, OPT_OUT, OPT_STEPS, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_VERIFY, OPT_SUITE,
-           OPT_SHARD, OPT_COMPARE, OPT_PROGRESS, OPT_EXTERNAL, OPT_IMPL_LIB, OPT_VERSION,
-           OPT_REPEATS };
+    enum { OPT_CASES = 256, OPT_STEPS, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_VERIFY, OPT_SHARD, OPT_COMPARE, OPT_PROGRESS, OPT_EXTERNAL, OPT_IMPL_LIB, OPT_VERSION,
+           OPT_REPEATS, OPT_EXTERNAL_TIMEOUT };
     static const struct option options[] = {
         {"case", required_argument, NULL, 'c'},        {"cases", required_argument, NULL, OPT_CASES},
-        {"list", no_argument, NULL, 'l'},              {"impl", required_argument, NULL, OPT_IMPL},
-        {"out", required_argument, NULL, OPT_OUT},     {"steps", required_argument, NULL, OPT_STEPS},
+        {"list", no_argument, NULL, 'l'},              {"impl", required_argument, NULL, 'i'},
+        {"out", required_argument, NULL, 'o'},         {"steps", required_argument, NULL, OPT_STEPS},
         {"seed", required_argument, NULL, OPT_SEED},   {"threads", required_argument, NULL, OPT_THREADS},
         {"device", required_argument, NULL, OPT_DEVICE}, {"verify-values", no_argument, NULL, OPT_VERIFY},
-        {"suite", required_argument, NULL, OPT_SUITE}, {"help", no_argument, NULL, 'h'},
+        {"suite", required_argument, NULL, 's'},       {"help", no_argument, NULL, 'h'},
         {"shard", required_argument, NULL, OPT_SHARD}, {"compare-to", required_argument, NULL, OPT_COMPARE},
         {"progress", no_argument, NULL, OPT_PROGRESS},
         {"external", required_argument, NULL, OPT_EXTERNAL},
         {"impl-lib", required_argument, NULL, OPT_IMPL_LIB},
         {"version", no_argument, NULL, OPT_VERSION},
         {"repeats", required_argument, NULL, OPT_REPEATS},
+        {"external-timeout", required_argument, NULL, OPT_EXTERNAL_TIMEOUT},
         {NULL, 0, NULL, 0},
     };
     int opt;
     char *end;
     opterr = 0; /* one line of our own instead of getopt's and the usage text */
-    while ((opt = getopt_long(argc, argv, ":c:lh", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":c:lhi:o:s:", options, NULL)) != -1) {
         switch (opt) {
         case 'c':
             if (n_selected == MAX_SELECTED) {
@@ -164,9 +189,9 @@ int cli_run(int argc, char **argv)
             break;
         case OPT_CASES: cases_path = optarg; break;
         case 'l': list = 1; break;
-        case OPT_IMPL: o.impls = optarg; break;
-        case OPT_OUT: out_dir = optarg; break;
-        case OPT_SUITE: suite = optarg; break;
+        case 'i': o.impls = optarg; break;
+        case 'o': out_dir = optarg; break;
+        case 's': suite = optarg; break;
         case OPT_DEVICE: o.device = optarg; break;
         case OPT_VERIFY: o.verify_values = 1; break;
         case OPT_COMPARE: compare_to = optarg; break;
@@ -181,6 +206,13 @@ int cli_run(int argc, char **argv)
                 return EXIT_USAGE;
             }
             external = optarg;
+            break;
+        case OPT_EXTERNAL_TIMEOUT:
+            external_timeout = strtod(optarg, &end);
+            if (*end || !*optarg || !(external_timeout >= 0) || isinf(external_timeout)) {
+                fprintf(stderr, "ckpt-verify: --external-timeout: '%s' is not a number of seconds >= 0\n", optarg);
+                return EXIT_USAGE;
+            }
             break;
         case OPT_SHARD:
             if (shard_parse(optarg, &shard))
@@ -266,11 +298,10 @@ int cli_run(int argc, char **argv)
         const struct ckpt_case *c = case_list_find(&cases, selected[i]);
         if (!c) {
             const char *near[3] = {0};
+            char hint[CASE_NAME_MAX * 3 + 64];
             int n = case_list_suggest(&cases, selected[i], near, 3);
-            fprintf(stderr, "ckpt-verify: unknown case '%s'", selected[i]);
-            for (int k = 0; k < n; k++)
-                fprintf(stderr, "%s%s", k ? ", " : " (did you mean: ", near[k]);
-            fprintf(stderr, "%s\n", n ? "?)" : "; see --list");
+            text_format_suggestions(hint, sizeof hint, near, n, "; see --list");
+            fprintf(stderr, "ckpt-verify: unknown case '%s'%s\n", selected[i], hint);
             free(run);
             case_list_free(&cases);
             return EXIT_USAGE;
@@ -283,7 +314,11 @@ int cli_run(int argc, char **argv)
             if (case_has_label(&cases.items[i], label))
                 run[n_run++] = &cases.items[i];
         if (!n_run) {
-            fprintf(stderr, "ckpt-verify: no case is labelled '%s' in %s\n", label, cases_path);
+            const char *near[3];
+            char hint[256];
+            int n = case_list_suggest_label(&cases, label, near, 3);
+            text_format_suggestions(hint, sizeof hint, near, n, "; see --list");
+            fprintf(stderr, "ckpt-verify: no case is labelled '%s' in %s%s\n", label, cases_path, hint);
             free(run);
             case_list_free(&cases);
             return EXIT_USAGE;
@@ -356,31 +391,45 @@ int cli_run(int argc, char **argv)
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
             break;
         }
-        st = runner_run_case(&c, &settings, result);
-        if (!st && external && result->h5_path[0]) {
+        /* The case's own status: it decides this case's records, never
+         * the run's exit code directly. */
+        int case_st = runner_run_case(&c, &settings, result);
+        if (!case_st && external && result->h5_path[0]) {
             /* Another producer's runs, judged with the harness's. */
             struct case_result *with_external = malloc(sizeof *with_external);
             if (!with_external)
-                st = error_set(ST_INTERNAL, "out of memory");
-            else if (!(st = external_append_runs(external, result->h5_path, with_external)))
+                case_st = error_set(ST_INTERNAL, "out of memory");
+            else if (!(case_st = external_append_runs(external, external_timeout, result->h5_path, with_external)))
                 *result = *with_external;
             free(with_external);
         }
+        if (case_st && !result->status) {
+            /* Failed after the runner was done (--external): the result
+             * carries the failure, so its records cannot read as green. */
+            result->status = case_st;
+            snprintf(result->error, sizeof result->error, "%s", error_message());
+        }
         progress_case_done(&bar, i, result, progress_now() - started);
-        if (st == ST_INPUT) {
+        if (case_st == ST_INPUT) {
             worst = EXIT_USAGE;
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
             break;
         }
         report_print_case(stdout, result);
         fflush(stdout);
-        summary_add_case_run(summary, result, index_of[i], progress_now() - started);
+        if ((st = summary_add_case_run(summary, result, index_of[i], progress_now() - started))) {
+            worst = EXIT_INTERNAL;
+            fprintf(stderr, "ckpt-verify: %s\n", error_message());
+            break;
+        }
         /* A case that could not run, or whose report could not be written
-         * (a full disk), is unexpected whatever its verdicts say. */
-        if (st)
+         * (a full disk), is unexpected whatever its verdicts say; its
+         * records say so (ERROR, expected false). */
+        if (case_st)
             unexpected++;
-        for (int k = 0; k < result->n_results; k++)
-            unexpected += !result->results[k].expected;
+        else
+            for (int k = 0; k < result->n_results; k++)
+                unexpected += !result->results[k].expected;
     }
     if (!result)
         worst = EXIT_INTERNAL;
@@ -415,9 +464,10 @@ int cli_run(int argc, char **argv)
     } else if (compare_st) {
         st = compare_st; /* no summary without the regressions it must carry */
     } else {
-        /* A summary that cannot be written (a full disk) leaves the
-         * previous one whole and, like a report that cannot be, exit 1. */
-        if ((st = summary_write(summary, out_dir)) || (st = junit_write(summary_json(summary), out_dir, NULL))) {
+        /* A summary and junit.xml that cannot both be written (a full
+         * disk) leave the previous pair whole and, like a report that
+         * cannot be, exit 1. */
+        if ((st = junit_write_with_summary(summary_json(summary), out_dir, NULL))) {
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
             unexpected++;
             st = ST_OK;

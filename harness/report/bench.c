@@ -52,7 +52,7 @@ static const char *const gpu_case_files[] = {"gpu.ini", NULL};
 void bench_usage(FILE *out)
 {
     fprintf(out,
-            "usage: ckpt-verify bench [--quick] [--device DEV] [--out DIR] [--cases PATH] [--repeats N] [--keep-h5]\n"
+            "usage: ckpt-verify bench [-q|--quick] [--device DEV] [-o|--out DIR] [--cases PATH] [--repeats N] [--keep-h5]\n"
             "\n"
             "Memory and time benchmark of the checkpoint impls on the cases labelled `bench`\n"
             "(`bench_quick` with --quick) in cases/bench/memory.ini and selective.ini: time overhead\n"
@@ -61,10 +61,10 @@ void bench_usage(FILE *out)
             "selective checkpointing's attention_core policy holds at long sequences. Exit 0 when\n"
             "every target holds, 1 when one does not. Draw it with `ckpt-verify plot DIR`.\n"
             "\n"
-            "  --quick        the small CI variant (a few seconds; the time target is not enforced)\n"
+            "  -q, --quick    the small CI variant (a few seconds; the time target is not enforced)\n"
             "  --device DEV   run every case on DEV (cpu or cuda:N; CUDA builds); with cuda:N the\n"
             "                 cases labelled `bench_gpu` (`bench_gpu_quick`) in cases/bench/gpu.ini\n"
-            "  --out DIR      output directory (default: reports/bench-<UTC timestamp>)\n"
+            "  -o, --out DIR  output directory (default: reports/bench-<UTC timestamp>)\n"
             "  --cases PATH   case file or directory (default: the files above, under %s/bench)\n"
             "  --repeats N    timed steps per run, median taken (default %d; %d with --quick)\n"
             "  --keep-h5      also write each case's HDF5 file (large for the full benchmark)\n",
@@ -73,9 +73,9 @@ void bench_usage(FILE *out)
 
 int bench_parse_args(int argc, char **argv, struct bench_options *o, int *help)
 {
-    enum { OPT_QUICK = 256, OPT_OUT, OPT_CASES, OPT_REPEATS, OPT_KEEP, OPT_DEVICE };
+    enum { OPT_CASES = 256, OPT_REPEATS, OPT_KEEP, OPT_DEVICE };
     static const struct option options[] = {
-        {"quick", no_argument, NULL, OPT_QUICK},     {"out", required_argument, NULL, OPT_OUT},
+        {"quick", no_argument, NULL, 'q'},           {"out", required_argument, NULL, 'o'},
         {"cases", required_argument, NULL, OPT_CASES}, {"repeats", required_argument, NULL, OPT_REPEATS},
         {"keep-h5", no_argument, NULL, OPT_KEEP},    {"device", required_argument, NULL, OPT_DEVICE},
         {"help", no_argument, NULL, 'h'},
@@ -86,10 +86,10 @@ int bench_parse_args(int argc, char **argv, struct bench_options *o, int *help)
     optind = 1;
     opterr = 0; /* the message below names the flag, once */
     int opt;
-    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "hqo:", options, NULL)) != -1) {
         switch (opt) {
-        case OPT_QUICK: o->quick = 1; break;
-        case OPT_OUT: o->out_dir = optarg; break;
+        case 'q': o->quick = 1; break;
+        case 'o': o->out_dir = optarg; break;
         case OPT_CASES: o->cases_path = optarg; break;
         case OPT_KEEP: o->keep_h5 = 1; break;
         case OPT_DEVICE: {

@@ -235,18 +235,39 @@ int junit_render(const json_t *summary, FILE *out, struct junit_counts *counts)
     return ferror(out) ? error_set(ST_INTERNAL, "junit: cannot write the document") : ST_OK;
 }
 
-int junit_write(const json_t *summary, const char *dir, struct junit_counts *counts)
+static int render(const json_t *summary, char **text, size_t *len, struct junit_counts *counts)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
+    FILE *mem = open_memstream(text, len);
     if (!mem)
         return error_set(ST_INTERNAL, "junit: out of memory");
     int st = junit_render(summary, mem, counts);
     if (fclose(mem) != 0 && !st)
         st = error_set(ST_INTERNAL, "junit: out of memory");
+    return st;
+}
+
+int junit_write(const json_t *summary, const char *dir, struct junit_counts *counts)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int st = render(summary, &text, &len, counts);
     if (!st)
         st = file_write_atomic(dir, "junit.xml", text, len);
     free(text);
+    return st;
+}
+
+int junit_write_with_summary(const json_t *summary, const char *dir, struct junit_counts *counts)
+{
+    static const char *const names[] = {"summary.json", "junit.xml"};
+    char *text[2] = {NULL, NULL};
+    size_t len[2] = {0, 0};
+    int st = render(summary, &text[1], &len[1], counts);
+    if (!st && !(text[0] = summary_file_text(summary, &len[0])))
+        st = error_set(ST_INTERNAL, "%s/summary.json: cannot serialise the summary (out of memory)", dir);
+    if (!st)
+        st = files_write_atomic(dir, 2, names, (const char *const *)text, len);
+    free(text[0]);
+    free(text[1]);
     return st;
 }

@@ -32,5 +32,9 @@ struct junit_counts {
 int junit_render(const json_t *summary, FILE *out, struct junit_counts *counts);
 /* Writes DIR/junit.xml atomically (temporary name, then rename). */
 int junit_write(const json_t *summary, const char *dir, struct junit_counts *counts);
+/* Writes DIR/summary.json and DIR/junit.xml as one set: both are written
+ * to temporaries before either is renamed into place, so a disk that holds
+ * one but not the other keeps the previous pair. */
+int junit_write_with_summary(const json_t *summary, const char *dir, struct junit_counts *counts);
 
 #endif

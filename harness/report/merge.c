@@ -182,8 +182,8 @@ int merge_run_dirs(const char *out_dir, const char *const *dirs, int n_dirs, int
         fprintf(out, "merge: warning: shard%s %s %s not among the inputs\n", n_missing > 1 ? "s" : "", missing,
                 n_missing > 1 ? "are" : "is");
     struct junit_counts counts = {0};
-    if (!st && !(st = summary_file_write(root, out_dir, "summary.json")))
-        st = junit_write(root, out_dir, &counts);
+    if (!st)
+        st = junit_write_with_summary(root, out_dir, &counts);
     if (!st) {
         *unexpected = counts.failures + counts.errors;
         fprintf(out, "merged %d run(s): %d record(s), %d failure(s), %d error(s), %d skipped -> %s/summary.json, %s/junit.xml\n",

@@ -81,8 +81,16 @@ int plot_gnuplot_run(struct plot_env *env, const char *script, const char *name,
         while (waitpid(pid, &status, 0) < 0)
             if (errno != EINTR)
                 return error_set(ST_RUN, "waiting for gnuplot: %s", strerror(errno));
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            /* What gnuplot left (an empty or partial picture) is removed:
+             * no plot is better than a broken one that looks drawn. */
+            for (size_t k = 0; k <= t; k++) {
+                char out[PATH_MAX_LEN + 16];
+                snprintf(out, sizeof out, "%s/%s.%s", env->plots_dir, name, terms[k]);
+                unlink(out);
+            }
             return error_set(ST_RUN, "gnuplot failed on %s (%s output); its messages are above", script, terms[t]);
+        }
     }
     fprintf(env->log, "  %s/%s.png, .svg\n", env->plots_dir, name);
     env->drawn++;
@@ -95,12 +103,17 @@ void plot_skip(struct plot_env *env, const char *name, const char *why)
     env->skipped++;
 }
 
-/* A quoted string for a data file: gnuplot reads "..." as one column. */
+/* A quoted string for a data file: gnuplot reads "..." as one column, to
+ * the end of the line. A name from anyone's summary may hold a double
+ * quote (it would end the column: shown as ') or a line break or other
+ * control character (it would end the row: shown as a blank). */
 void plot_put_quoted(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (; *s; s++)
-        fputc(*s == '"' ? '\'' : *s, f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        fputc(c == '"' ? '\'' : c < 0x20 || c == 0x7f ? ' ' : c, f);
+    }
     fputc('"', f);
 }
 

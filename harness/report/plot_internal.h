@@ -199,5 +199,6 @@ int plot_memory_vs_depth(struct plot_env *env, const struct summary_in *s);
 int plot_held_vs_seq(struct plot_env *env, const struct summary_in *s);
 int plot_overhead(struct plot_env *env, const struct summary_in *s);
 int plot_held_per_case(struct plot_env *env, const struct summary_in *s);
+int plot_peak_per_case(struct plot_env *env, const struct summary_in *s);
 
 #endif

@@ -1,6 +1,6 @@
 /* plot_per_case: the bar plots with one figure per case and reference impl,
- * beside the case's reference value: the step-time overhead (ideal 4/3) and
- * the bytes held at end of forward cut (predicted). */
+ * beside the case's reference value: the step-time overhead (ideal 4/3),
+ * the bytes held at end of forward cut (predicted) and the peak cut. */
 #include <math.h>
 #include <string.h>
 
@@ -107,6 +107,29 @@ static double held_cut_value(const struct rec *r, int *refused)
 static double held_cut_predicted(const struct rec *r)
 {
     return 100.0 * (1.0 - r->pred_efb / r->pred_base_efb);
+}
+
+/* The drop in the step's peak, which small cases' backward buffers can
+ * outweigh (a negative cut); only runs that did the case's work. */
+static double peak_cut_value(const struct rec *r, int *refused)
+{
+    (void)refused;
+    if (strcmp(r->verdict, "PASS") && strcmp(r->verdict, "NOISE"))
+        return NAN;
+    return 100.0 * (1.0 - r->peak / r->base_peak);
+}
+
+static double no_reference(const struct rec *r)
+{
+    (void)r;
+    return NAN;
+}
+
+int plot_peak_per_case(struct plot_env *env, const struct summary_in *s)
+{
+    static const struct per_case_plot p = {"peak_per_case", "plot_peak_per_case.gp", "none", peak_cut_value,
+                                           no_reference};
+    return plot_per_case(env, s, &p);
 }
 
 int plot_overhead(struct plot_env *env, const struct summary_in *s)

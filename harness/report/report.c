@@ -100,7 +100,7 @@ void report_print_case(FILE *out, const struct case_result *r)
             snprintf(over, sizeof over, "%.2fx%s", x->overhead, x->timing_stable ? "" : "?");
         char held[32];
         fprintf(out, "  %-24s %-14s %-3s %10s  %8s  %8s  %9s  %s\n", x->impl, verdict_name(x->verdict),
-                x->expected ? "yes" : "NO", ulp_format(x->max_ulp, ulp, sizeof ulp),
+                x->expected && !r->status ? "yes" : "NO", ulp_format(x->max_ulp, ulp, sizeof ulp),
                 percent_cell(x->end_forward_saved, held, sizeof held), percent_cell(x->memory_saved, saved, sizeof saved),
                 over, x->first_divergence[0] ? x->first_divergence : "-");
         fprintf(out, "  %-24s   %s\n", "", x->reason);
@@ -200,13 +200,13 @@ static void add_memory_time(json_t *rec, const struct case_result *r, const stru
         {"recompute_ms", x->recompute_ms},
         {"recomputed_ops_ms", x->recomputed_ops_ms},
         {"step_ms", x->step_ms},
-        {"baseline_end_forward_bytes", r->baseline_end_forward_bytes},
+        {"baseline_end_forward_bytes", x->baseline_end_forward_bytes},
         {"predicted_baseline_end_forward_bytes", r->predicted_baseline_end_forward_bytes},
         {"baseline_grad_bytes", r->baseline_grad_bytes},
         {"baseline_activation_peak_bytes", r->baseline_activation_peak_bytes},
         {"param_bytes", r->param_bytes},
         {"baseline_forward_ms", r->baseline_forward_ms},
-        {"baseline_step_ms", r->baseline_step_ms},
+        {"baseline_step_ms", x->baseline_step_ms},
         {"ideal_overhead", r->ideal_overhead},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
@@ -241,16 +241,32 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
         json_t *rec = json_object();
         json_object_set_new(rec, "case", json_string(r->name));
         json_object_set_new(rec, "impl", json_string(x->impl));
-        json_object_set_new(rec, "verdict", json_string(verdict_name(x->verdict)));
-        json_object_set_new(rec, "expected", json_boolean(x->expected));
-        json_object_set_new(rec, "reason", json_string(x->reason));
+        if (r->status) {
+            /* Judged, but the report could not be written (a full disk):
+             * an error the run must not publish as green, whatever the
+             * gradients said. The judged verdict stays, under its name. */
+            char why[RESULT_TEXT_MAX * 2 + 64];
+            snprintf(why, sizeof why, "report not written: %s (judged %s: %s)", r->error, verdict_name(x->verdict),
+                     x->reason);
+            json_object_set_new(rec, "verdict", json_string("ERROR"));
+            json_object_set_new(rec, "expected", json_false());
+            json_object_set_new(rec, "reason", json_string(why));
+            json_object_set_new(rec, "judged_verdict", json_string(verdict_name(x->verdict)));
+        } else {
+            json_object_set_new(rec, "verdict", json_string(verdict_name(x->verdict)));
+            json_object_set_new(rec, "expected", json_boolean(x->expected));
+            json_object_set_new(rec, "reason", json_string(x->reason));
+        }
         json_object_set_new(rec, "first_divergence", json_string(x->first_divergence));
         json_object_set_new(rec, "max_ulp", x->max_ulp == ULP_INFINITE ? json_null() : json_integer((json_int_t)x->max_ulp));
         json_object_set_new(rec, "memory_saved", json_number(x->memory_saved));
         json_object_set_new(rec, "overhead", json_number(x->overhead));
         json_object_set_new(rec, "overhead_stable", json_boolean(x->timing_stable));
         json_object_set_new(rec, "peak_bytes", json_number(x->peak_bytes));
-        json_object_set_new(rec, "baseline_peak_bytes", json_number(r->baseline_peak_bytes));
+        /* The references this record's ratios divide by: its own baseline
+         * family's (an external producer's runs are judged against theirs). */
+        json_object_set_new(rec, "baseline_peak_bytes", json_number(x->baseline_peak_bytes));
+        json_object_set_new(rec, "overhead_baseline", json_string(x->overhead_baseline));
         json_object_set_new(rec, "end_forward_bytes", json_number(x->end_forward_bytes));
         json_object_set_new(rec, "recomputes", json_integer(x->recomputes));
         json_object_set_new(rec, "noise_floor_ulp", json_integer((json_int_t)r->noise_floor_ulp));

@@ -65,6 +65,11 @@ int h5store_read_run(const char *path, const char *run, struct run_record *out);
  * h5store_read_run's budget is H5STORE_READ_LIMIT. */
 #define H5STORE_READ_LIMIT (4ULL << 30)
 int h5store_read_run_within(const char *path, const char *run, uint64_t *budget, struct run_record *out);
+/* The bytes reading /runs/<run> (run NULL: every run) would load, from
+ * the datasets' shapes alone, counted once per link that reaches them as
+ * the read counts them: what a caller checks against its budget before
+ * loading anything. */
+int h5store_claimed_bytes(const char *path, const char *run, uint64_t *bytes);
 /* Checks a run h5store_read_run returned against what every run of the
  * schema holds: at least one steps/<k> (k a decimal number), each with a
  * single-value loss. ST_INPUT naming the path inside the file otherwise;

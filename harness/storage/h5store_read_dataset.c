@@ -224,8 +224,8 @@ int h5store_load_dataset(hid_t ds, const char *file, const char *where, struct h
             for (int i = 0; i < ndim; i++)
                 bytes = dims[i] && bytes > UINT64_MAX / dims[i] ? UINT64_MAX : bytes * dims[i];
             if (bytes > *budget)
-                rc = error_set(ST_INPUT, "%s: %s: loading its %llu bytes would pass the %llu-byte limit on what one "
-                                         "read may load (CKPT_MEMORY_LIMIT)",
+                rc = error_set(ST_INPUT, "%s: %s: loading its %llu bytes would pass what is left (%llu bytes) of the "
+                                         "limit on what one read may load",
                                file, where, (unsigned long long)bytes, (unsigned long long)*budget);
             else
                 *budget -= bytes;
@@ -233,7 +233,10 @@ int h5store_load_dataset(hid_t ds, const char *file, const char *where, struct h
         if (rc == ST_OK) {
             for (int i = 0; i < ndim; i++)
                 shape[i] = (int64_t)dims[i];
-            rc = host_tensor_alloc(out, dt, ndim, shape);
+            /* Under an address space limit (ulimit -v) the allocation can
+             * fail within the budget: say which file and dataset. */
+            if ((rc = host_tensor_alloc(out, dt, ndim, shape)))
+                error_wrap(rc, "%s: %s", file, where);
         }
         if (rc == ST_OK && out->numel > 0 &&
             H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->data) < 0) {

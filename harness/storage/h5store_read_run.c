@@ -1,7 +1,8 @@
 /* h5store_read_run: the runs of a report: listing them, loading one into a
  * run_record (its datasets within a byte budget, its numeric attributes as
- * "group.key", its outcome texts) and checking it holds what every run of
- * the schema holds. Links into other files are refused. */
+ * "group.key", its outcome texts), checking it holds what every run of
+ * the schema holds, and what loading runs would claim, from shapes alone.
+ * Links into other files are refused. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "h5store.h"
@@ -281,4 +282,69 @@ int h5store_read_run_within(const char *path, const char *run, uint64_t *budget,
     }
     run_record_sort(out);
     return ST_OK;
+}
+
+/* ---- what a read would load ----------------------------------------- */
+
+struct claim_visit {
+    const char *file;
+    uint64_t bytes;
+    int status;
+};
+
+static herr_t claim_link(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    struct claim_visit *v = data;
+    if (info->type != H5L_TYPE_HARD)
+        return 0; /* an external link is refused when the run is read */
+    hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
+    if (obj < 0) {
+        v->status = h5store_fail(ST_INPUT, v->file, name, "unreadable object");
+        return -1;
+    }
+    if (H5Iget_type(obj) == H5I_DATASET) {
+        hid_t space = H5Dget_space(obj), type = H5Dget_type(obj);
+        int ndim = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+        hsize_t dims[H5S_MAX_RANK];
+        uint64_t bytes = type >= 0 ? (uint64_t)H5Tget_size(type) : 0;
+        if (ndim > 0 && H5Sget_simple_extent_dims(space, dims, NULL) >= 0)
+            for (int i = 0; i < ndim; i++)
+                bytes = dims[i] && bytes > UINT64_MAX / dims[i] ? UINT64_MAX : bytes * dims[i];
+        v->bytes = bytes > UINT64_MAX - v->bytes ? UINT64_MAX : v->bytes + bytes;
+        if (space >= 0)
+            H5Sclose(space);
+        if (type >= 0)
+            H5Tclose(type);
+    }
+    H5Oclose(obj);
+    return 0;
+}
+
+int h5store_claimed_bytes(const char *path, const char *run, uint64_t *bytes)
+{
+    h5store_silence_hdf5();
+    *bytes = 0;
+    hid_t f;
+    int rc = h5store_open_report(path, &f);
+    if (rc != ST_OK)
+        return rc;
+    char where[128];
+    snprintf(where, sizeof where, "/runs%s%s", run ? "/" : "", run ? run : "");
+    struct claim_visit v = {path, 0, ST_OK};
+    hid_t g = H5I_INVALID_HID;
+    if (run && (strchr(run, '/') || strlen(run) > 64))
+        rc = error_set(ST_INPUT, "%s: /runs/%s: run missing", path, run);
+    else if (!h5store_path_exists(f, where))
+        rc = error_set(ST_INPUT, "%s: %s: %s missing", path, where, run ? "run" : "group");
+    else if ((rc = check_not_external(f, path, "/runs")) || (run && (rc = check_not_external(f, path, where)))) {
+        /* message set */
+    } else if ((g = H5Gopen2(f, where, H5P_DEFAULT)) < 0)
+        rc = h5store_fail(ST_INPUT, path, where, "not a group");
+    else if (H5Lvisit(g, H5_INDEX_NAME, H5_ITER_INC, claim_link, &v) < 0)
+        rc = v.status != ST_OK ? v.status : h5store_fail(ST_INPUT, path, where, "cannot walk it");
+    if (g >= 0)
+        H5Gclose(g);
+    H5Fclose(f);
+    *bytes = v.bytes;
+    return rc;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "case.h"
 #include "error.h"
@@ -105,34 +106,70 @@ int summary_file_load(const char *path, json_t **out)
     return ST_OK;
 }
 
+int files_write_atomic(const char *dir, int n, const char *const *names, const char *const *data, const size_t *lens)
+{
+    char path[FILES_ATOMIC_MAX][1100], *tmp[FILES_ATOMIC_MAX] = {0};
+    int st = n > FILES_ATOMIC_MAX ? error_set(ST_INTERNAL, "%s: more than %d files at once", dir, FILES_ATOMIC_MAX)
+                                  : ST_OK;
+    int staged = 0;
+    /* A name taken by a directory would fail its rename after the others
+     * were renamed: refused before anything is written. */
+    for (int i = 0; !st && i < n; i++) {
+        struct stat sb;
+        snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
+        if (lstat(path[i], &sb) == 0 && S_ISDIR(sb.st_mode))
+            st = error_set(ST_INPUT, "%s: is a directory: cannot write it (nothing written)", path[i]);
+    }
+    /* Every file goes to its temporary first: a disk that cannot hold one
+     * replaces none, so the set on disk is the old one or the new one. */
+    for (; !st && staged < n; staged++) {
+        int fd;
+        if (!(st = temp_file_create(path[staged], &tmp[staged], &fd)) &&
+            (st = temp_file_finish(fd, tmp[staged], data[staged], lens[staged]))) {
+            free(tmp[staged]);
+            tmp[staged] = NULL; /* removed by temp_file_finish */
+        }
+    }
+    for (int i = 0; i < staged; i++) {
+        if (tmp[i] && st)
+            unlink(tmp[i]);
+        else if (tmp[i])
+            st = temp_file_publish(tmp[i], path[i]);
+        free(tmp[i]);
+    }
+    return st;
+}
+
 int file_write_atomic(const char *dir, const char *name, const char *data, size_t len)
 {
-    char path[1100], *tmp;
-    int fd;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    int st = temp_file_create(path, &tmp, &fd);
-    if (!st && !(st = temp_file_finish(fd, tmp, data, len)))
-        st = temp_file_publish(tmp, path);
-    free(tmp);
-    return st;
+    return files_write_atomic(dir, 1, &name, &data, &len);
+}
+
+char *summary_file_text(const json_t *root, size_t *len)
+{
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+    if (!text)
+        return NULL;
+    *len = strlen(text);
+    /* A text file ends with a newline, as json_dump_file's output did. */
+    char *with_nl = realloc(text, *len + 2);
+    if (!with_nl) {
+        free(text);
+        return NULL;
+    }
+    with_nl[(*len)++] = '\n';
+    with_nl[*len] = '\0';
+    return with_nl;
 }
 
 int summary_file_write(const json_t *root, const char *dir, const char *name)
 {
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+    size_t len;
+    char *text = summary_file_text(root, &len);
     if (!text)
-        return error_set(ST_INTERNAL, "%s/%s: cannot serialise the summary", dir, name);
-    size_t len = strlen(text);
-    /* A text file ends with a newline, as json_dump_file's output did. */
-    char *with_nl = realloc(text, len + 2);
-    if (!with_nl) {
-        free(text);
-        return error_set(ST_INTERNAL, "out of memory for %s/%s", dir, name);
-    }
-    with_nl[len] = '\n';
-    with_nl[len + 1] = '\0';
-    int st = file_write_atomic(dir, name, with_nl, len + 1);
-    free(with_nl);
+        return error_set(ST_INTERNAL, "%s/%s: cannot serialise the summary (out of memory)", dir, name);
+    int st = file_write_atomic(dir, name, text, len);
+    free(text);
     return st;
 }
 

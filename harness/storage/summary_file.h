@@ -16,6 +16,15 @@ int summary_file_load(const char *path, json_t **out);
 int summary_file_write(const json_t *root, const char *dir, const char *name);
 /* Writes len bytes as DIR/NAME atomically. */
 int file_write_atomic(const char *dir, const char *name, const char *data, size_t len);
+/* Writes n files (at most FILES_ATOMIC_MAX) into DIR as one set: each to
+ * its temporary first, and only when all are written are they renamed into
+ * place, so a full disk leaves the previous set, never a mix of old and new
+ * (summary.json beside an older junit.xml). */
+#define FILES_ATOMIC_MAX 4
+int files_write_atomic(const char *dir, int n, const char *const *names, const char *const *data, const size_t *lens);
+/* root as summary.json's text (indented, sorted keys, a final newline);
+ * malloc'd, NULL when out of memory. */
+char *summary_file_text(const json_t *root, size_t *len);
 
 /* Field readers for one record (or the root): a missing or mistyped field
  * reads as "" / NaN / 0, so optional metrics need no checks at the caller. */

@@ -25,40 +25,37 @@ const struct ckpt_case *case_list_find(const struct case_list *list, const char 
 /* ------------------------------------------------------------------ */
 /* Queries                                                              */
 
-struct suggestion {
-    int distance, index;
-};
+static const char *case_name_at(const void *ctx, int i) { return ((const struct case_list *)ctx)->items[i].name; }
 
-static int compare_suggestions(const void *a, const void *b)
-{
-    const struct suggestion *x = a, *y = b;
-    if (x->distance != y->distance)
-        return x->distance < y->distance ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
-}
-
-/* A name qualifies when it is a near miss or contains what was typed
- * ("bs1" finds every *_bs1); closest first, then in list order. */
 int case_list_suggest(const struct case_list *list, const char *name, const char **out, int n)
 {
-    if (n <= 0 || list->count == 0)
+    return text_suggest(name, case_name_at, list, list->count, out, n);
+}
+
+struct label_set {
+    const char **names;
+    int count;
+};
+
+static const char *label_at(const void *ctx, int i) { return ((const struct label_set *)ctx)->names[i]; }
+
+int case_list_suggest_label(const struct case_list *list, const char *label, const char **out, int n)
+{
+    struct label_set set = {malloc(((size_t)list->count * CASE_MAX_LABELS + 1) * sizeof *set.names), 0};
+    if (!set.names)
         return 0;
-    struct suggestion *found = malloc((size_t)list->count * sizeof *found);
-    if (!found)
-        return 0;
-    int count = 0;
-    for (int i = 0; i < list->count; i++) {
-        int d = text_edit_distance(name, list->items[i].name);
-        if (text_is_near_miss(name, d) || (*name && strstr(list->items[i].name, name)))
-            found[count++] = (struct suggestion){d, i};
-    }
-    qsort(found, (size_t)count, sizeof *found, compare_suggestions);
-    if (count > n)
-        count = n;
-    for (int i = 0; i < count; i++)
-        out[i] = list->items[found[i].index].name;
-    free(found);
-    return count;
+    for (int i = 0; i < list->count; i++)
+        for (int k = 0; k < list->items[i].n_labels; k++) {
+            const char *name = list->items[i].labels[k];
+            int seen = 0;
+            for (int j = 0; j < set.count && !seen; j++)
+                seen = strcmp(set.names[j], name) == 0;
+            if (!seen)
+                set.names[set.count++] = name;
+        }
+    int found = text_suggest(label, label_at, &set, set.count, out, n);
+    free(set.names);
+    return found;
 }
 
 /* The impls the harness ships as correct (is_reference in impls/registry.c,

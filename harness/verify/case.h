@@ -119,6 +119,8 @@ void case_list_free(struct case_list *list);
 const struct ckpt_case *case_list_find(const struct case_list *list, const char *name);
 /* Up to n names closest to `name` (edit distance), for "did you mean". */
 int case_list_suggest(const struct case_list *list, const char *name, const char **out, int n);
+/* The same for a label (--suite) among the labels the cases carry. */
+int case_list_suggest_label(const struct case_list *list, const char *label, const char **out, int n);
 /* Allowed verdict mask for an impl: the case's expect entry, or the default
  * (PASS|NOISE for references; FAIL|MEMFAIL for impls under faulty/). */
 unsigned case_expected_mask(const struct ckpt_case *c, const char *impl);

@@ -7,6 +7,10 @@
 #include "case_ini.h"
 #include "case_keys.h"
 
+/* All files together hold at most this many cases, [case:NAME] sections
+ * and sweeps' members alike: a generated file should not load for minutes. */
+#define CASE_MAX_TOTAL 20000
+
 /* What building one file needs: its running defaults and both lists that
  * names must be unique in. */
 struct file_build {

@@ -66,6 +66,9 @@ static int add_unique(struct case_list *scratch, const struct case_list *loaded,
     if (other)
         return error_set(ST_INPUT, "%s:%d: duplicate case name '%s' (first defined at %s:%d)",
                          c->file, c->line, c->name, other->file, other->line);
+    if ((long)loaded->count + scratch->count >= CASE_MAX_TOTAL)
+        return error_set(ST_INPUT, "%s:%d: case '%s' is one more than the %d loaded cases allowed in all",
+                         c->file, c->line, c->name, CASE_MAX_TOTAL);
     int rc = reserve(scratch, 1);
     if (rc != ST_OK)
         return rc;

@@ -15,8 +15,10 @@
 enum {
     MAX_AXIS_VALUES = 256,
     MAX_SWEEP_CASES = 10000, /* a typo in an axis should not allocate gigabytes */
-    MAX_TOTAL_CASES = 20000, /* all files together: checked before a sweep expands, so many
-                                large sweeps fail at once instead of after minutes of loading */
+    /* CASE_MAX_TOTAL (all files together) is checked before a sweep
+     * expands, so many large sweeps fail at once instead of after minutes
+     * of loading. */
+    MAX_TOTAL_CASES = CASE_MAX_TOTAL,
 };
 
 struct sweep_axis {

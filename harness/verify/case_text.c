@@ -113,6 +113,52 @@ int text_is_near_miss(const char *typed, int distance)
     return distance <= (allowed > 2 ? allowed : 2);
 }
 
+struct suggestion {
+    int distance, index;
+};
+
+static int compare_suggestions(const void *a, const void *b)
+{
+    const struct suggestion *x = a, *y = b;
+    if (x->distance != y->distance)
+        return x->distance < y->distance ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+int text_suggest(const char *typed, const char *(*name_at)(const void *ctx, int i), const void *ctx, int count,
+                 const char **out, int n)
+{
+    if (n <= 0 || count <= 0)
+        return 0;
+    struct suggestion *found = malloc((size_t)count * sizeof *found);
+    if (!found)
+        return 0;
+    int k = 0;
+    for (int i = 0; i < count; i++) {
+        const char *name = name_at(ctx, i);
+        int d = text_edit_distance(typed, name);
+        if (text_is_near_miss(typed, d) || (*typed && strstr(name, typed)))
+            found[k++] = (struct suggestion){d, i};
+    }
+    qsort(found, (size_t)k, sizeof *found, compare_suggestions);
+    if (k > n)
+        k = n;
+    for (int i = 0; i < k; i++)
+        out[i] = name_at(ctx, found[i].index);
+    free(found);
+    return k;
+}
+
+void text_format_suggestions(char *buf, size_t len, const char *const *near, int n, const char *otherwise)
+{
+    buf[0] = '\0';
+    for (int k = 0; k < n; k++) {
+        text_append(buf, len, k ? ", " : " (did you mean: ");
+        text_append(buf, len, near[k]);
+    }
+    text_append(buf, len, n ? "?)" : otherwise);
+}
+
 /* Whole-string decimal integer in [min, max]: no '+', no blanks, no tail. */
 int text_parse_long(const char *s, long min, long max, long *out)
 {
@@ -167,3 +213,15 @@ void text_append(char *buf, size_t n, const char *text)
         snprintf(buf + used, n - used, "%s", text);
 }
 
+
+const char *text_format_bytes(double v, char *buf, size_t len)
+{
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (u < 5 && v >= 1024) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}

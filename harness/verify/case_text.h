@@ -39,6 +39,14 @@ int text_edit_distance(const char *a, const char *b);
 /* Close enough to suggest: a few edits, scaled with the length typed. */
 int text_is_near_miss(const char *typed, int distance);
 
+/* Up to n names (of count, name_at(ctx, i) each) near what was typed: a
+ * near miss, or one that contains it ("bs1" finds every *_bs1); closest
+ * first, then in order. Returns how many went to out. */
+int text_suggest(const char *typed, const char *(*name_at)(const void *ctx, int i), const void *ctx, int count,
+                 const char **out, int n);
+/* " (did you mean: a, b?)" for n names, else `otherwise`, into buf. */
+void text_format_suggestions(char *buf, size_t len, const char *const *near, int n, const char *otherwise);
+
 /* Whole-string decimal integer in [min, max]: no '+', no blanks, no tail;
  * 0, or -1 (nothing stored). */
 int text_parse_long(const char *s, long min, long max, long *out);
@@ -49,6 +57,8 @@ int text_parse_real(const char *s, double min, double max, double *out);
 void text_format_real(double x, char *buf, size_t n);
 /* The index of name in a NULL-terminated table, or -1. */
 int text_name_index(const char *const *names, const char *name);
+/* Bytes in the largest binary unit that keeps them >= 1 ("64.0 GiB"). */
+const char *text_format_bytes(double v, char *buf, size_t len);
 /* Appends to a NUL-terminated buffer, truncating quietly (the buffers are
  * sized for the largest list a case can hold). */
 void text_append(char *buf, size_t n, const char *text);

@@ -11,7 +11,10 @@
 
 /* Runs `command "<copy of report>"` through /bin/sh (its stdout goes to our
  * stderr, so the verdict table stays clean), then judges the result into
- * *out. ST_INPUT when the command fails or writes a malformed report. */
-int external_append_runs(const char *command, const char *report, struct case_result *out);
+ * *out. ST_INPUT when the command fails, writes a malformed report or does
+ * not finish within timeout_s seconds (<= 0: no limit; then its process
+ * group is stopped: SIGTERM, SIGKILL a second later). */
+#define EXTERNAL_TIMEOUT_DEFAULT_S 600.0
+int external_append_runs(const char *command, double timeout_s, const char *report, struct case_result *out);
 
 #endif

@@ -378,6 +378,10 @@ static void run_figures(const struct run_record *runs, int n, const char *family
         base_held > 0 && !isnan(res->end_forward_bytes) ? 1.0 - res->end_forward_bytes / base_held : NAN;
     const struct run_record *fastest = fastest_baseline(runs, n, family);
     res->overhead = fastest ? res->step_ms / step_ms(fastest) : NAN;
+    res->baseline_step_ms = fastest ? step_ms(fastest) : NAN;
+    snprintf(res->overhead_baseline, sizeof res->overhead_baseline, "%s", fastest ? fastest->name : "");
+    res->baseline_peak_bytes = base_peak;
+    res->baseline_end_forward_bytes = base_held;
     res->recomputed_ops_ms = fastest ? op_timing_recomputed_ms(fastest, run) : NAN;
     /* The baselines do the same work: when their step times spread wider
      * than this, the machine (or sub-millisecond steps) moved the timings

@@ -42,6 +42,11 @@ struct impl_result {
     double end_forward_saved;     /* 1 - held at end of forward (impl / baseline_0) */
     double overhead;              /* step time impl / the fastest baseline's */
     int timing_stable;            /* the baselines' step times agree within JUDGE_STABLE_TIMING_SPREAD */
+    /* The references those ratios divide by, from the run's own baseline
+     * family (an external producer's runs: its own baselines): the fastest
+     * baseline's name and step time, and its _0 run's peak and held bytes. */
+    char overhead_baseline[64];
+    double baseline_step_ms, baseline_peak_bytes, baseline_end_forward_bytes;
     /* Bytes newly live since the step began (docs/schema.md "memory"):
      * peak over forward + backward, each phase's peak, what forward left
      * for backward, the gradients after backward. */
