@@ -301,9 +301,16 @@ def train(spec, run, run_name, baseline=False):
     its RunRecord. A baseline's warm-up is watched by the recompute probe.
     A RunError carries the partial record (what was recorded before it
     raised) as .run."""
+    return recorded(_train, spec, run, run_name, baseline)
+
+
+def recorded(train_steps: Callable, spec, run, run_name: str, baseline: bool) -> RunRecord:
+    """A new RunRecord filled by train_steps(spec, run, record, baseline),
+    the loop of a frontend. A RunError carries the partial record (what was
+    recorded before it raised) as .run, for the run's ERROR verdict."""
     record = RunRecord(run_name)
     try:
-        _train(spec, run, record, baseline)
+        train_steps(spec, run, record, baseline)
     except RunError as e:
         e.run = record
         raise

@@ -38,7 +38,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .. import xla_evidence
-from ..errors import BadInput, RunError
+from ..errors import BadInput
 from ..recorder import RunRecord
 from ..schema import storable
 from . import eager
@@ -207,13 +207,7 @@ def _module_names() -> set:
 def train(spec: eager.Spec, run: eager.Run, run_name: str, baseline: bool = False) -> RunRecord:
     """One run on the XLA device; returns its RunRecord with the compiler's
     evidence (xla.*) and XLA's bytes. RunError carries the partial record."""
-    record = RunRecord(run_name)
-    try:
-        _train(spec, run, record, baseline)
-    except RunError as e:
-        e.run = record
-        raise
-    return record
+    return eager.recorded(_train, spec, run, run_name, baseline)
 
 
 def _update(params: list, lr: float) -> None:
