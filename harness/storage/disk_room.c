@@ -26,8 +26,8 @@ void disk_room_init(struct disk_room *r, int fd, const char *name)
 
 static int room_error(const struct disk_room *r, int e, uint64_t need)
 {
-    return error_set(ST_INTERNAL, "%s: cannot write: %s (the report needs room for %llu bytes)", r->name,
-                     strerror(e), (unsigned long long)need);
+    return error_set(ST_INTERNAL, "%s: cannot write: %s (room for %llu bytes is reserved before each write, "
+                     "HDF5's metadata included; nothing written)", r->name, strerror(e), (unsigned long long)need);
 }
 
 int disk_room_ensure(struct disk_room *r, uint64_t end)

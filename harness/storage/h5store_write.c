@@ -64,8 +64,14 @@ static herr_t store_close(struct h5store *s)
     close_id(&s->f16_file, H5Tclose);
     close_id(&s->f16_mem, H5Tclose);
     herr_t rc = 0;
-    if (s->file >= 0)
-        rc = H5Fclose(s->file);
+    /* The file closes (and reaches the disk) only when nothing in it is
+     * open any more: the default (weak) close degree, which readers of the
+     * temporary in this process share. Every writer here closes what it
+     * opens, so anything still open is a leak, refused. */
+    if (s->file >= 0 && H5Fget_obj_count(s->file, H5F_OBJ_ALL | H5F_OBJ_LOCAL) > 1)
+        rc = -1;
+    if (s->file >= 0 && H5Fclose(s->file) < 0)
+        rc = -1;
     s->file = H5I_INVALID_HID;
     return rc;
 }
@@ -116,7 +122,7 @@ int h5store_create(struct h5store **out, const char *path)
         store_free(s);
         return rc;
     }
-    disk_room_init(&s->room, s->tmp_fd, s->tmp);
+    disk_room_init(&s->room, s->tmp_fd, s->path);
     if ((rc = ensure_room(s, 0)) != ST_OK) {
         unlink(s->tmp);
         store_free(s);
@@ -136,8 +142,7 @@ int h5store_create(struct h5store **out, const char *path)
         H5Pset_link_creation_order(fcpl, order) < 0 || H5Pset_attr_creation_order(fcpl, order) < 0 ||
         H5Pset_obj_track_times(fcpl, 0) < 0 || H5Pset_link_creation_order(s->gcpl, order) < 0 ||
         H5Pset_attr_creation_order(s->gcpl, order) < 0 || H5Pset_obj_track_times(s->gcpl, 0) < 0 ||
-        H5Pset_obj_track_times(s->dcpl, 0) < 0 ||
-        H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
+        H5Pset_obj_track_times(s->dcpl, 0) < 0) {
         rc = h5store_fail(ST_INTERNAL, path, NULL, "cannot set up HDF5 property lists");
     } else if ((s->f16_file = h5store_half_type(H5T_IEEE_F32LE)) < 0 ||
                (s->f16_mem = h5store_half_type(H5T_NATIVE_FLOAT)) < 0) {
