@@ -105,26 +105,33 @@ add_test(NAME faults.diff.colon_in_existing_file_name
 set_tests_properties(faults.diff.colon_in_existing_file_name PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
 
 # ---- memory bombs -------------------------------------------------------------
-# One never-written 16 MiB gradient hard-linked 6 times in a 57 KiB file:
-# diff refuses past CKPT_MEMORY_LIMIT from the claimed sizes, before
-# loading anything, naming the file, the run and the limit.
-add_test(NAME faults.memory.diff_hard_linked_dataset_bounded
-  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb.h5 && CKPT_MEMORY_LIMIT=64M ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb\\.h5:/runs/baseline_0: the datasets claim 96\\.[0-9] MiB .*, more than the 64\\.0 MiB memory limit \\(CKPT_MEMORY_LIMIT\\); nothing loaded$' -- ${CV} diff ${FAULTS_OUT}/bomb.h5 ${FAULTS_OUT}/bomb.h5")
-set_tests_properties(faults.memory.diff_hard_linked_dataset_bounded PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
-# judge reads under the same limit.
-add_test(NAME faults.memory.judge_hard_linked_dataset_bounded
-  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb_judge.h5 && CKPT_MEMORY_LIMIT=64M ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb_judge\\.h5: the datasets claim 96\\.[0-9] MiB .*, more than the 64\\.0 MiB memory limit \\(CKPT_MEMORY_LIMIT\\); nothing loaded$' -- ${CV} judge ${FAULTS_OUT}/bomb_judge.h5")
-set_tests_properties(faults.memory.judge_hard_linked_dataset_bounded PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
-# Without CKPT_MEMORY_LIMIT: 6 GiB claimed by a small file is refused up
-# front against the default read limit, named as such (not a "0-byte
-# limit" after loading 4 GiB).
+# One never-written 16 MiB gradient hard-linked 6 times in a 57 KiB file.
+# diff and judge read runs as stored tensors and hold a few at a time
+# (diff 2, judge 4), so links cost nothing; what must fit is the largest
+# dataset that many times, refused from the shapes before loading anything,
+# naming the file, the run and the limit.
+add_test(NAME faults.memory.diff_largest_dataset_held_twice_bounded
+  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb.h5 && CKPT_MEMORY_LIMIT=16M ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb\\.h5:/runs/baseline_0 with .*: the largest dataset claims 16\\.0 MiB and 2 are held at once \\(32\\.0 MiB\\), more than the 16\\.0 MiB memory limit \\(CKPT_MEMORY_LIMIT\\); nothing loaded$' -- ${CV} diff ${FAULTS_OUT}/bomb.h5 ${FAULTS_OUT}/bomb.h5")
+set_tests_properties(faults.memory.diff_largest_dataset_held_twice_bounded PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
+add_test(NAME faults.memory.judge_largest_dataset_held_four_times_bounded
+  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb_judge.h5 && CKPT_MEMORY_LIMIT=32M ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb_judge\\.h5: the largest dataset claims 16\\.0 MiB and 4 are held at once \\(64\\.0 MiB\\), more than the 32\\.0 MiB memory limit \\(CKPT_MEMORY_LIMIT\\); nothing loaded$' -- ${CV} judge ${FAULTS_OUT}/bomb_judge.h5")
+set_tests_properties(faults.memory.judge_largest_dataset_held_four_times_bounded PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
+# The six links to the 16 MiB dataset claim 96 MiB when counted per name;
+# under a 64 MiB limit diff still compares the file with itself (each link
+# is one object on both sides: nothing is loaded twice).
+add_test(NAME faults.memory.diff_hard_links_cost_nothing_more
+  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb_links.h5 && CKPT_MEMORY_LIMIT=64M ${EXPECT} 0 '0 differ' -- ${CV} diff ${FAULTS_OUT}/bomb_links.h5 ${FAULTS_OUT}/bomb_links.h5")
+set_tests_properties(faults.memory.diff_hard_links_cost_nothing_more PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
+# Without CKPT_MEMORY_LIMIT: a 3 GiB dataset (6 GiB held by diff) claimed
+# by a small file is refused up front against the default read limit,
+# named as such (not a "0-byte limit" after loading 4 GiB).
 add_test(NAME faults.memory.diff_6g_claim_refused_up_front_default_limit
-  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb6g.h5 262144 && env -u CKPT_MEMORY_LIMIT ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb6g\\.h5:/runs/baseline_0: the datasets claim 6\\.0 GiB .*, more than the [0-9.]+ [MG]iB (a read may load \\(the default; CKPT_MEMORY_LIMIT sets another\\)|memory limit \\([a-zA-Z ,-]+\\)); nothing loaded$' -- ${CV} diff ${FAULTS_OUT}/bomb6g.h5 ${FAULTS_OUT}/bomb6g.h5")
+  COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb6g.h5 786432 && env -u CKPT_MEMORY_LIMIT ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb6g\\.h5:/runs/baseline_0 with .*: the largest dataset claims 3\\.0 GiB and 2 are held at once \\(6\\.0 GiB\\), more than the [0-9.]+ [MG]iB (a read may load \\(the default; CKPT_MEMORY_LIMIT sets another\\)|memory limit \\([a-zA-Z ,-]+\\)); nothing loaded$' -- ${CV} diff ${FAULTS_OUT}/bomb6g.h5 ${FAULTS_OUT}/bomb6g.h5")
 set_tests_properties(faults.memory.diff_6g_claim_refused_up_front_default_limit PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
 if(NOT CKPT_SANITIZE) # ASan cannot start under an address space limit
   # Under ulimit -v the limit that applies is RLIMIT_AS, and it is named.
   add_test(NAME faults.memory.diff_under_ulimit_v_names_file_and_limit
-    COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb_as.h5 65536 && ulimit -v 3000000 && env -u CKPT_MEMORY_LIMIT ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb_as\\.h5:/runs/baseline_0: the datasets claim 1\\.5 GiB .*, more than the 2\\.[0-9] GiB memory limit \\(RLIMIT_AS, ulimit -v\\)|^ckpt-verify: .*/bomb_as\\.h5:/runs/baseline_0 with .*: the datasets claim 3\\.0 GiB .*RLIMIT_AS, ulimit -v' -- ${CV} diff ${FAULTS_OUT}/bomb_as.h5 ${FAULTS_OUT}/bomb_as.h5")
+    COMMAND bash -c "mkdir -p ${FAULTS_OUT} && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/make_memory_bomb_h5.py ${MERGE}/shard/tiny_bs1.h5 ${FAULTS_OUT}/bomb_as.h5 393216 && ulimit -v 3000000 && env -u CKPT_MEMORY_LIMIT ${EXPECT_ERROR} 2 '^ckpt-verify: .*/bomb_as\\.h5:/runs/baseline_0 with .*: the largest dataset claims 1\\.5 GiB and 2 are held at once \\(3\\.0 GiB\\), more than the 2\\.[0-9] GiB memory limit \\(RLIMIT_AS, ulimit -v\\)' -- ${CV} diff ${FAULTS_OUT}/bomb_as.h5 ${FAULTS_OUT}/bomb_as.h5")
   set_tests_properties(faults.memory.diff_under_ulimit_v_names_file_and_limit PROPERTIES FIXTURES_REQUIRED merge_inputs LABELS "robust" TIMEOUT 60)
 endif()
 # 20,001 plain [case:] sections are capped like sweeps' members.

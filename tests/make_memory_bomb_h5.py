@@ -1,9 +1,11 @@
 """make_memory_bomb_h5.py GOOD.h5 OUT.h5 [ROWS]: a copy of a good report whose
 run baseline_0 holds one ROWS x 1024 float32 gradient (default 4096 rows:
 16 MiB) never written (chunked, compressed: a few KiB in the file) and
-hard-linked under 6 names, so reading the run loads 6 times that (96 MiB;
-6 GiB with 262144 rows) from a small file. `diff` and `judge` must refuse
-it (exit 2) from the claimed sizes before loading anything."""
+hard-linked under 6 names (96 MiB counted per name) in a small file.
+`diff` and `judge` hold a few tensors at a time: they must refuse it
+(exit 2) from the largest dataset's claimed size before loading anything
+when that many of it pass the memory limit, and otherwise never load a
+linked dataset more than once at a time."""
 import shutil
 import sys
 

@@ -54,5 +54,8 @@ int cli_read_budget(struct read_budget *b);
 /* ST_INPUT in one line ("WHAT: the datasets claim ..., more than <limit>;
  * nothing loaded") when `claimed` bytes pass the budget, before any load. */
 int cli_check_claim(const struct read_budget *b, const char *what, uint64_t claimed);
+/* The same for readers that hold `held` tensors at a time (stored runs:
+ * judge, diff): the largest dataset, that many times, must fit. */
+int cli_check_held(const struct read_budget *b, const char *what, uint64_t largest, int held);
 
 #endif

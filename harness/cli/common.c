@@ -70,6 +70,17 @@ int cli_read_budget(struct read_budget *b)
     return ST_OK;
 }
 
+int cli_check_held(const struct read_budget *b, const char *what, uint64_t largest, int held)
+{
+    char size[32], total[32];
+    uint64_t need = largest > UINT64_MAX / (uint64_t)held ? UINT64_MAX : largest * (uint64_t)held;
+    if (need <= b->bytes)
+        return ST_OK;
+    return error_set(ST_INPUT, "%s: the largest dataset claims %s and %d are held at once (%s), more than %s; "
+                     "nothing loaded", what, text_format_bytes((double)largest, size, sizeof size), held,
+                     text_format_bytes((double)need, total, sizeof total), b->limit);
+}
+
 int cli_check_claim(const struct read_budget *b, const char *what, uint64_t claimed)
 {
     char size[32];

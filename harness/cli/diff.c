@@ -14,6 +14,7 @@
 #include "compare.h"
 #include "error.h"
 #include "h5store.h"
+#include "run_tensors.h"
 
 /* "file.h5:run" -> file, run (default: baseline_0, else the only run). */
 static int split_file_run(const char *arg, char *file, size_t flen, char *run, size_t rlen)
@@ -113,8 +114,8 @@ struct nonfinite_totals {
 /* One line per tensor that differs, and one per identical tensor holding
  * NaN or Inf: an all-NaN gradient in both runs is bitwise equal but never
  * silently so. */
-static void print_tensor_diff(const struct run_tensor *ta, const struct run_tensor *tb, const struct tensor_diff *d,
-                              struct nonfinite_totals *totals)
+static void print_tensor_diff(const struct run_tensor *ta, const struct host_tensor *da, const struct host_tensor *db,
+                              const struct tensor_diff *d, struct nonfinite_totals *totals)
 {
     char ulp[32], idx[96];
     totals->nan_a += d->nan_a;
@@ -133,8 +134,8 @@ static void print_tensor_diff(const struct run_tensor *ta, const struct run_tens
     /* Two NaNs print alike; only their bits show the difference. */
     if (isnan(d->first_a) || isnan(d->first_b)) {
         int digits = (int)dtype_size(ta->t.dtype) * 2;
-        printf("; bits 0x%0*llx vs 0x%0*llx", digits, element_bits(&ta->t, d->first_index), digits,
-               element_bits(&tb->t, d->first_index));
+        printf("; bits 0x%0*llx vs 0x%0*llx", digits, element_bits(da, d->first_index), digits,
+               element_bits(db, d->first_index));
     }
     printf("); max ULP %s; max abs %.3g; NaN %zu/%zu, Inf %zu/%zu\n", ulp_format(d->max_ulp, ulp, sizeof ulp),
            d->max_abs, d->nan_a, d->nan_b, d->inf_a, d->inf_b);
@@ -193,8 +194,16 @@ static int diff_runs(const char *fa, const struct run_record *a, const char *fb,
             missing++;
             continue;
         }
+        /* One tensor of each side is held at a time (stored runs). */
         struct tensor_diff d;
-        if ((st = compare_tensors(&ta->t, &tb->t, &d))) {
+        struct tensor_hold ha, hb;
+        if ((st = run_tensor_acquire(a, ta, &ha)) == ST_OK && (st = run_tensor_acquire(b, tb, &hb)) != ST_OK)
+            run_tensor_release(&ha);
+        if (st == ST_OK && (st = compare_tensors(&ha.t, &hb.t, &d))) {
+            run_tensor_release(&ha);
+            run_tensor_release(&hb);
+        }
+        if (st) {
             json_decref(tensors);
             return cli_fail(st);
         }
@@ -207,7 +216,9 @@ static int diff_runs(const char *fa, const struct run_record *a, const char *fb,
                                                                     : within         ? "within_tolerance"
                                                                                      : "differs"));
         else
-            print_tensor_diff(ta, tb, &d, &totals);
+            print_tensor_diff(ta, &ha.t, &hb.t, &d, &totals);
+        run_tensor_release(&ha);
+        run_tensor_release(&hb);
     }
     for (int i = 0; i < b->n; i++)
         if (diff_in_scope(b->items[i].path) && !run_record_find(a, b->items[i].path)) {
@@ -293,27 +304,27 @@ int cli_diff(int argc, char **argv)
         (st = split_file_run(argv[2], fb, sizeof fb, rb, sizeof rb)))
         return cli_fail(st);
     struct read_budget budget;
-    uint64_t claim_a, claim_b;
+    uint64_t claim_a, claim_b, largest_a, largest_b;
     char what[2200];
     if ((st = cli_read_budget(&budget)))
         return cli_fail(st);
-    /* What both runs claim is checked before either is loaded: a small
-     * file's hard-linked datasets must not take memory and time first. */
-    if ((st = h5store_claimed_bytes(fa, ra, &claim_a)))
+    /* The runs are read as stored tensors and compared one pair at a time:
+     * what must fit is the largest dataset of each side, checked from the
+     * shapes before anything is loaded (a small file can claim a huge one). */
+    if ((st = h5store_claimed_bytes(fa, ra, &claim_a, &largest_a)))
         return cli_fail(run_missing_hint(fa, st));
-    if ((st = h5store_claimed_bytes(fb, rb, &claim_b)))
+    if ((st = h5store_claimed_bytes(fb, rb, &claim_b, &largest_b)))
         return cli_fail(run_missing_hint(fb, st));
-    snprintf(what, sizeof what, "%s:/runs/%s", fa, ra);
-    if (claim_a <= budget.bytes)
-        snprintf(what, sizeof what, "%s:/runs/%s with %s:/runs/%s", fa, ra, fb, rb);
-    if ((st = cli_check_claim(&budget, what, claim_a > budget.bytes ? claim_a : claim_a + claim_b)))
+    snprintf(what, sizeof what, "%s:/runs/%s with %s:/runs/%s", fa, ra, fb, rb);
+    if ((st = cli_check_held(&budget, what, largest_a > largest_b ? largest_a : largest_b, 2)))
         return cli_fail(st);
-    if ((st = h5store_read_run_within(fa, ra, &budget.bytes, &a)))
+    if ((st = h5store_read_run_stored(fa, ra, &a)))
         return cli_fail(run_missing_hint(fa, st));
-    if ((st = h5store_read_run_within(fb, rb, &budget.bytes, &b))) {
+    if ((st = h5store_read_run_stored(fb, rb, &b))) {
         run_record_free(&a);
         return cli_fail(run_missing_hint(fb, st));
     }
+    a.tensor_limit = b.tensor_limit = budget.bytes / 2;
     int code = diff_runs(fa, &a, fb, &b, &o);
     run_record_free(&a);
     run_record_free(&b);

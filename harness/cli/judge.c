@@ -70,12 +70,14 @@ int cli_judge(int argc, char **argv)
         return cli_fail(st);
     }
     for (int i = 0; i < n; i++) {
-        /* Each file gets the whole budget: its runs are freed once judged.
-         * What all its runs claim is checked before any is loaded. */
-        uint64_t file_budget = budget.bytes, claimed = 0;
-        int claim_st = h5store_claimed_bytes(argv[first + i], NULL, &claimed);
+        /* Each file gets the whole budget. Judging holds at most
+         * JUDGE_TENSORS_HELD tensors at once, whatever the report's size:
+         * the largest dataset that many times must fit, checked from the
+         * shapes before any is loaded. */
+        uint64_t file_budget = budget.bytes, claimed = 0, largest = 0;
+        int claim_st = h5store_claimed_bytes(argv[first + i], NULL, &claimed, &largest);
         if (claim_st == ST_OK)
-            claim_st = cli_check_claim(&budget, argv[first + i], claimed);
+            claim_st = cli_check_held(&budget, argv[first + i], largest, JUDGE_TENSORS_HELD);
         else {
             claim_st = ST_OK; /* judge_file names what is wrong with the file */
             error_clear();

@@ -1,6 +1,6 @@
 /* h5store: the HDF5 report file of one case (schema in DESIGN.md and
- * docs/schema.md), written to "<path>.tmp" and renamed on commit so a killed
- * run never leaves a half-written file; and the reader that loads any file
+ * docs/schema.md), written on disk to "<path>.tmp" as the case runs and
+ * renamed on commit so a killed run never leaves a half-written file; and the reader that loads any file
  * following the schema (ours, PyTorch cross-check's, another framework's)
  * into run_records. HDF5's own error printer is silenced; its failures come
  * back as one-line messages naming the file and the path inside it.
@@ -33,10 +33,23 @@ int h5store_attr_double(struct h5store *s, const char *group, const char *key, d
  * bfloat16 -> uint16 bit patterns; every dataset carries a "dtype" string
  * attribute with the harness dtype name. */
 int h5store_write_tensor(struct h5store *s, const char *path, const struct host_tensor *t);
-/* /runs/<r->name>/<each tensor path>, and each "group.key" attribute on
+/* /runs/<r->name>/<each tensor path> (through h5store_write_run_tensor;
+ * items marked stored are already in the file), and each "group.key" attribute on
  * /runs/<name>/<group> (split at the first dot; a key without a dot goes on
  * the run group). Whole numbers are stored as int64, others as float64. */
 int h5store_write_run(struct h5store *s, const struct run_record *r);
+/* A run's tensor at /runs/<run>/<path>. When `reference` names another
+ * run (the run's baseline _0: run_record_reference) whose dataset at the
+ * same path holds the same dtype, shape and bytes, a hard link to it;
+ * otherwise a new dataset. Either way the dataset carries an int64 "crc32"
+ * attribute, zlib's CRC-32 of its bytes. *linked (may be NULL) says which.
+ * At most one tensor of the reference is read back to compare. */
+int h5store_write_run_tensor(struct h5store *s, const char *run, const char *reference, const char *path,
+                             const struct host_tensor *t, int *linked);
+/* Makes everything written so far readable by the readers below, which
+ * open the temporary (h5store_temp_path) while the store is open. */
+int h5store_flush(struct h5store *s);
+const char *h5store_temp_path(const struct h5store *s);
 /* Closes and renames "<path>.tmp" to path. The handle is freed either way. */
 int h5store_commit(struct h5store *s);
 /* Closes and deletes the temporary file. */
@@ -65,11 +78,20 @@ int h5store_read_run(const char *path, const char *run, struct run_record *out);
  * h5store_read_run's budget is H5STORE_READ_LIMIT. */
 #define H5STORE_READ_LIMIT (4ULL << 30)
 int h5store_read_run_within(const char *path, const char *run, uint64_t *budget, struct run_record *out);
+/* The same without loading any data: every dataset becomes a stored
+ * tensor (run_record.h: dtype, shape, object identity, crc32) read later,
+ * one at a time, by h5store_load_stored; out->source is path. What
+ * `judge` and `diff` read, so that no run is ever whole in memory. */
+int h5store_read_run_stored(const char *path, const char *run, struct run_record *out);
+/* Loads a stored tensor of r from r->source, refusing one of more than
+ * `limit` bytes (ST_INPUT naming the file and dataset) before allocating. */
+int h5store_load_stored(const struct run_record *r, const struct run_tensor *t, uint64_t limit,
+                        struct host_tensor *out);
 /* The bytes reading /runs/<run> (run NULL: every run) would load, from
  * the datasets' shapes alone, counted once per link that reaches them as
  * the read counts them: what a caller checks against its budget before
- * loading anything. */
-int h5store_claimed_bytes(const char *path, const char *run, uint64_t *bytes);
+ * loading anything; *largest (may be NULL) gets the largest one dataset's. */
+int h5store_claimed_bytes(const char *path, const char *run, uint64_t *bytes, uint64_t *largest);
 /* Checks a run h5store_read_run returned against what every run of the
  * schema holds: at least one steps/<k> (k a decimal number), each with a
  * single-value loss. ST_INPUT naming the path inside the file otherwise;

@@ -3,6 +3,7 @@
  * writes it, bfloat16 as a float, fixed-length UTF-8 strings). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "error.h"
 #include "h5store_internal.h"
@@ -87,4 +88,37 @@ hid_t h5store_str_type(size_t len)
         return H5I_INVALID_HID;
     }
     return t;
+}
+
+int h5store_object_id(hid_t obj, unsigned char out[16])
+{
+    memset(out, 0, 16);
+#if H5_VERSION_GE(1, 12, 0)
+    H5O_info2_t info;
+    if (H5Oget_info3(obj, &info, H5O_INFO_BASIC) < 0)
+        return -1;
+    memcpy(out, &info.token, sizeof info.token < 16 ? sizeof info.token : 16);
+#else
+    H5O_info_t info;
+    if (H5Oget_info2(obj, &info, H5O_INFO_BASIC) < 0)
+        return -1;
+    memcpy(out, &info.addr, sizeof info.addr);
+#endif
+    return 0;
+}
+
+long long h5store_crc32_attr(hid_t ds)
+{
+    long long crc = -1;
+    if (H5Aexists(ds, "crc32") <= 0)
+        return -1;
+    hid_t a = H5Aopen(ds, "crc32", H5P_DEFAULT);
+    hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
+    if (a < 0 || sp < 0 || H5Sget_simple_extent_npoints(sp) != 1 || H5Aread(a, H5T_NATIVE_LLONG, &crc) < 0)
+        crc = -1;
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (a >= 0)
+        H5Aclose(a);
+    return crc;
 }

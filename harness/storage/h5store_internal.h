@@ -61,5 +61,13 @@ void h5store_attr_close(struct h5store_open_attr *o);
  * *budget and takes what it loads off it. */
 int h5store_load_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out,
                          uint64_t *budget);
+/* The same checks without loading: out gets dtype, ndim, shape and numel,
+ * and no data. */
+int h5store_describe_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out);
+/* The identity of the object behind an open handle: equal for two paths
+ * that reach one object (hard links), within one file. */
+int h5store_object_id(hid_t obj, unsigned char out[16]);
+/* The int64 "crc32" attribute of a dataset, -1 when it has none. */
+long long h5store_crc32_attr(hid_t ds);
 
 #endif

@@ -186,10 +186,25 @@ static int check_dataset_size(hid_t ds, hid_t ftype, int ndim, const hsize_t *di
     return ST_OK;
 }
 
-/* Loads an open dataset into out (allocated here). `where` is its absolute
- * path, for messages. */
+static int load_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out, uint64_t *budget,
+                        int with_data);
+
 int h5store_load_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out,
                          uint64_t *budget)
+{
+    return load_dataset(ds, file, where, out, budget, 1);
+}
+
+int h5store_describe_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out)
+{
+    return load_dataset(ds, file, where, out, NULL, 0);
+}
+
+/* Loads an open dataset into out (allocated here), or with_data 0 only
+ * checks it and fills out's dtype and shape (data NULL). `where` is its
+ * absolute path, for messages. */
+static int load_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out, uint64_t *budget,
+                        int with_data)
 {
     memset(out, 0, sizeof *out);
     int want;
@@ -230,7 +245,15 @@ int h5store_load_dataset(hid_t ds, const char *file, const char *where, struct h
             else
                 *budget -= bytes;
         }
-        if (rc == ST_OK) {
+        if (rc == ST_OK && !with_data) {
+            out->dtype = dt;
+            out->ndim = ndim;
+            out->numel = 1;
+            for (int i = 0; i < ndim; i++) {
+                out->shape[i] = (int64_t)dims[i];
+                out->numel *= (size_t)dims[i];
+            }
+        } else if (rc == ST_OK) {
             for (int i = 0; i < ndim; i++)
                 shape[i] = (int64_t)dims[i];
             /* Under an address space limit (ulimit -v) the allocation can
@@ -238,7 +261,7 @@ int h5store_load_dataset(hid_t ds, const char *file, const char *where, struct h
             if ((rc = host_tensor_alloc(out, dt, ndim, shape)))
                 error_wrap(rc, "%s: %s", file, where);
         }
-        if (rc == ST_OK && out->numel > 0 &&
+        if (rc == ST_OK && with_data && out->numel > 0 &&
             H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->data) < 0) {
             rc = h5store_fail(ST_INPUT, file, where, "unreadable dataset");
             host_tensor_free(out);

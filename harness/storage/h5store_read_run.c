@@ -130,6 +130,7 @@ struct run_visit {
     uint64_t *budget; /* bytes the read may still load */
     const char *prefix; /* subgroup path for attribute keys, NULL for the run group */
     int status;
+    int stored; /* datasets are described, not loaded (h5store_read_run_stored) */
 };
 
 /* Numeric single-value attributes of a group become run attributes: on the
@@ -225,8 +226,16 @@ static herr_t visit_link(hid_t group, const char *name, const H5L_info_t *info, 
         if (strlen(name) >= RUN_PATH_MAX)
             v->status = error_set(ST_INPUT, "%s: %s: path longer than %d bytes", v->file, where,
                                   RUN_PATH_MAX - 1);
-        else if ((v->status = h5store_load_dataset(obj, v->file, where, &t, v->budget)) == ST_OK &&
-                 (v->status = run_record_add(v->rec, name, &t)) != ST_OK)
+        else if (v->stored) {
+            unsigned char id[16];
+            if ((v->status = h5store_describe_dataset(obj, v->file, where, &t)) == ST_OK) {
+                if (h5store_object_id(obj, id) < 0)
+                    v->status = h5store_fail(ST_INPUT, v->file, where, "unreadable object identity");
+                else
+                    v->status = run_record_add_stored(v->rec, name, &t, id, h5store_crc32_attr(obj));
+            }
+        } else if ((v->status = h5store_load_dataset(obj, v->file, where, &t, v->budget)) == ST_OK &&
+                   (v->status = run_record_add(v->rec, name, &t)) != ST_OK)
             host_tensor_free(&t);
     } else if (type == H5I_GROUP) {
         group_attrs(obj, v, name);
@@ -250,7 +259,50 @@ int h5store_read_run(const char *path, const char *run, struct run_record *out)
     return h5store_read_run_within(path, run, &budget, out);
 }
 
+static int read_run(const char *path, const char *run, uint64_t *budget, int stored, struct run_record *out);
+
 int h5store_read_run_within(const char *path, const char *run, uint64_t *budget, struct run_record *out)
+{
+    return read_run(path, run, budget, 0, out);
+}
+
+int h5store_read_run_stored(const char *path, const char *run, struct run_record *out)
+{
+    int rc = read_run(path, run, NULL, 1, out);
+    if (rc == ST_OK && (rc = run_record_set_source(out, path)) != ST_OK)
+        run_record_free(out);
+    return rc;
+}
+
+int h5store_load_stored(const struct run_record *r, const struct run_tensor *t, uint64_t limit,
+                        struct host_tensor *out)
+{
+    h5store_silence_hdf5();
+    memset(out, 0, sizeof *out);
+    if (!r->source)
+        return error_set(ST_INTERNAL, "/runs/%s/%s: stored tensor of a run read from no report", r->name, t->path);
+    char where[RUN_PATH_MAX + 80];
+    snprintf(where, sizeof where, "/runs/%s/%s", r->name, t->path);
+    hid_t f;
+    int rc = h5store_open_report(r->source, &f);
+    if (rc != ST_OK)
+        return rc;
+    hid_t ds = H5I_INVALID_HID;
+    uint64_t budget = limit;
+    if (!h5store_path_exists(f, where) || (ds = H5Dopen2(f, where, H5P_DEFAULT)) < 0)
+        rc = error_set(ST_INPUT, "%s: %s: dataset missing (the report changed while it was read)", r->source, where);
+    else if ((rc = h5store_load_dataset(ds, r->source, where, out, &budget)) == ST_OK &&
+             (out->dtype != t->t.dtype || out->numel != t->t.numel)) {
+        host_tensor_free(out);
+        rc = error_set(ST_INPUT, "%s: %s: dataset changed while the report was read", r->source, where);
+    }
+    if (ds >= 0)
+        H5Dclose(ds);
+    H5Fclose(f);
+    return rc;
+}
+
+static int read_run(const char *path, const char *run, uint64_t *budget, int stored, struct run_record *out)
 {
     h5store_silence_hdf5();
     run_record_init(out, run ? run : "");
@@ -260,7 +312,7 @@ int h5store_read_run_within(const char *path, const char *run, uint64_t *budget,
         return rc;
     char run_path[sizeof out->name + 8];
     snprintf(run_path, sizeof run_path, "/runs/%s", out->name);
-    struct run_visit v = {path, run_path, out, budget, NULL, ST_OK};
+    struct run_visit v = {path, run_path, out, budget, NULL, ST_OK, stored};
     hid_t g = H5I_INVALID_HID;
     if (!run || !run[0] || strchr(run, '/') || strlen(run) >= sizeof out->name ||
         !h5store_path_exists(f, run_path)) {
@@ -288,7 +340,7 @@ int h5store_read_run_within(const char *path, const char *run, uint64_t *budget,
 
 struct claim_visit {
     const char *file;
-    uint64_t bytes;
+    uint64_t bytes, largest;
     int status;
 };
 
@@ -311,6 +363,8 @@ static herr_t claim_link(hid_t group, const char *name, const H5L_info_t *info, 
             for (int i = 0; i < ndim; i++)
                 bytes = dims[i] && bytes > UINT64_MAX / dims[i] ? UINT64_MAX : bytes * dims[i];
         v->bytes = bytes > UINT64_MAX - v->bytes ? UINT64_MAX : v->bytes + bytes;
+        if (bytes > v->largest)
+            v->largest = bytes;
         if (space >= 0)
             H5Sclose(space);
         if (type >= 0)
@@ -320,17 +374,19 @@ static herr_t claim_link(hid_t group, const char *name, const H5L_info_t *info, 
     return 0;
 }
 
-int h5store_claimed_bytes(const char *path, const char *run, uint64_t *bytes)
+int h5store_claimed_bytes(const char *path, const char *run, uint64_t *bytes, uint64_t *largest)
 {
     h5store_silence_hdf5();
     *bytes = 0;
+    if (largest)
+        *largest = 0;
     hid_t f;
     int rc = h5store_open_report(path, &f);
     if (rc != ST_OK)
         return rc;
     char where[128];
     snprintf(where, sizeof where, "/runs%s%s", run ? "/" : "", run ? run : "");
-    struct claim_visit v = {path, 0, ST_OK};
+    struct claim_visit v = {path, 0, 0, ST_OK};
     hid_t g = H5I_INVALID_HID;
     if (run && (strchr(run, '/') || strlen(run) > 64))
         rc = error_set(ST_INPUT, "%s: /runs/%s: run missing", path, run);
@@ -346,5 +402,7 @@ int h5store_claimed_bytes(const char *path, const char *run, uint64_t *bytes)
         H5Gclose(g);
     H5Fclose(f);
     *bytes = v.bytes;
+    if (largest)
+        *largest = v.largest;
     return rc;
 }

@@ -1,6 +1,11 @@
-/* h5store_write: the writer of h5store.h. The file is built in memory and
- * published whole at commit (temporary, then rename), so a killed or failed
- * run never leaves a half-written report.
+/* h5store_write: the writer of h5store.h. The file is written on disk as
+ * its temporary while the case runs, so its size is bounded by the disk,
+ * not by memory, and renamed into place at commit, so a killed or failed
+ * run never leaves a half-written report. Before each write the room for
+ * it is reserved (disk_room.h): HDF5 itself never meets a full disk.
+ * A run's tensor bitwise equal to its reference run's (baseline_0's) is a
+ * hard link to that dataset, not a copy; every run dataset carries the
+ * zlib CRC-32 of its bytes (docs/schema.md, "Identical tensors").
  *
  * Error handling. Every entry point silences HDF5's own error printer first
  * (h5store_internal.h) and every failure becomes one error_set() line "FILE:
@@ -19,19 +24,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <unistd.h>
 
 #include <hdf5.h>
+#include <zlib.h>
 
+#include "disk_room.h"
 #include "error.h"
 #include "h5store_internal.h"
 #include "temp_file.h"
 
 struct h5store {
     char *path;     /* the final name, as the caller gave it: used in messages */
-    char *tmp;      /* "<path>.XXXXXX.tmp" (temp_file.h): where the image goes before the rename */
-    int tmp_fd;     /* open on tmp until commit writes the image */
-    hid_t file;     /* an in-memory file (core driver, no backing store) */
+    char *tmp;      /* "<path>.XXXXXX.tmp" (temp_file.h): the file until the rename */
+    int tmp_fd;     /* open on tmp until commit: room is reserved through it */
+    struct disk_room room;
+    hid_t file;     /* HDF5's default (sec2) driver on tmp */
     hid_t gcpl;     /* groups: link creation order tracked + indexed, no timestamps */
     hid_t dcpl;     /* datasets: no timestamps */
     hid_t f16_file; /* IEEE half, little-endian: what float16 datasets are stored as */
@@ -55,8 +64,14 @@ static herr_t store_close(struct h5store *s)
     close_id(&s->f16_file, H5Tclose);
     close_id(&s->f16_mem, H5Tclose);
     herr_t rc = 0;
-    if (s->file >= 0)
-        rc = H5Fclose(s->file);
+    /* The file closes (and reaches the disk) only when nothing in it is
+     * open any more: the default (weak) close degree, which readers of the
+     * temporary in this process share. Every writer here closes what it
+     * opens, so anything still open is a leak, refused. */
+    if (s->file >= 0 && H5Fget_obj_count(s->file, H5F_OBJ_ALL | H5F_OBJ_LOCAL) > 1)
+        rc = -1;
+    if (s->file >= 0 && H5Fclose(s->file) < 0)
+        rc = -1;
     s->file = H5I_INVALID_HID;
     return rc;
 }
@@ -70,11 +85,19 @@ static void store_free(struct h5store *s)
     free(s);
 }
 
-/* The file is built in memory (HDF5's core driver without a backing store)
- * and written to its temporary in one piece at commit. HDF5 never touches
- * the disk itself, because it cannot recover from a write that fails there:
- * after a failed flush in H5Fclose (a full disk, a file size limit) the file
- * stays half-closed, and HDF5's own cleanup at exit crashes on it. */
+/* Room for the file to reach `bytes` more than it holds now (and HDF5's
+ * metadata margin), before anything is handed to HDF5. */
+static int ensure_room(struct h5store *s, uint64_t bytes)
+{
+    hsize_t size = 0;
+    if (s->file >= 0 && H5Fget_filesize(s->file, &size) < 0)
+        return h5store_fail(ST_INTERNAL, s->path, NULL, "cannot get the file size");
+    int rc = disk_room_ensure(&s->room, (uint64_t)size + bytes);
+    if (rc != ST_OK)
+        s->failed = 1;
+    return rc;
+}
+
 int h5store_create(struct h5store **out, const char *path)
 {
     h5store_silence_hdf5();
@@ -99,6 +122,12 @@ int h5store_create(struct h5store **out, const char *path)
         store_free(s);
         return rc;
     }
+    disk_room_init(&s->room, s->tmp_fd, s->path);
+    if ((rc = ensure_room(s, 0)) != ST_OK) {
+        unlink(s->tmp);
+        store_free(s);
+        return rc;
+    }
 
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -113,8 +142,7 @@ int h5store_create(struct h5store **out, const char *path)
         H5Pset_link_creation_order(fcpl, order) < 0 || H5Pset_attr_creation_order(fcpl, order) < 0 ||
         H5Pset_obj_track_times(fcpl, 0) < 0 || H5Pset_link_creation_order(s->gcpl, order) < 0 ||
         H5Pset_attr_creation_order(s->gcpl, order) < 0 || H5Pset_obj_track_times(s->gcpl, 0) < 0 ||
-        H5Pset_obj_track_times(s->dcpl, 0) < 0 || H5Pset_fapl_core(fapl, 1 << 20, 0) < 0 ||
-        H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
+        H5Pset_obj_track_times(s->dcpl, 0) < 0) {
         rc = h5store_fail(ST_INTERNAL, path, NULL, "cannot set up HDF5 property lists");
     } else if ((s->f16_file = h5store_half_type(H5T_IEEE_F32LE)) < 0 ||
                (s->f16_mem = h5store_half_type(H5T_NATIVE_FLOAT)) < 0) {
@@ -215,8 +243,12 @@ static int group_attr(struct h5store *s, const char *group, const char *key, hid
         s->failed = 1;
         return error_set(ST_INTERNAL, "%s: attribute needs a group and a key", s->path);
     }
+    if (s->failed)
+        return error_set(ST_INTERNAL, "%s: not written: an earlier write to it failed", s->path);
     hid_t g;
-    int rc = group_at(s, group, &g);
+    int rc = ensure_room(s, (str_value ? strlen(str_value) : 8) + 4096);
+    if (rc == ST_OK)
+        rc = group_at(s, group, &g);
     if (rc == ST_OK) {
         herr_t w = str_value ? write_str_attr(g, key, str_value)
                              : write_attr(g, key, ftype, mtype, value);
@@ -258,7 +290,24 @@ static int dtype_types(const struct h5store *s, enum dtype d, hid_t *ftype, hid_
     }
 }
 
-static int write_tensor(struct h5store *s, const char *path, const struct host_tensor *t)
+/* The zlib CRC-32 of a tensor's bytes as stored (little-endian, C order:
+ * host memory on the little-endian hosts the harness runs on). */
+static long long tensor_crc32(const struct host_tensor *t)
+{
+    const unsigned char *p = t->data;
+    size_t left = host_tensor_bytes(t);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    while (left > 0) {
+        uInt chunk = left > (1u << 30) ? (1u << 30) : (uInt)left;
+        crc = crc32(crc, p, chunk);
+        p += chunk;
+        left -= chunk;
+    }
+    return (long long)crc;
+}
+
+/* crc >= 0: also written as the dataset's int64 "crc32" attribute. */
+static int write_tensor(struct h5store *s, const char *path, const struct host_tensor *t, long long crc)
 {
     if (!path || !path[0] || !t)
         return error_set(ST_INTERNAL, "%s: dataset needs a path and a tensor", s->path);
@@ -286,7 +335,9 @@ static int write_tensor(struct h5store *s, const char *path, const struct host_t
     }
 
     hid_t g, space = H5I_INVALID_HID, ds = H5I_INVALID_HID;
-    int rc = group_at(s, parent, &g);
+    int rc = ensure_room(s, host_tensor_bytes(t) + 4096);
+    if (rc == ST_OK)
+        rc = group_at(s, parent, &g);
     free(parent);
     if (rc != ST_OK)
         return rc;
@@ -306,6 +357,8 @@ static int write_tensor(struct h5store *s, const char *path, const struct host_t
         rc = h5store_fail(ST_INTERNAL, s->path, path, "cannot write dataset");
     else if (write_str_attr(ds, "dtype", dtype_name(t->dtype)) < 0)
         rc = h5store_fail(ST_INTERNAL, s->path, path, "cannot write dtype attribute");
+    else if (crc >= 0 && write_attr(ds, "crc32", H5T_STD_I64LE, H5T_NATIVE_LLONG, &crc) < 0)
+        rc = h5store_fail(ST_INTERNAL, s->path, path, "cannot write crc32 attribute");
     if (ds >= 0)
         H5Dclose(ds);
     if (space >= 0)
@@ -319,11 +372,148 @@ int h5store_write_tensor(struct h5store *s, const char *path, const struct host_
     h5store_silence_hdf5();
     if (!s)
         return error_set(ST_INTERNAL, "h5store: tensor written to a closed store");
-    int rc = write_tensor(s, path, t);
+    if (s->failed)
+        return error_set(ST_INTERNAL, "%s: not written: an earlier write to it failed", s->path);
+    int rc = write_tensor(s, path, t, -1);
     if (rc != ST_OK)
         s->failed = 1;
     return rc;
 }
+
+/* "/a/b/name" as the group "/a/b" (created) and the name in it. */
+static int split_parent(struct h5store *s, const char *path, hid_t *group, const char **name)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash || !slash[1])
+        return error_set(ST_INTERNAL, "%s: %s: not a dataset path", s->path, path);
+    char parent[RUN_PATH_MAX + 160];
+    snprintf(parent, sizeof parent, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    *name = slash + 1;
+    return group_at(s, parent, group);
+}
+
+/* 1 when the dataset at `ref` holds t exactly: same dtype attribute, shape,
+ * crc32 and then bytes (compared only when the checksums agree, holding one
+ * tensor); 0 when not, or when there is no such dataset. */
+static int holds_same(struct h5store *s, const char *ref, const struct host_tensor *t, long long crc, hid_t *out)
+{
+    *out = H5I_INVALID_HID;
+    if (!h5store_path_exists(s->file, ref))
+        return 0;
+    H5O_info_t info;
+    if (H5Oget_info_by_name(s->file, ref, &info, H5P_DEFAULT) < 0 || info.type != H5O_TYPE_DATASET)
+        return 0;
+    hid_t ds = H5Dopen2(s->file, ref, H5P_DEFAULT);
+    if (ds < 0)
+        return 0;
+    long long ref_crc = -1;
+    char dt[32] = "";
+    if (H5Aexists(ds, "crc32") > 0) {
+        hid_t a = H5Aopen(ds, "crc32", H5P_DEFAULT);
+        if (a < 0 || H5Aread(a, H5T_NATIVE_LLONG, &ref_crc) < 0)
+            ref_crc = -1;
+        if (a >= 0)
+            H5Aclose(a);
+    }
+    if (H5Aexists(ds, "dtype") > 0) {
+        hid_t a = H5Aopen(ds, "dtype", H5P_DEFAULT);
+        if (a < 0 || h5store_attr_string(a, dt, sizeof dt) < 0)
+            dt[0] = '\0';
+        if (a >= 0)
+            H5Aclose(a);
+    }
+    int same = ref_crc == crc && strcmp(dt, dtype_name(t->dtype)) == 0;
+    hid_t space = same ? H5Dget_space(ds) : H5I_INVALID_HID;
+    if (same) {
+        hsize_t dims[HOST_TENSOR_MAX_DIMS];
+        int ndim = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+        same = ndim == t->ndim && (ndim == 0 || H5Sget_simple_extent_dims(space, dims, NULL) == ndim);
+        for (int i = 0; same && i < ndim; i++)
+            same = dims[i] == (hsize_t)t->shape[i];
+    }
+    hid_t ftype, mtype;
+    if (same && t->numel > 0 && dtype_types(s, t->dtype, &ftype, &mtype) == 0) {
+        void *buf = malloc(host_tensor_bytes(t));
+        same = buf && H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0 &&
+               memcmp(buf, t->data, host_tensor_bytes(t)) == 0;
+        free(buf);
+    }
+    if (space >= 0)
+        H5Sclose(space);
+    if (!same) {
+        H5Dclose(ds);
+        return 0;
+    }
+    *out = ds;
+    return 1;
+}
+
+static int write_run_tensor(struct h5store *s, const char *run, const char *reference, const char *path,
+                            const struct host_tensor *t, int *linked)
+{
+    char full[RUN_PATH_MAX + 160], ref[RUN_PATH_MAX + 160];
+    if (linked)
+        *linked = 0;
+    if (!t || (t->numel > 0 && !t->data))
+        return error_set(ST_INTERNAL, "%s: /runs/%s/%s: malformed host tensor", s->path, run, path);
+    snprintf(full, sizeof full, "/runs/%s/%s", run, path);
+    long long crc = tensor_crc32(t);
+    hid_t ds = H5I_INVALID_HID;
+    if (reference && reference[0] && strcmp(reference, run) != 0) {
+        snprintf(ref, sizeof ref, "/runs/%s/%s", reference, path);
+        holds_same(s, ref, t, crc, &ds);
+        h5store_silence_hdf5();
+    }
+    if (ds < 0)
+        return write_tensor(s, full, t, crc);
+    hid_t g = H5I_INVALID_HID;
+    const char *name = NULL;
+    int rc = ensure_room(s, 4096);
+    if (rc == ST_OK)
+        rc = split_parent(s, full, &g, &name);
+    if (rc == ST_OK) {
+        if (H5Lexists(g, name, H5P_DEFAULT) > 0)
+            rc = error_set(ST_INTERNAL, "%s: %s: already written", s->path, full);
+        else if (H5Olink(ds, g, name, H5P_DEFAULT, H5P_DEFAULT) < 0)
+            rc = h5store_fail(ST_INTERNAL, s->path, full, "cannot link it to %s", ref);
+        else if (linked)
+            *linked = 1;
+        H5Gclose(g);
+    }
+    H5Dclose(ds);
+    return rc;
+}
+
+int h5store_write_run_tensor(struct h5store *s, const char *run, const char *reference, const char *path,
+                             const struct host_tensor *t, int *linked)
+{
+    h5store_silence_hdf5();
+    if (!s)
+        return error_set(ST_INTERNAL, "h5store: tensor written to a closed store");
+    if (s->failed)
+        return error_set(ST_INTERNAL, "%s: not written: an earlier write to it failed", s->path);
+    if (!run || !run[0] || strchr(run, '/') || !path || !path[0])
+        return error_set(ST_INTERNAL, "%s: a run tensor needs a run name without '/' and a path", s->path);
+    int rc = write_run_tensor(s, run, reference, path, t, linked);
+    if (rc != ST_OK)
+        s->failed = 1;
+    return rc;
+}
+
+int h5store_flush(struct h5store *s)
+{
+    h5store_silence_hdf5();
+    if (!s || s->failed)
+        return error_set(ST_INTERNAL, "%s: not flushed: an earlier write to it failed", s ? s->path : "h5store");
+    int rc = ensure_room(s, 0);
+    if (rc == ST_OK && H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0) {
+        s->failed = 1;
+        rc = h5store_fail(ST_INTERNAL, s->path, NULL, "cannot flush the file");
+    }
+    return rc;
+}
+
+const char *h5store_temp_path(const struct h5store *s) { return s ? s->tmp : NULL; }
 
 static int write_run(struct h5store *s, const struct run_record *r)
 {
@@ -339,10 +529,13 @@ static int write_run(struct h5store *s, const struct run_record *r)
     int rc = group_at(s, full, &g); /* an empty run still gets its group */
     if (rc == ST_OK)
         H5Gclose(g);
-    for (int i = 0; i < r->n && rc == ST_OK; i++) {
-        snprintf(full, cap, "/runs/%s/%s", r->name, r->items[i].path);
-        rc = write_tensor(s, full, &r->items[i].t);
-    }
+    char reference[80];
+    run_record_reference(r, reference, sizeof reference);
+    /* Tensors already streamed into the file (no data in the record) are
+     * not written again. */
+    for (int i = 0; i < r->n && rc == ST_OK; i++)
+        if (!r->items[i].stored)
+            rc = write_run_tensor(s, r->name, reference, r->items[i].path, &r->items[i].t, NULL);
     /* "group.key" goes on /runs/<name>/group as "key" (split at the first
      * dot, so keys may contain dots and groups may not); a key without a
      * dot goes on the run group itself. The reader inverts this. */
@@ -400,53 +593,33 @@ int h5store_write_run(struct h5store *s, const struct run_record *r)
     return rc;
 }
 
-/* The whole file image, taken from the in-memory file before it closes. */
-static int take_image(struct h5store *s, void **image, size_t *len)
-{
-    *image = NULL;
-    if (H5Fflush(s->file, H5F_SCOPE_GLOBAL) < 0)
-        return h5store_fail(ST_INTERNAL, s->path, NULL, "cannot finish the file");
-    ssize_t n = H5Fget_file_image(s->file, NULL, 0);
-    if (n <= 0)
-        return h5store_fail(ST_INTERNAL, s->path, NULL, "cannot take the file image");
-    *image = malloc((size_t)n);
-    if (!*image)
-        return error_set(ST_INTERNAL, "%s: out of memory for a %zd-byte file image", s->path, n);
-    if (H5Fget_file_image(s->file, *image, (size_t)n) != n) {
-        free(*image);
-        *image = NULL;
-        return h5store_fail(ST_INTERNAL, s->path, NULL, "cannot take the file image");
-    }
-    *len = (size_t)n;
-    return ST_OK;
-}
-
 int h5store_commit(struct h5store *s)
 {
     h5store_silence_hdf5();
     if (!s)
         return error_set(ST_INTERNAL, "h5store: commit of a closed store");
     int rc = ST_OK;
-    void *image = NULL;
-    size_t len = 0;
     if (s->failed)
         rc = error_set(ST_INTERNAL, "%s: not written: an earlier write to it failed", s->path);
     else
-        rc = take_image(s, &image, &len);
+        rc = ensure_room(s, 0); /* the metadata H5Fclose writes */
+    /* A store that failed is closed only while its room holds: HDF5 gets no
+     * write the disk can refuse. */
     herr_t closed = store_close(s);
     if (rc == ST_OK && closed < 0)
-        rc = h5store_fail(ST_INTERNAL, s->path, NULL, "closing the in-memory file failed");
+        rc = h5store_fail(ST_INTERNAL, s->path, NULL, "closing the file failed");
     if (rc == ST_OK) {
-        rc = temp_file_finish(s->tmp_fd, s->tmp, image, len);
-        s->tmp_fd = -1;
-        if (rc == ST_OK)
-            rc = temp_file_publish(s->tmp, s->path);
-        else
-            error_wrap(rc, "%s", s->path);
-    } else {
-        unlink(s->tmp);
+        disk_room_release(&s->room);
+        if (fsync(s->tmp_fd) != 0)
+            rc = error_set(ST_INTERNAL, "%s: cannot write: %s", s->tmp, strerror(errno));
     }
-    free(image);
+    if (close(s->tmp_fd) != 0 && rc == ST_OK)
+        rc = error_set(ST_INTERNAL, "%s: cannot write: %s", s->tmp, strerror(errno));
+    s->tmp_fd = -1;
+    if (rc == ST_OK)
+        rc = temp_file_publish(s->tmp, s->path);
+    else
+        unlink(s->tmp);
     store_free(s);
     return rc;
 }

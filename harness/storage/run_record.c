@@ -1,3 +1,5 @@
+#define _POSIX_C_SOURCE 200809L
+
 #include "run_record.h"
 
 #include <ctype.h>
@@ -27,10 +29,42 @@ int run_record_add(struct run_record *r, const char *path, struct host_tensor *t
         r->cap = cap;
     }
     struct run_tensor *slot = &r->items[r->n++];
+    memset(slot, 0, sizeof *slot);
     snprintf(slot->path, sizeof slot->path, "%s", path);
     slot->t = *t;
+    slot->crc32 = -1;
     memset(t, 0, sizeof *t);
     return ST_OK;
+}
+
+int run_record_add_stored(struct run_record *r, const char *path, const struct host_tensor *shape_of,
+                          const unsigned char object[16], long long crc32)
+{
+    struct host_tensor t = *shape_of;
+    t.data = NULL;
+    int st = run_record_add(r, path, &t);
+    if (st)
+        return st;
+    struct run_tensor *slot = &r->items[r->n - 1];
+    slot->stored = 1;
+    memcpy(slot->object, object, sizeof slot->object);
+    slot->crc32 = crc32;
+    return ST_OK;
+}
+
+int run_record_set_source(struct run_record *r, const char *path)
+{
+    char *copy = strdup(path);
+    if (!copy)
+        return error_set(ST_RUN, "out of memory naming the report of run %s", r->name);
+    free(r->source);
+    r->source = copy;
+    return ST_OK;
+}
+
+void run_record_reference(const struct run_record *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s_0", r->baselines[0] ? r->baselines : "baseline");
 }
 
 int run_record_set_attr(struct run_record *r, const char *key, double value)
@@ -180,5 +214,6 @@ void run_record_free(struct run_record *r)
         host_tensor_free(&r->items[i].t);
     free(r->items);
     free(r->attrs);
+    free(r->source);
     memset(r, 0, sizeof *r);
 }

@@ -6,14 +6,26 @@
 #ifndef CKPT_RUN_RECORD_H
 #define CKPT_RUN_RECORD_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "host_tensor.h"
 
 #define RUN_PATH_MAX 160
 #define RUN_ATTR_KEY_MAX 64
 
+/* A run's tensor. Its data is either in memory (t.data) or, `stored`, in
+ * the report the record was read from or streamed into (run_record.source):
+ * t then has its dtype and shape and no data, and run_tensor_acquire
+ * (run_tensors.h) reads it when it is needed. */
 struct run_tensor {
     char path[RUN_PATH_MAX];
     struct host_tensor t;
+    int stored;
+    /* Stored tensors: the HDF5 object behind the path (two paths reaching
+     * one object hold the same bytes), and its crc32 attribute (-1: none). */
+    unsigned char object[16];
+    long long crc32;
 };
 
 struct run_attr {
@@ -44,6 +56,8 @@ struct run_record {
     char op_log[RUN_OP_LOG_MAX];
     int n, cap;
     struct run_tensor *items;
+    char *source; /* the report stored tensors are read from (malloc'd), or NULL */
+    uint64_t tensor_limit; /* the most bytes one stored tensor may load (0: H5STORE_READ_LIMIT) */
     int n_attrs, cap_attrs;
     struct run_attr *attrs;
 };
@@ -51,6 +65,13 @@ struct run_record {
 void run_record_init(struct run_record *r, const char *name);
 /* Takes ownership of t's buffer (t is zeroed). */
 int run_record_add(struct run_record *r, const char *path, struct host_tensor *t);
+/* A tensor kept in the report at r->source: t's dtype and shape, no data. */
+int run_record_add_stored(struct run_record *r, const char *path, const struct host_tensor *shape_of,
+                          const unsigned char object[16], long long crc32);
+int run_record_set_source(struct run_record *r, const char *path);
+/* The run whose datasets this run's identical tensors link to: "<baselines>_0",
+ * or "baseline_0" when the record names no family. */
+void run_record_reference(const struct run_record *r, char *buf, size_t len);
 int run_record_set_attr(struct run_record *r, const char *key, double value);
 /* NULL / NAN when absent. */
 const struct run_tensor *run_record_find(const struct run_record *r, const char *path);

@@ -18,4 +18,14 @@ int64_t case_fit_min_bytes(const struct ckpt_case *c);
  * CPU case cannot fit; ST_OK otherwise, and for cases on other devices. */
 int case_fit_check(const struct ckpt_case *c);
 
+/* The size of the case's report from its shapes: at least the initial
+ * parameters and one run's tensors (each step's gradients, the final
+ * parameters: every other run bitwise identical to baseline_0 is hard
+ * links), at most that many bytes for every run. */
+int case_fit_report_bytes(const struct ckpt_case *c, double *least, double *most);
+/* ST_RUN in one line naming the case, both sizes and the room when even
+ * the least report cannot fit the free space (or the file size limit)
+ * under dir: the case is refused before it runs. */
+int case_fit_check_disk(const struct ckpt_case *c, const char *dir);
+
 #endif

@@ -15,6 +15,7 @@
 #include "held_check.h"
 #include "policy_statement.h"
 #include "run_checks.h"
+#include "run_tensors.h"
 #include "xla_evidence.h"
 
 /* Length of the family of "<family>_<k>" when the family is "baseline" or
@@ -102,23 +103,43 @@ static int tensor_spread(const struct run_record *const *baselines, int nb, cons
 {
     *spread = 0;
     *bitwise = 1;
-    for (int k = 1; k < nb; k++) {
+    struct tensor_hold hr = {0};
+    int held = 0, st = ST_OK;
+    for (int k = 1; k < nb && st == ST_OK; k++) {
         const struct run_tensor *t = run_record_find(baselines[k], ref->path);
-        struct tensor_diff d;
-        int st = t ? compare_tensors(&ref->t, &t->t, &d) : ST_OK;
-        if (st)
-            return error_wrap(st, "%s", ref->path);
-        if (!t || !d.comparable)
-            return error_set(ST_INPUT, "/runs/%s/%s: %s (baselines of one case must record the same tensors)",
-                             baselines[k]->name, ref->path, t ? d.why : "missing, but baseline_0 has it");
-        if (d.bitwise_equal)
+        if (!t) {
+            st = error_set(ST_INPUT, "/runs/%s/%s: missing, but baseline_0 has it (baselines of one case must "
+                                     "record the same tensors)", baselines[k]->name, ref->path);
+            break;
+        }
+        if (run_tensors_same_object(baselines[0], ref, baselines[k], t))
             continue;
-        *bitwise = 0;
-        double distance = compare_scaled_distance(&ref->t, &t->t, NULL);
-        if (distance > *spread || isnan(distance))
-            *spread = isnan(distance) ? INFINITY : distance;
+        struct tensor_hold ht;
+        if (!held && (st = run_tensor_acquire(baselines[0], ref, &hr)) == ST_OK)
+            held = 1;
+        if (st || (st = run_tensor_acquire(baselines[k], t, &ht)))
+            break;
+        struct tensor_diff d;
+        if (host_tensors_bitwise_equal(&hr.t, &ht.t)) {
+            run_tensor_release(&ht);
+            continue;
+        }
+        if ((st = compare_tensors(&hr.t, &ht.t, &d))) {
+            error_wrap(st, "%s", ref->path);
+        } else if (!d.comparable) {
+            st = error_set(ST_INPUT, "/runs/%s/%s: %s (baselines of one case must record the same tensors)",
+                           baselines[k]->name, ref->path, d.why);
+        } else {
+            *bitwise = 0;
+            double distance = compare_scaled_distance(&hr.t, &ht.t, NULL);
+            if (distance > *spread || isnan(distance))
+                *spread = isnan(distance) ? INFINITY : distance;
+        }
+        run_tensor_release(&ht);
     }
-    return ST_OK;
+    if (held)
+        run_tensor_release(&hr);
+    return st;
 }
 
 /* Every in-scope tensor's spread over the baselines, in baseline_0's
@@ -167,20 +188,35 @@ static int spread_table_build(const struct run_record *const *baselines, int nb,
 /* 1 when the impl's own samples of a tensor (its run and re-runs, all
  * completed) are not all the same bits: the kernels behind it are not
  * deterministic, whatever the baselines happened to draw. */
-static int samples_differ(const struct run_record *const *samples, int n, const char *path)
+static int samples_differ(const struct run_record *const *samples, int n, const char *path, int *differ)
 {
+    *differ = 0;
     const struct run_tensor *first = NULL;
-    for (int k = 0; k < n; k++) {
+    const struct run_record *first_run = NULL;
+    struct tensor_hold hf = {0};
+    int held = 0, st = ST_OK;
+    for (int k = 0; k < n && !*differ && st == ST_OK; k++) {
         const struct run_tensor *t = samples[k]->outcome[0] ? NULL : run_record_find(samples[k], path);
         if (!t)
             continue;
-        if (!first)
+        if (!first) {
             first = t;
-        else if (host_tensor_bytes(&t->t) != host_tensor_bytes(&first->t) ||
-                 memcmp(t->t.data, first->t.data, host_tensor_bytes(&t->t)) != 0)
-            return 1;
+            first_run = samples[k];
+            continue;
+        }
+        if (run_tensors_same_object(first_run, first, samples[k], t))
+            continue;
+        struct tensor_hold ht;
+        if (!held && (st = run_tensor_acquire(first_run, first, &hf)) == ST_OK)
+            held = 1;
+        if (st || (st = run_tensor_acquire(samples[k], t, &ht)))
+            break;
+        *differ = !host_tensors_bitwise_equal(&hf.t, &ht.t);
+        run_tensor_release(&ht);
     }
-    return 0;
+    if (held)
+        run_tensor_release(&hf);
+    return st;
 }
 
 /* The step of "steps/<k>/...", 0 for anything else (final_params/...). */
@@ -195,19 +231,83 @@ static int step_of(const char *path)
  * baselines, or the impl's own samples, do not all draw alike. Training
  * carries noise forward: every later step's tensors and the final
  * parameters are computed from it. INT_MAX when none shows. */
-static int first_noisy_step(const struct spread_table *tab, const struct run_record *const *samples, int n_samples)
+static int first_noisy_step(const struct spread_table *tab, const struct run_record *const *samples, int n_samples,
+                            int *first)
 {
     const struct run_record *base = tab->baselines[0];
-    int first = INT_MAX;
+    *first = INT_MAX;
     for (int i = 0; i < base->n; i++) {
         const struct run_tensor *ref = &base->items[i];
-        int k = step_of(ref->path);
-        if (k < 1 || k >= first)
+        int k = step_of(ref->path), differ = 0, st;
+        if (k < 1 || k >= *first)
             continue;
-        if (!tab->bitwise[i] || samples_differ(samples, n_samples, ref->path))
-            first = k;
+        if (tab->bitwise[i] && (st = samples_differ(samples, n_samples, ref->path, &differ)))
+            return st;
+        if (!tab->bitwise[i] || differ)
+            *first = k;
     }
-    return first;
+    return ST_OK;
+}
+
+/* check_envelope's work on one tensor pair, both held. */
+static int envelope_tensor(const struct spread_table *tab, int i, const struct run_record *const *samples,
+                           int n_samples, int noisy_from, const struct host_tensor *ref_t,
+                           const struct host_tensor *run_t, const char *path, struct envelope_check *out)
+{
+    if (host_tensors_bitwise_equal(ref_t, run_t))
+        return ST_OK;
+    struct tensor_diff d;
+    int st = compare_tensors(ref_t, run_t, &d);
+    if (st)
+        return error_wrap(st, "%s", path);
+    double spread = tab->spread[i], scale;
+    int bitwise = tab->bitwise[i];
+    /* Baselines that happened to agree prove nothing when the impl's own
+     * samples of the tensor disagree: an atomic reduction can land alike
+     * in every baseline and differently in a checkpointed run. The
+     * tensor then gets the least envelope, one ULP at its scale, so a
+     * rounding-sized difference is noise there and a bug still is not. */
+    int differ = 0;
+    if (bitwise && (st = samples_differ(samples, n_samples, path, &differ)))
+        return st;
+    if (bitwise && differ) {
+        bitwise = 0;
+        out->impl_varies++;
+    }
+    /* Nor do they downstream of a step where noise showed: this
+     * tensor was computed from noisy state, however alike the few
+     * baselines came out. */
+    int k = step_of(path);
+    if (bitwise && noisy_from != INT_MAX && (k == 0 || k > noisy_from)) {
+        bitwise = 0;
+        out->downstream_of_noise++;
+    }
+    double distance = compare_scaled_distance(ref_t, run_t, &scale);
+    /* A tensor whose baselines differ at all comes from non-deterministic
+     * kernels: its envelope is at least one ULP at its scale, since
+     * differences in its small elements are fractions of that and one
+     * more sample can always land a little further out. */
+    double envelope = fmax(spread, 1.0), ratio = distance / envelope;
+    if (distance > out->max_scaled || isnan(distance))
+        out->max_scaled = isnan(distance) ? INFINITY : distance;
+    if (bitwise) {
+        out->bitwise_tensors_differ++;
+    } else if (ratio > out->worst_ratio || !out->worst_path[0]) {
+        out->worst_ratio = ratio;
+        out->worst_distance = distance;
+        snprintf(out->worst_path, sizeof out->worst_path, "%s", path);
+    }
+    int within = !bitwise && d.comparable && (isinf(spread) || distance <= JUDGE_NOISE_MARGIN * envelope);
+    if (!within && !out->outside) {
+        out->outside = 1;
+        snprintf(out->path, sizeof out->path, "%s", path);
+        out->distance = distance;
+        out->spread = spread;
+        out->scale = scale;
+        out->baselines_bitwise = bitwise;
+        out->diff = d;
+    }
+    return ST_OK;
 }
 
 /* Every in-scope tensor of run against baseline_0 and its envelope. A
@@ -218,61 +318,26 @@ static int check_envelope(const struct spread_table *tab, const struct run_recor
 {
     memset(out, 0, sizeof *out);
     const struct run_record *base = tab->baselines[0];
-    int noisy_from = first_noisy_step(tab, samples, n_samples);
+    int noisy_from, st = first_noisy_step(tab, samples, n_samples, &noisy_from);
+    if (st)
+        return st;
     for (int i = 0; i < base->n; i++) {
         const struct run_tensor *ref = &base->items[i], *t;
-        if (!in_scope(ref->path) || !(t = run_record_find(run, ref->path)))
+        if (!in_scope(ref->path) || !(t = run_record_find(run, ref->path)) ||
+            run_tensors_same_object(base, ref, run, t))
             continue;
-        struct tensor_diff d;
-        int st = compare_tensors(&ref->t, &t->t, &d);
+        struct tensor_hold hr, ht;
+        if ((st = run_tensor_acquire(base, ref, &hr)))
+            return st;
+        if ((st = run_tensor_acquire(run, t, &ht))) {
+            run_tensor_release(&hr);
+            return st;
+        }
+        st = envelope_tensor(tab, i, samples, n_samples, noisy_from, &hr.t, &ht.t, ref->path, out);
+        run_tensor_release(&hr);
+        run_tensor_release(&ht);
         if (st)
-            return error_wrap(st, "%s", ref->path);
-        if (d.bitwise_equal)
-            continue;
-        double spread = tab->spread[i], scale;
-        int bitwise = tab->bitwise[i];
-        /* Baselines that happened to agree prove nothing when the impl's own
-         * samples of the tensor disagree: an atomic reduction can land alike
-         * in every baseline and differently in a checkpointed run. The
-         * tensor then gets the least envelope, one ULP at its scale, so a
-         * rounding-sized difference is noise there and a bug still is not. */
-        if (bitwise && samples_differ(samples, n_samples, ref->path)) {
-            bitwise = 0;
-            out->impl_varies++;
-        }
-        /* Nor do they downstream of a step where noise showed: this
-         * tensor was computed from noisy state, however alike the few
-         * baselines came out. */
-        int k = step_of(ref->path);
-        if (bitwise && noisy_from != INT_MAX && (k == 0 || k > noisy_from)) {
-            bitwise = 0;
-            out->downstream_of_noise++;
-        }
-        double distance = compare_scaled_distance(&ref->t, &t->t, &scale);
-        /* A tensor whose baselines differ at all comes from non-deterministic
-         * kernels: its envelope is at least one ULP at its scale, since
-         * differences in its small elements are fractions of that and one
-         * more sample can always land a little further out. */
-        double envelope = fmax(spread, 1.0), ratio = distance / envelope;
-        if (distance > out->max_scaled || isnan(distance))
-            out->max_scaled = isnan(distance) ? INFINITY : distance;
-        if (bitwise) {
-            out->bitwise_tensors_differ++;
-        } else if (ratio > out->worst_ratio || !out->worst_path[0]) {
-            out->worst_ratio = ratio;
-            out->worst_distance = distance;
-            snprintf(out->worst_path, sizeof out->worst_path, "%s", ref->path);
-        }
-        int within = !bitwise && d.comparable && (isinf(spread) || distance <= JUDGE_NOISE_MARGIN * envelope);
-        if (!within && !out->outside) {
-            out->outside = 1;
-            snprintf(out->path, sizeof out->path, "%s", ref->path);
-            out->distance = distance;
-            out->spread = spread;
-            out->scale = scale;
-            out->baselines_bitwise = bitwise;
-            out->diff = d;
-        }
+            return st;
     }
     return ST_OK;
 }
@@ -671,7 +736,7 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
 
 /* ---- a whole case --------------------------------------------------------- */
 
-static void case_figures(const struct run_record *runs, int n, struct case_result *out)
+static int case_figures(const struct run_record *runs, int n, struct case_result *out)
 {
     const struct run_record *base = find_run(runs, n, "baseline_0"), *fastest = fastest_baseline(runs, n, "baseline");
     out->baseline_runs = 0;
@@ -685,16 +750,30 @@ static void case_figures(const struct run_record *runs, int n, struct case_resul
             continue;
         for (int k = 0; k < base->n; k++) {
             const struct run_tensor *ref = &base->items[k], *t = run_record_find(&runs[i], ref->path);
-            struct tensor_diff d;
-            if (strncmp(ref->path, "steps/", 6) != 0 || !t || compare_tensors(&ref->t, &t->t, &d) || d.bitwise_equal)
+            if (strncmp(ref->path, "steps/", 6) != 0 || !t || run_tensors_same_object(base, ref, &runs[i], t))
                 continue;
-            if (d.max_ulp > out->noise_floor_ulp)
-                out->noise_floor_ulp = d.max_ulp;
-            double s = compare_scaled_distance(&ref->t, &t->t, NULL);
-            if (s > out->noise_floor_scaled || !out->noise_floor_path[0]) {
-                out->noise_floor_scaled = s;
-                snprintf(out->noise_floor_path, sizeof out->noise_floor_path, "%s", ref->path);
+            struct tensor_hold hr, ht;
+            int st = run_tensor_acquire(base, ref, &hr);
+            if (st)
+                return st;
+            if ((st = run_tensor_acquire(&runs[i], t, &ht))) {
+                run_tensor_release(&hr);
+                return st;
             }
+            struct tensor_diff d;
+            if (!host_tensors_bitwise_equal(&hr.t, &ht.t) && compare_tensors(&hr.t, &ht.t, &d) == ST_OK &&
+                !d.bitwise_equal) {
+                if (d.max_ulp > out->noise_floor_ulp)
+                    out->noise_floor_ulp = d.max_ulp;
+                double s = compare_scaled_distance(&hr.t, &ht.t, NULL);
+                if (s > out->noise_floor_scaled || !out->noise_floor_path[0]) {
+                    out->noise_floor_scaled = s;
+                    snprintf(out->noise_floor_path, sizeof out->noise_floor_path, "%s", ref->path);
+                }
+            }
+            error_clear();
+            run_tensor_release(&hr);
+            run_tensor_release(&ht);
         }
     }
     out->baseline_peak_bytes = run_record_attr(base, "memory.peak_bytes");
@@ -720,6 +799,7 @@ static void case_figures(const struct run_record *runs, int n, struct case_resul
     for (int i = 0; i < n; i++)
         if (judge_is_baseline_of(runs[i].name, "baseline") && step_ms(&runs[i]) > out->slowest_baseline_step_ms)
             out->slowest_baseline_step_ms = step_ms(&runs[i]);
+    return ST_OK;
 }
 
 static int already_judged(const struct case_result *out, const char *name)
@@ -751,8 +831,7 @@ int judge_case(const struct ckpt_case *c, const struct run_record *runs, int n,
             out->n_results++;
         }
     }
-    case_figures(runs, n, out);
-    return ST_OK;
+    return case_figures(runs, n, out);
 }
 
 /* ---- a file ------------------------------------------------------------------- */
@@ -798,8 +877,12 @@ int judge_file(const char *path, uint64_t *budget, struct case_result *out)
     if (!runs)
         st = error_set(ST_INTERNAL, "out of memory reading %s", path);
     for (int i = 0; i < count && !st; i++) {
-        if ((st = h5store_read_run_within(path, names[i], budget, &runs[i])))
+        /* Runs are read as stored tensors, loaded one at a time while they
+         * are compared: at most JUDGE_TENSORS_HELD at once, so the budget
+         * bounds each tensor, not the report. */
+        if ((st = h5store_read_run_stored(path, names[i], &runs[i])))
             break;
+        runs[i].tensor_limit = *budget / JUDGE_TENSORS_HELD;
         loaded++;
         /* A run that did not complete may hold no step at all. */
         if (!runs[i].outcome[0])

@@ -22,6 +22,11 @@
  * factor of the fastest's. */
 #define JUDGE_STABLE_TIMING_SPREAD 1.25
 
+/* The most tensors judging holds in memory at once (a baseline's and a
+ * run's, and two samples while it checks whether the impl's own runs
+ * agree): each stored tensor may load at most budget / this many bytes. */
+#define JUDGE_TENSORS_HELD 4
+
 #define RESULT_TEXT_MAX 512
 
 struct impl_result {

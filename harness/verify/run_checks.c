@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "run_tensors.h"
 
 int run_checks_record_start_bytes(struct run_record *rec, const int64_t *bytes, int steps)
 {
@@ -41,10 +42,13 @@ static int hook_violation(const struct run_record *r, int step, int *violated, c
         if (st)
             return st;
         int64_t steps = t->t.shape[0], calls = t->t.shape[1];
-        const int64_t *fires = t->t.data;
         if (step > steps)
             continue;
-        for (int64_t call = 0; call < calls; call++) {
+        struct tensor_hold h;
+        if ((st = run_tensor_acquire(r, t, &h)))
+            return st;
+        const int64_t *fires = h.t.data;
+        for (int64_t call = 0; call < calls && !*violated; call++) {
             int64_t n = fires[(step - 1) * calls + call];
             if (n == 1)
                 continue;
@@ -54,11 +58,17 @@ static int hook_violation(const struct run_record *r, int step, int *violated, c
                      " of step %d (%" PRId64 " call(s) per step); each must fire exactly once per backward",
                      t->path + prefix, n, call + 1, step, calls);
             snprintf(where, where_len, "%s [%d, %" PRId64 "] = %" PRId64, t->path, step - 1, call, n);
-            return ST_OK;
         }
+        run_tensor_release(&h);
+        if (*violated)
+            return ST_OK;
     }
     return ST_OK;
 }
+
+static int judge_steps(const struct run_record *r, const struct run_record *reference, int steps,
+                       const struct host_tensor *bytes, const struct host_tensor *ref_bytes, int *violated,
+                       char *reason, size_t reason_len, char *where, size_t where_len);
 
 int run_checks_judge(const struct run_record *r, const struct run_record *reference, int *violated, char *reason,
                      size_t reason_len, char *where, size_t where_len)
@@ -77,16 +87,36 @@ int run_checks_judge(const struct run_record *r, const struct run_record *refere
             steps = (int)r->items[i].t.shape[0];
     if (bytes && (int64_t)bytes->t.numel > steps)
         steps = (int)bytes->t.numel;
+    struct tensor_hold hb = {0}, hrb = {0};
+    if (bytes && (st = run_tensor_acquire(r, bytes, &hb)))
+        return st;
+    if (ref_bytes && (st = run_tensor_acquire(reference, ref_bytes, &hrb))) {
+        run_tensor_release(&hb);
+        return st;
+    }
+    st = judge_steps(r, reference, steps, bytes ? &hb.t : NULL, ref_bytes ? &hrb.t : NULL, violated, reason,
+                     reason_len, where, where_len);
+    run_tensor_release(&hb);
+    run_tensor_release(&hrb);
+    return st;
+}
+
+/* Hooks and step-start bytes, step by step; the byte counts held. */
+static int judge_steps(const struct run_record *r, const struct run_record *reference, int steps,
+                       const struct host_tensor *bytes, const struct host_tensor *ref_bytes, int *violated,
+                       char *reason, size_t reason_len, char *where, size_t where_len)
+{
+    int st;
     for (int step = 1; step <= steps; step++) {
         if ((st = hook_violation(r, step, violated, reason, reason_len, where, where_len)) || *violated)
             return st;
-        if (!bytes || step > (int64_t)bytes->t.numel)
+        if (!bytes || step > (int64_t)bytes->numel)
             continue;
-        const int64_t *b = bytes->t.data;
+        const int64_t *b = bytes->data;
         /* What the reference grew by from its own step 1 (a model that
          * allocates lazily in its first steps grows in its baseline too). */
-        const int64_t *rb = ref_bytes ? ref_bytes->t.data : NULL;
-        int64_t allowed = rb && step <= (int64_t)ref_bytes->t.numel ? rb[step - 1] - rb[0] : 0;
+        const int64_t *rb = ref_bytes ? ref_bytes->data : NULL;
+        int64_t allowed = rb && step <= (int64_t)ref_bytes->numel ? rb[step - 1] - rb[0] : 0;
         int64_t grew = b[step - 1] - b[0];
         if (grew == allowed)
             continue;

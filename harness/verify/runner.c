@@ -12,6 +12,7 @@
 #include "aten/torch_runtime.h"
 #include "autocast.h"
 #include "blas_info.h"
+#include "case_fit.h"
 #include "case_policy.h"
 #include "compare.h"
 #include "error.h"
@@ -58,6 +59,14 @@ struct case_setup {
     int timed_steps;              /* steps timed per run (recorded ones first) */
     struct host_tensor *params_init; /* model.n_params */
     struct host_tensor x, target;
+    /* The report being written, or NULL (no report; the warm-up): recorded
+     * tensors go into it as they are produced, so a run is never whole in
+     * memory. */
+    struct h5store *store;
+    /* Where the initial parameters are read from for each run when they are
+     * not kept in memory (their data freed once in the report's
+     * /params_init), or NULL: params_init holds them. */
+    const char *params_init_file;
 };
 
 static int plan_segments(struct case_setup *s);
@@ -169,14 +178,24 @@ static int setup_case(struct case_setup *s, const struct ckpt_case *c)
     return ST_OK;
 }
 
-/* A host copy of t appended to the record under path. */
-static int record_tensor(struct run_record *r, const char *path, const tensor *t)
+/* t recorded under path: written into the report now (only its dtype and
+ * shape stay in the record) or, without a report, a host copy kept in the
+ * record. */
+static int record_tensor(const struct case_setup *s, struct run_record *r, const char *path, const tensor *t)
 {
     struct host_tensor h;
     int st = tensor_to_host(t, &h);
     if (st)
         return st;
-    st = run_record_add(r, path, &h);
+    if (s->store) {
+        static const unsigned char unknown[16];
+        char reference[80];
+        run_record_reference(r, reference, sizeof reference);
+        if (!(st = h5store_write_run_tensor(s->store, r->name, reference, path, &h, NULL)))
+            st = run_record_add_stored(r, path, &h, unknown, -1);
+    } else {
+        st = run_record_add(r, path, &h);
+    }
     host_tensor_free(&h);
     return st;
 }
@@ -445,7 +464,7 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
     if (!rec)
         goto update;
     snprintf(path, sizeof path, "steps/%d/loss", step);
-    if ((st = record_tensor(rec, path, loss->data)))
+    if ((st = record_tensor(s, rec, path, loss->data)))
         goto out;
     /* A parameter without a gradient is left out: compare reports it as
      * missing, as PyTorch's None would be. */
@@ -453,18 +472,18 @@ static int run_step(const struct case_setup *s, const struct checkpoint_impl *im
         if (!params[i]->grad)
             continue;
         snprintf(path, sizeof path, "steps/%d/grads/%s", step, s->model.params[i].name);
-        if ((st = record_tensor(rec, path, params[i]->grad)))
+        if ((st = record_tensor(s, rec, path, params[i]->grad)))
             goto out;
     }
     if (x->grad) {
         snprintf(path, sizeof path, "steps/%d/grads/input.x", step);
-        if ((st = record_tensor(rec, path, x->grad)))
+        if ((st = record_tensor(s, rec, path, x->grad)))
             goto out;
     }
     /* Buffers as this step's forward (and any recompute) left them. */
     for (int i = 0; i < s->model.n_buffers; i++) {
         snprintf(path, sizeof path, "steps/%d/buffers/%s", step, s->model.buffers[i].name);
-        if ((st = record_tensor(rec, path, module_state_read(s->model.state, i))))
+        if ((st = record_tensor(s, rec, path, module_state_read(s->model.state, i))))
             goto out;
     }
 update:
@@ -478,6 +497,23 @@ out:
     op_timing_phase(&m->ops, OP_PHASE_IDLE);
     aten_timer_free(timer);
     var_release(loss);
+    return st;
+}
+
+/* Parameter i's leaf at its initial value: from memory, or read back from
+ * the report's /params_init (so that a real-width model's initial
+ * parameters are not held beside each run's own). */
+static int init_param(const struct case_setup *s, int i, struct var **out)
+{
+    if (!s->params_init_file)
+        return leaf_from_host(out, &s->params_init[i], s->device, 1, s->model.params[i].name);
+    char path[RUN_PATH_MAX + 16];
+    struct host_tensor h;
+    snprintf(path, sizeof path, "/params_init/%s", s->model.params[i].name);
+    int st = h5store_read_tensor(s->params_init_file, path, &h);
+    if (!st)
+        st = leaf_from_host(out, &h, s->device, 1, s->model.params[i].name);
+    host_tensor_free(&h);
     return st;
 }
 
@@ -504,7 +540,7 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
         return st;
     }
     for (int i = 0; i < m->n_params && !st; i++) {
-        st = leaf_from_host(&params[i], &s->params_init[i], s->device, 1, m->params[i].name);
+        st = init_param(s, i, &params[i]);
         if (!st)
             m->params[i].var = params[i];
     }
@@ -536,7 +572,7 @@ static int run_once(const struct case_setup *s, const struct checkpoint_impl *im
             error_wrap(st, "step %d", step); /* the verdict names the step the check fired in */
     for (int i = 0; i < m->n_params && !st; i++) {
         snprintf(path, sizeof path, "final_params/%s", m->params[i].name);
-        st = record_tensor(rec, path, params[i]->data);
+        st = record_tensor(s, rec, path, params[i]->data);
     }
     if (!st)
         st = hook_counts_record(&hooks, rec);
@@ -639,6 +675,24 @@ static void record_predictions(const struct case_setup *su, const struct checkpo
  * outcome and message), not returned as an error: the verdict says it, and
  * the case and the suite go on. Options an impl refuses are checked before
  * any run (cli/run.c). */
+/* A finished run into the report: its attributes and what it kept in
+ * memory (hook counts, step-start bytes), its streamed tensors being there
+ * already; then the record becomes the file's view of the run (stored
+ * tensors with their object identities), which is what judging reads. */
+static int store_run(struct case_state *cs, struct run_record *r)
+{
+    struct h5store *store = cs->setup.store;
+    int st = h5store_write_run(store, r);
+    if (!st)
+        st = h5store_flush(store);
+    if (st)
+        return st;
+    char name[sizeof r->name];
+    snprintf(name, sizeof name, "%s", r->name);
+    run_record_free(r);
+    return h5store_read_run_stored(h5store_temp_path(store), name, r);
+}
+
 static int add_run(struct case_state *cs, const struct checkpoint_impl *impl, const char *name,
                    struct impl_stats *stats)
 {
@@ -658,7 +712,9 @@ static int add_run(struct case_state *cs, const struct checkpoint_impl *impl, co
         snprintf(r->warning, sizeof r->warning, "%s", stats->warning);
     run_record_sort(r); /* the order a reader of the file sees */
     record_predictions(&cs->setup, impl, r);
-    return ST_OK;
+    if (judge_is_baseline(name) && cs->baselines == 0)
+        run_record_set_attr(r, "memory.one_time_bytes", cs->one_time_bytes);
+    return cs->setup.store ? store_run(cs, r) : ST_OK;
 }
 
 /* One more baseline: a wider envelope. A baseline that cannot run stops
@@ -681,8 +737,6 @@ static int add_baseline(struct case_state *cs)
         return st;
     if (violated)
         return error_set(ST_RUN, "baseline run %s: %s", name, why);
-    if (cs->baselines == 0)
-        run_record_set_attr(&cs->runs[cs->n_runs - 1], "memory.one_time_bytes", cs->one_time_bytes);
     cs->baselines++;
     return ST_OK;
 }
@@ -697,6 +751,7 @@ static int warm_up(struct case_state *cs)
     struct run_record scratch;
     struct impl_stats stats = {0};
     struct case_setup warm = cs->setup;
+    warm.store = NULL; /* nothing of the warm-up is recorded */
     struct ckpt_case one_step = *cs->setup.c;
     one_step.steps = 1;
     warm.c = &one_step;
@@ -839,28 +894,29 @@ static int write_verdict(struct h5store *h5, const struct impl_result *r)
     return ST_OK;
 }
 
-static int write_file(const struct case_state *cs, const struct case_result *result, const struct run_settings *s)
+/* The report's end: the verdicts, then the rename into place. */
+static int finish_file(struct h5store *h5, const struct case_state *cs, const struct case_result *result)
 {
-    struct h5store *h5;
-    int st = h5store_create(&h5, result->h5_path);
-    if (st)
-        return st;
-    if ((st = write_header(h5, cs, s)))
-        goto fail;
-    for (int i = 0; i < cs->n_runs; i++)
-        if ((st = h5store_write_run(h5, &cs->runs[i])))
-            goto fail;
+    int st;
     if ((st = h5store_attr_int(h5, "/verdicts", "baseline_runs", cs->baselines)) ||
         (st = h5store_attr_double(h5, "/verdicts", "noise_floor_ulp", (double)result->noise_floor_ulp)) ||
         (st = h5store_attr_double(h5, "/verdicts", "noise_floor_scaled_ulp", result->noise_floor_scaled)))
-        goto fail;
+        return st;
     for (int i = 0; i < result->n_results; i++)
         if ((st = write_verdict(h5, &result->results[i])))
-            goto fail;
-    return h5store_commit(h5);
-fail:
-    h5store_abort(h5);
-    return st;
+            return st;
+    return ST_OK;
+}
+
+/* The initial parameters, now in the report, are read from it for each
+ * run: only their dtypes and shapes stay in memory. */
+static void forget_params_init(struct case_setup *su)
+{
+    for (int i = 0; i < su->model.n_params; i++) {
+        free(su->params_init[i].data);
+        su->params_init[i].data = NULL;
+    }
+    su->params_init_file = h5store_temp_path(su->store);
 }
 
 int runner_run_case(const struct ckpt_case *c, const struct run_settings *s, struct case_result *result)
@@ -873,8 +929,15 @@ int runner_run_case(const struct ckpt_case *c, const struct run_settings *s, str
     result->definition = *c;
     if (!cs)
         return error_set(ST_RUN, "out of memory running case %s", c->name);
-    int st = setup_case(&cs->setup, c);
+    int st = s->skip_h5 ? ST_OK : case_fit_check_disk(c, s->out_dir);
+    if (!st)
+        st = setup_case(&cs->setup, c);
     cs->setup.timed_steps = s->repeats;
+    /* The report is opened before any run (an unusable --out is found
+     * before the work) and each run streams into it. */
+    if (!st && !s->skip_h5 && !(st = h5store_create(&cs->setup.store, result->h5_path)) &&
+        !(st = write_header(cs->setup.store, cs, s)) && !(st = h5store_flush(cs->setup.store)))
+        forget_params_init(&cs->setup);
     if (!st)
         st = warm_up(cs);
     for (int i = 0; i < 2 && !st; i++)
@@ -883,8 +946,15 @@ int runner_run_case(const struct ckpt_case *c, const struct run_settings *s, str
         st = run_impl(cs, c->impls[i]);
     if (!st)
         st = judge_case(c, cs->runs, cs->n_runs, (const char (*)[CASE_WORD_MAX])c->impls, c->n_impls, result);
-    if (!st && !s->skip_h5)
-        st = write_file(cs, result, s);
+    if (!st && cs->setup.store)
+        st = finish_file(cs->setup.store, cs, result);
+    if (cs->setup.store) {
+        if (st)
+            h5store_abort(cs->setup.store);
+        else
+            st = h5store_commit(cs->setup.store);
+        cs->setup.store = NULL;
+    }
     if (st) {
         result->status = st;
         snprintf(result->error, sizeof result->error, "%s", error_message());

@@ -1,0 +1,253 @@
+/* h5store, identical tensors stored once: a run's tensor equal to its
+ * reference run's is a hard link to it (one object, read back equal), a
+ * tensor that differs in one byte, dtype, shape or only past a CRC-32
+ * collision is a copy, every run dataset carries its zlib crc32, and
+ * judging reads runs as stored tensors. Each test in its own directory. */
+#define _XOPEN_SOURCE 700
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <hdf5.h>
+#include <zlib.h>
+
+#include "error.h"
+#include "h5store.h"
+#include "host_tensor.h"
+#include "run_record.h"
+#include "run_tensors.h"
+
+struct fixture {
+    char dir[512];
+    char path[600];
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    const char *base = getenv("TMPDIR");
+    if (!f)
+        return -1;
+    snprintf(f->dir, sizeof f->dir, "%s/test_h5store_dedup.XXXXXX", base && base[0] ? base : "/tmp");
+    if (!mkdtemp(f->dir)) {
+        free(f);
+        return -1;
+    }
+    snprintf(f->path, sizeof f->path, "%s/report.h5", f->dir);
+    error_clear();
+    *state = f;
+    return 0;
+}
+
+static int remove_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+static struct host_tensor f32_bits(const uint32_t *bits, int n)
+{
+    struct host_tensor t;
+    int64_t shape[1] = {n};
+    assert_int_equal(host_tensor_alloc(&t, DT_F32, 1, shape), ST_OK);
+    memcpy(t.data, bits, (size_t)n * 4);
+    return t;
+}
+
+/* Writes `ref` as baseline_0's and `t` as run's, both at path p, and says
+ * whether the run's was linked. */
+static int write_pair(const char *file, const struct host_tensor *ref, const struct host_tensor *t, const char *p)
+{
+    struct h5store *s;
+    int linked = -1;
+    assert_int_equal(h5store_create(&s, file), ST_OK);
+    assert_int_equal(h5store_attr_int(s, "/", "schema_version", H5STORE_SCHEMA_VERSION), ST_OK);
+    assert_int_equal(h5store_write_run_tensor(s, "baseline_0", "baseline_0", p, ref, NULL), ST_OK);
+    assert_int_equal(h5store_write_run_tensor(s, "run", "baseline_0", p, t, &linked), ST_OK);
+    assert_int_equal(h5store_commit(s), ST_OK);
+    return linked;
+}
+
+/* The two paths' objects, as h5py's `.id` would compare them. */
+static int same_object(const char *file, const char *a, const char *b)
+{
+    hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+    H5O_info_t ia, ib;
+    assert_true(f >= 0);
+    assert_true(H5Oget_info_by_name(f, a, &ia, H5P_DEFAULT) >= 0);
+    assert_true(H5Oget_info_by_name(f, b, &ib, H5P_DEFAULT) >= 0);
+    H5Fclose(f);
+    return ia.addr == ib.addr;
+}
+
+static long long crc_attr(const char *file, const char *dataset)
+{
+    long long crc = -1;
+    hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t a = H5Aopen_by_name(f, dataset, "crc32", H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(a >= 0);
+    assert_true(H5Aread(a, H5T_NATIVE_LLONG, &crc) >= 0);
+    H5Aclose(a);
+    H5Fclose(f);
+    return crc;
+}
+
+static void test_identical_tensor_is_a_hard_link_to_the_reference(void **state)
+{
+    struct fixture *f = *state;
+    uint32_t bits[3] = {0x3f800000u, 0x7fc00001u, 0x80000000u}; /* 1, a NaN payload, -0 */
+    struct host_tensor a = f32_bits(bits, 3), b = f32_bits(bits, 3);
+    assert_int_equal(write_pair(f->path, &a, &b, "steps/1/grads/w"), 1);
+    assert_true(same_object(f->path, "/runs/baseline_0/steps/1/grads/w", "/runs/run/steps/1/grads/w"));
+    struct host_tensor back;
+    assert_int_equal(h5store_read_tensor(f->path, "/runs/run/steps/1/grads/w", &back), ST_OK);
+    assert_memory_equal(back.data, bits, sizeof bits);
+    host_tensor_free(&back);
+    host_tensor_free(&a);
+    host_tensor_free(&b);
+}
+
+static void test_a_tensor_differing_in_one_bit_is_a_copy(void **state)
+{
+    struct fixture *f = *state;
+    uint32_t bits[2] = {0x3f800000u, 0x40000000u}, other[2] = {0x3f800000u, 0x40000001u};
+    struct host_tensor a = f32_bits(bits, 2), b = f32_bits(other, 2);
+    assert_int_equal(write_pair(f->path, &a, &b, "final_params/w"), 0);
+    assert_false(same_object(f->path, "/runs/baseline_0/final_params/w", "/runs/run/final_params/w"));
+    host_tensor_free(&a);
+    host_tensor_free(&b);
+}
+
+/* Two float32 pairs whose bytes differ and whose CRC-32s agree (found by a
+ * birthday search): the checksum alone must never make a link. */
+static void test_a_crc32_collision_is_still_a_copy(void **state)
+{
+    struct fixture *f = *state;
+    uint32_t bits[2] = {0x3ecbd14bu, 0x3f368c7au}, other[2] = {0xbf6647d3u, 0x3f4af061u};
+    assert_int_equal(crc32(0, (const Bytef *)bits, 8), crc32(0, (const Bytef *)other, 8));
+    struct host_tensor a = f32_bits(bits, 2), b = f32_bits(other, 2);
+    assert_int_equal(write_pair(f->path, &a, &b, "steps/1/loss_pair"), 0);
+    assert_false(same_object(f->path, "/runs/baseline_0/steps/1/loss_pair", "/runs/run/steps/1/loss_pair"));
+    struct host_tensor back;
+    assert_int_equal(h5store_read_tensor(f->path, "/runs/run/steps/1/loss_pair", &back), ST_OK);
+    assert_memory_equal(back.data, other, sizeof other);
+    host_tensor_free(&back);
+    host_tensor_free(&a);
+    host_tensor_free(&b);
+}
+
+static void test_same_bytes_in_another_shape_is_a_copy(void **state)
+{
+    struct fixture *f = *state;
+    uint32_t bits[4] = {1, 2, 3, 4};
+    struct host_tensor a = f32_bits(bits, 4), b;
+    int64_t shape[2] = {2, 2};
+    assert_int_equal(host_tensor_alloc(&b, DT_F32, 2, shape), ST_OK);
+    memcpy(b.data, bits, sizeof bits);
+    assert_int_equal(write_pair(f->path, &a, &b, "steps/1/grads/w"), 0);
+    host_tensor_free(&a);
+    host_tensor_free(&b);
+}
+
+static void test_every_run_dataset_carries_its_zlib_crc32(void **state)
+{
+    struct fixture *f = *state;
+    uint32_t bits[2] = {0x3f800000u, 0x40000000u}, other[2] = {0x3f800000u, 0x40400000u};
+    struct host_tensor a = f32_bits(bits, 2), b = f32_bits(other, 2);
+    write_pair(f->path, &a, &b, "steps/1/grads/w");
+    assert_int_equal(crc_attr(f->path, "/runs/baseline_0/steps/1/grads/w"), (long long)crc32(0, (const Bytef *)bits, 8));
+    assert_int_equal(crc_attr(f->path, "/runs/run/steps/1/grads/w"), (long long)crc32(0, (const Bytef *)other, 8));
+    host_tensor_free(&a);
+    host_tensor_free(&b);
+}
+
+/* A stored run holds shapes only; its linked tensor is known equal to the
+ * reference's without reading, a copied one is read when acquired. */
+static void test_stored_runs_know_linked_tensors_equal_unread(void **state)
+{
+    struct fixture *f = *state;
+    uint32_t bits[2] = {0x3f800000u, 0x40000000u}, other[2] = {0x3f800000u, 0x40400000u};
+    struct host_tensor a = f32_bits(bits, 2), b = f32_bits(bits, 2), c = f32_bits(other, 2);
+    struct h5store *s;
+    assert_int_equal(h5store_create(&s, f->path), ST_OK);
+    assert_int_equal(h5store_attr_int(s, "/", "schema_version", H5STORE_SCHEMA_VERSION), ST_OK);
+    assert_int_equal(h5store_write_run_tensor(s, "baseline_0", "baseline_0", "steps/1/loss", &a, NULL), ST_OK);
+    assert_int_equal(h5store_write_run_tensor(s, "baseline_0", "baseline_0", "final_params/w", &a, NULL), ST_OK);
+    assert_int_equal(h5store_write_run_tensor(s, "run", "baseline_0", "steps/1/loss", &b, NULL), ST_OK);
+    assert_int_equal(h5store_write_run_tensor(s, "run", "baseline_0", "final_params/w", &c, NULL), ST_OK);
+    assert_int_equal(h5store_commit(s), ST_OK);
+    struct run_record base, run;
+    assert_int_equal(h5store_read_run_stored(f->path, "baseline_0", &base), ST_OK);
+    assert_int_equal(h5store_read_run_stored(f->path, "run", &run), ST_OK);
+    const struct run_tensor *bl = run_record_find(&base, "steps/1/loss"), *rl = run_record_find(&run, "steps/1/loss");
+    const struct run_tensor *bw = run_record_find(&base, "final_params/w"), *rw = run_record_find(&run, "final_params/w");
+    assert_non_null(rl);
+    assert_null(rl->t.data);
+    assert_true(rl->stored);
+    assert_true(run_tensors_same_object(&base, bl, &run, rl));
+    assert_false(run_tensors_same_object(&base, bw, &run, rw));
+    struct tensor_hold h;
+    assert_int_equal(run_tensor_acquire(&run, rw, &h), ST_OK);
+    assert_memory_equal(h.t.data, other, sizeof other);
+    run_tensor_release(&h);
+    run_record_free(&base);
+    run_record_free(&run);
+    host_tensor_free(&a);
+    host_tensor_free(&b);
+    host_tensor_free(&c);
+}
+
+/* A stored tensor larger than its record's limit is refused before it is
+ * read, naming the report and the dataset. */
+static void test_stored_tensor_past_the_limit_is_refused_naming_it(void **state)
+{
+    struct fixture *f = *state;
+    uint32_t bits[4] = {1, 2, 3, 4};
+    struct host_tensor a = f32_bits(bits, 4);
+    struct h5store *s;
+    assert_int_equal(h5store_create(&s, f->path), ST_OK);
+    assert_int_equal(h5store_attr_int(s, "/", "schema_version", H5STORE_SCHEMA_VERSION), ST_OK);
+    assert_int_equal(h5store_write_run_tensor(s, "baseline_0", "baseline_0", "steps/1/grads/w", &a, NULL), ST_OK);
+    assert_int_equal(h5store_commit(s), ST_OK);
+    struct run_record r;
+    assert_int_equal(h5store_read_run_stored(f->path, "baseline_0", &r), ST_OK);
+    r.tensor_limit = 8;
+    struct tensor_hold h;
+    assert_int_equal(run_tensor_acquire(&r, run_record_find(&r, "steps/1/grads/w"), &h), ST_INPUT);
+    assert_non_null(strstr(error_message(), "report.h5: /runs/baseline_0/steps/1/grads/w: loading its 16 bytes"));
+    run_record_free(&r);
+    host_tensor_free(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_identical_tensor_is_a_hard_link_to_the_reference, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_tensor_differing_in_one_bit_is_a_copy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_crc32_collision_is_still_a_copy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_same_bytes_in_another_shape_is_a_copy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_run_dataset_carries_its_zlib_crc32, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stored_runs_know_linked_tensors_equal_unread, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stored_tensor_past_the_limit_is_refused_naming_it, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
