@@ -530,16 +530,16 @@ static int judge_envelope(const struct ckpt_case *c, const struct spread_table *
         snprintf(reruns_note, sizeof reruns_note, "; none of %d re-run(s) lies within", n_reruns);
     if (env.baselines_bitwise)
         snprintf(res->reason, sizeof res->reason,
-                 "%s: its %d baselines agree bitwise, %s differs by %s scaled ULP (max |x| %.3g; raw max ULP %s); "
+                 "%s: its %d baselines agree bitwise, %s differs by %s scaled ULP (max |x| %.3g; its raw max ULP %s); "
                  "max scaled ULP %s%s",
                  env.path, nb, run->name, scaled_format(env.distance, a, sizeof a), env.scale,
                  ulp_format(env.diff.max_ulp, e, sizeof e), scaled_format(env.max_scaled, b, sizeof b), reruns_note);
     else
         snprintf(res->reason, sizeof res->reason,
-                 "%s lies outside its noise envelope: %s scaled ULP (max |x| %.3g) vs its baselines' spread %s over "
-                 "%d runs, NOISE allows %gx max(spread, 1); raw max ULP %s; max scaled ULP %s%s",
-                 env.path, scaled_format(env.distance, a, sizeof a), env.scale, scaled_format(env.spread, b, sizeof b),
-                 nb, JUDGE_NOISE_MARGIN, ulp_format(env.diff.max_ulp, e, sizeof e),
+                 "%s lies outside its noise envelope: %s scaled ULP (max |x| %.3g; its raw max ULP %s) vs its "
+                 "baselines' spread %s over %d runs, NOISE allows %gx max(spread, 1); max scaled ULP %s%s",
+                 env.path, scaled_format(env.distance, a, sizeof a), env.scale, ulp_format(env.diff.max_ulp, e, sizeof e),
+                 scaled_format(env.spread, b, sizeof b), nb, JUDGE_NOISE_MARGIN,
                  scaled_format(env.max_scaled, f, sizeof f), reruns_note);
     return ST_OK;
 }
