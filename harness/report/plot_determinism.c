@@ -51,7 +51,8 @@ static int draw_page(struct plot_env *env, const struct summary_in *s, const cha
                  "# tensor of max |a - b| in ULPs of its dtype at its max |a|), as the table prints it;\n"
                  "# inf: no ULP distance (NaN or Inf against a number); known = 0, '-': none measured (the\n"
                  "# run errored, or the checkpoint's own check stopped it before any gradient);\n"
-                 "# mark: * a bad verdict the case expects (a planted bug caught), ! an unexpected verdict, - neither\n");
+                 "# mark: * a bad verdict the case expects (a planted bug caught), ! an unexpected verdict,\n"
+                 "# - neither\n");
     size_t longest_impl = 0, longest_case = 0;
     for (int c = c0; c < c1; c++)
         for (int k = k0; k < k1; k++) {

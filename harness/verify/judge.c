@@ -538,8 +538,9 @@ static int judge_envelope(const struct ckpt_case *c, const struct spread_table *
         snprintf(res->reason, sizeof res->reason,
                  "%s lies outside its noise envelope: %s scaled ULP (max |x| %.3g; its raw max ULP %s) vs its "
                  "baselines' spread %s over %d runs, NOISE allows %gx max(spread, 1); max scaled ULP %s%s",
-                 env.path, scaled_format(env.distance, a, sizeof a), env.scale, ulp_format(env.diff.max_ulp, e, sizeof e),
-                 scaled_format(env.spread, b, sizeof b), nb, JUDGE_NOISE_MARGIN,
+                 env.path, scaled_format(env.distance, a, sizeof a), env.scale,
+                 ulp_format(env.diff.max_ulp, e, sizeof e), scaled_format(env.spread, b, sizeof b), nb,
+                 JUDGE_NOISE_MARGIN,
                  scaled_format(env.max_scaled, f, sizeof f), reruns_note);
     return ST_OK;
 }
