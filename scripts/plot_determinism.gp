@@ -3,8 +3,9 @@
 #
 # Variables (gnuplot -e "..."):
 #   data   determinism.dat, one row per cell: impl_index case_index rgb
-#          distance verdict "impl" "case" known mark (distance: at the
-#          tensor's scale where the summary has it, else the raw max ULP)
+#          distance verdict "impl" "case" known mark (distance: the
+#          verdict's distance from baseline_0 in scaled ULP, as the table
+#          prints it; '-' where none was measured)
 #          (rgb: the cell colour as 0xRRGGBB; known 0: no figure;
 #          mark * a bad verdict the case expects, ! unexpected, - neither)
 #   out    output file;  term  'png' or 'svg'
@@ -16,6 +17,8 @@ if (!exists("term")) term = 'png'
 if (!exists("bm")) bm = 10
 if (!exists("lm")) lm = 24
 # Cells of 150 x 30 pixels, plus the margins the names and the legend need.
+# The legend is two lines of at most 96 characters (about 6 pixels each at
+# font size 9): 760 pixels hold it, whatever the number of cells.
 W = 8 * lm + 150 * nx + 60
 W = W < 760 ? 760 : W
 H = 110 + 30 * ny + 14 * bm
@@ -26,9 +29,9 @@ if (term eq 'svg') {
 }
 set output out
 
-set title "Verdict per case and checkpoint (cell: verdict, distance to baseline_0 in ULP at the tensor's scale)"
-set label 1 "green: as the case expects (blue: a planted bug caught, *; grey: it cannot show here, or no gradients to compare); red: NOT as expected (!)" \
-    at screen 0.5, screen 0.02 center font ',9'
+set title "Verdict per case and checkpoint\n(cell: verdict, distance from baseline_0 in scaled ULP)"
+set label 1 "green: as the case expects; blue: a planted bug caught, as the case expects (*);\ngrey: it cannot show here, or no gradients to compare; red: NOT as expected (!)" \
+    at screen 0.5, character 1.8 center font ',9'
 set xrange [-0.5:nx-0.5]
 set yrange [-0.5:ny-0.5]
 set xtics rotate by 35 right nomirror scale 0 font ',9'

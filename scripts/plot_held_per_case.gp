@@ -1,37 +1,59 @@
-# plot_held_per_case.gp: how much of what forward leaves for backward each
-# checkpoint impl cuts, per case, against the model's prediction: drawn for
-# any run (no sweep needed), so a suite run always gets a memory plot.
-# Written by `ckpt-verify plot`.
+# plot_held_per_case.gp: how much each checkpoint impl cuts, per case, of
+# what forward leaves for backward (against the model's prediction) and,
+# beside it, of the step's peak: the peak also holds backward's buffers
+# and the gradients, which can outweigh a small case's saving (a negative
+# cut; batch size 1 shows it). Drawn for any run (no sweep needed), so a
+# suite run always gets a memory plot. Written by `ckpt-verify plot`, one
+# page of cases at a time.
 #
 # Variables (gnuplot -e "..."):
-#   data   held_per_case.dat: a header row, then per case: index "case"
-#          predicted cut_impl1 cut_impl2 ... (percent of the baseline's
-#          bytes held at the end of forward; only PASS and NOISE runs)
-#   nimpl, ncase   impl columns and cases
+#   data   held_per_case.dat (or held_per_case_P.dat, page P): a header
+#          row, then per case: index "case" predicted, and per impl two
+#          columns: held cut, peak cut (percent of the baseline's; only
+#          PASS and NOISE runs)
+#   nimpl, ncase   impl column groups and cases on this page
+#   page, pages    this page's number and the count
+#   W      the width in pixels (the caller keeps a page readable: <= 2000)
+#   colours  the impls' colours, one word each (optional)
+#   hasref   0: no case on the page has a reference value (a Python or
+#            external producer's report: no prediction), none is drawn
 #   out    output file;  term  'png' or 'svg'
 if (!exists("term")) term = 'png'
-W = 300 + ncase * (24 * nimpl + 20)
+if (!exists("page")) page = 1
+if (!exists("hasref")) hasref = 1
+if (!exists("pages")) pages = 1
+if (!exists("W")) W = 360 + ncase * (28 * nimpl + 20)
 W = W < 1000 ? 1000 : W
 if (term eq 'svg') {
-    set terminal svg size W,700 dynamic noenhanced font 'Sans,11' background rgb 'white'
+    set terminal svg size W,720 dynamic noenhanced font 'Sans,11' background rgb 'white'
 } else {
-    set terminal pngcairo size W,700 noenhanced font 'Sans,10' background rgb 'white'
+    set terminal pngcairo size W,720 noenhanced font 'Sans,10' background rgb 'white'
 }
 set output out
 
-set title "Bytes held at the end of forward, cut by checkpointing, per case\n(1 - held by the impl / held by the baseline; the bars are measured, the dots the model's prediction)"
-set ylabel "held at end of forward: cut (% of the baseline's)"
-set style data histograms
-set style histogram clustered gap 1
+set title sprintf("Memory cut by checkpointing per case%s: held at the end of forward (solid) and the step's peak (hatched)\n(1 - the impl's / the baseline's; the dots: the model's prediction of the held cut; below 0: the impl's is higher)", \
+    pages > 1 ? sprintf(" (page %d of %d)", page, pages) : "")
+set ylabel "cut (% of the baseline's)"
 set style fill solid 0.8 border -1
-set boxwidth 0.9
+set xrange [-0.6:ncase - 0.4]
 set xtics rotate by -40 nomirror font ',9'
-set yrange [0:100]
+set yrange [*:100]
 set grid ytics lc rgb '#dddddd'
+set xzeroaxis lt 1 lc rgb 'black'
 set key outside right top vertical Left reverse
 set bmargin 11
 set datafile missing 'nan'
 set label 1 "Only runs that did the case's work (PASS, NOISE) are drawn: a FAIL or ERROR run's bytes are not a saving." at screen 0.5, screen 0.03 center font ',8'
 
-plot for [k=1:nimpl] data using (column(3 + k)):xtic(2) title columnheader(3 + k) lc rgb (k == 1 ? '#7b1fa2' : k == 2 ? '#00897b' : '#1e88e5'), \
-     data using 1:3 with points pt 7 ps 1.0 lc rgb 'black' title "predicted"
+bw = 0.8 / (2 * nimpl)
+x(k, j) = column(1) - 0.4 + bw * (2 * (k - 1) + j - 0.5)
+# each impl's colour of every plot, when the caller names them
+colour(k) = exists("colours") && words(colours) >= k ? word(colours, k) : k == 1 ? '#7b1fa2' : k == 2 ? '#00897b' : '#1e88e5'
+
+# the prediction's dots only where there is one (an empty iteration would warn)
+predicted = hasref ? ", data using 1:3 with points pt 7 ps 1.0 lc rgb 'black' title 'predicted held cut'" : ""
+
+plot data using 1:(0):xtic(2) with points ps 0 notitle, \
+     for [k=1:nimpl] data using (x(k, 1)):(column(3 + 2 * k - 1)):(bw) with boxes lc rgb colour(k) title columnheader(3 + 2 * k - 1), \
+     for [k=1:nimpl] data using (x(k, 2)):(column(3 + 2 * k)):(bw) with boxes fs pattern 4 border lc rgb colour(k) lc rgb colour(k) title columnheader(3 + 2 * k) \
+     @predicted

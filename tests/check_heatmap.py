@@ -14,9 +14,9 @@ import sys
 RED, BLUE, GREEN, GREY = 0xEF5350, 0x90CAF9, 0xA5D6A7, 0xDEDEDE
 
 
-def rec(case, impl, verdict, expected, max_ulp, scaled):
+def rec(case, impl, verdict, expected, raw, scaled):
     return {"case": case, "impl": impl, "verdict": verdict, "expected": expected, "reason": "crafted",
-            "first_divergence": "", "max_ulp": max_ulp, "max_scaled_ulp": scaled}
+            "first_divergence": "", "raw_max_ulp": raw, "max_scaled_ulp": scaled}
 
 
 def main():

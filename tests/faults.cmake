@@ -83,15 +83,15 @@ external_refused(storage ".*/ext_storage\\.h5: /runs/baseline_0/steps/1/grads/l0
 # ---- merge and summaries: inputs that would mislead -------------------------
 set(MERGE ${FAULTS_OUT}/merge)
 add_test(NAME faults.merge.make
-  COMMAND bash -c "rm -rf ${MERGE} && mkdir -p ${MERGE} && ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out ${MERGE}/shard >/dev/null && cp -r ${MERGE}/shard \"${MERGE}/$(printf 'sh\\377ard')\" && cp -r ${MERGE}/shard ${MERGE}/negative && ${CKPT_PYTHON} -c \"import json,sys; p=sys.argv[1]; d=json.load(open(p)); d['records'][0]['max_ulp']=-5; json.dump(d,open(p,'w'))\" ${MERGE}/negative/summary.json")
+  COMMAND bash -c "rm -rf ${MERGE} && mkdir -p ${MERGE} && ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out ${MERGE}/shard >/dev/null && cp -r ${MERGE}/shard \"${MERGE}/$(printf 'sh\\377ard')\" && cp -r ${MERGE}/shard ${MERGE}/negative && ${CKPT_PYTHON} -c \"import json,sys; p=sys.argv[1]; d=json.load(open(p)); d['records'][0]['raw_max_ulp']=-5; json.dump(d,open(p,'w'))\" ${MERGE}/negative/summary.json")
 set_tests_properties(faults.merge.make PROPERTIES FIXTURES_SETUP merge_inputs LABELS "robust")
 # The output directory given as an input too: its summary.json would be overwritten.
 add_test(NAME faults.merge.output_is_an_input
   COMMAND ${WRITES_NOTHING} ${MERGE}/shard 2 "^ckpt-verify: merge: output directory .*/shard is also an input \\(.*/shard/\\)$"
   -- ${CV} merge ${MERGE}/shard ${MERGE}/shard/)
-# A negative max_ulp is no summary: believed, it made a false REGRESSION.
+# A negative raw_max_ulp is no summary: believed, it made a false REGRESSION.
 add_test(NAME faults.summary.negative_max_ulp_refused
-  COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: .*/negative/summary\\.json: not a ckpt-verify summary: record 0: \"max_ulp\" is -5: expected a number >= 0$"
+  COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: .*/negative/summary\\.json: not a ckpt-verify summary: record 0: \"raw_max_ulp\" is -5: expected a number >= 0$"
   -- ${CV} --cases ${BAD_CASES}/good.ini --case tiny_bs1 --out ${MERGE}/compared --compare-to ${MERGE}/negative)
 # A shard directory whose name is not UTF-8 stays in merged_from (escaped).
 add_test(NAME faults.merge.non_utf8_dir_kept

@@ -51,3 +51,11 @@ set_tests_properties(judge.out_gets_summary_and_junit judge.bad_file_writes_noth
 add_test(NAME judge.agrees_with_the_runner
   COMMAND bash -c "set -e; rm -rf ${JUDGE_OUT}/run ${JUDGE_OUT}/again; ${CV} --case mutation_mlp --case mutation_gpt_memory --case bias_gelu_atomic_bs8 --case mlp_no_input_grad --case backward_reentrant_mlp_loss --out ${JUDGE_OUT}/run >/dev/null; ${CV} judge --out ${JUDGE_OUT}/again ${JUDGE_OUT}/run/*.h5 >/dev/null; ${CKPT_PYTHON} -c \"import json,sys; f=lambda p: {(x['case'],x['impl']):(x['verdict'],x['reason'],x['first_divergence']) for x in json.load(open(p))['records']}; a=f('${JUDGE_OUT}/run/summary.json'); b=f('${JUDGE_OUT}/again/summary.json'); d=[k for k in a if a[k]!=b.get(k)]; print(len(a),'records'); sys.exit('differ: %s' % d if d or len(a)!=len(b) else 'too few records: %d' % len(a) if len(a) < 10 else 0)\"")
 set_tests_properties(judge.agrees_with_the_runner PROPERTIES LABELS "judge")
+
+# One verdict, one distance: the table's column, summary.json, JUnit, the
+# determinism plot and the reason show the same max scaled ULP; the raw
+# element-wise max ULP appears only labelled raw (the noisy run's sign
+# flips are ~2^31 raw ULP and a few scaled ULP).
+ckpt_add_test_needing(judge.one_distance_everywhere TOOLS gnuplot
+  COMMAND bash -c "rm -rf ${JUDGE_OUT}/one_distance && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_one_distance.py ${CV} ${JUDGE_OUT}/one_distance ${JUDGE_OUT}/files/noise.h5 ${JUDGE_OUT}/files/bitwise.h5 ${JUDGE_OUT}/files/outcome.h5")
+set_tests_properties(judge.one_distance_everywhere PROPERTIES FIXTURES_REQUIRED judge_files LABELS "judge")

@@ -53,13 +53,24 @@ add_test(NAME plot.small_run_setup
      --repeats 5 --out ${MEM_OUT}/plot_run)
 set_tests_properties(plot.small_run_setup PROPERTIES FIXTURES_SETUP plot_run)
 ckpt_add_test_needing(plot.small_run TOOLS gnuplot
-  COMMAND bash -c "rm -rf ${MEM_OUT}/plot_run/plots && ${MEM_EXPECT} 0 '8 plot\\(s\\) drawn, 1 skipped' -- ${MEM_CV} plot ${MEM_OUT}/plot_run && ${CMAKE_SOURCE_DIR}/tests/check_plots.sh ${MEM_OUT}/plot_run/plots determinism peak_vs_batch saved_vs_segments saved_vs_depth memory_vs_depth overhead held_per_case peak_per_case")
+  COMMAND bash -c "rm -rf ${MEM_OUT}/plot_run/plots && ${MEM_EXPECT} 0 '7 plot\\(s\\) drawn, 1 skipped' -- ${MEM_CV} plot ${MEM_OUT}/plot_run && ${CMAKE_SOURCE_DIR}/tests/check_plots.sh ${MEM_OUT}/plot_run/plots determinism peak_vs_batch saved_vs_segments saved_vs_depth memory_vs_depth overhead held_per_case")
 set_tests_properties(plot.small_run PROPERTIES FIXTURES_REQUIRED plot_run)
 
 # Case names from anyone's summary (quotes, a line break) are drawn, not
 # a gnuplot error with an empty PNG left behind.
 ckpt_add_test_needing(plot.crafted_case_names_are_drawn TOOLS gnuplot
   COMMAND bash -c "rm -rf ${MEM_OUT}/crafted && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/crafted_names.py ${MEM_OUT}/plot_run ${MEM_OUT}/crafted && ${MEM_EXPECT} 0 'plot\\(s\\) drawn' -- ${MEM_CV} plot ${MEM_OUT}/crafted && ! find ${MEM_OUT}/crafted/plots -name '*.png' -empty | grep -q . && ${CMAKE_SOURCE_DIR}/tests/check_plots.sh ${MEM_OUT}/crafted/plots determinism")
+# Plots hide no data and read at their natural size (tests/check_plot_pages.py):
+# the small run copied to a nightly's 114 cases is paged, each image at most
+# 2000 pixels, every overhead drawn (unstable ones marked, whiskers to the
+# slowest baseline) and every peak cut beside its held cut; one case alone
+# has nothing running off its images (the legend, the titles).
+ckpt_add_test_needing(plot.nightly_size_is_paged_and_hides_nothing TOOLS gnuplot
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_plot_pages.py ${MEM_CV} nightly ${MEM_OUT}/plot_run ${MEM_OUT}/nightly_size)
+ckpt_add_test_needing(plot.one_case_nothing_clipped TOOLS gnuplot
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_plot_pages.py ${MEM_CV} one ${MEM_OUT}/plot_run ${MEM_OUT}/one_case)
+set_tests_properties(plot.nightly_size_is_paged_and_hides_nothing plot.one_case_nothing_clipped PROPERTIES
+  FIXTURES_REQUIRED plot_run LABELS "plot")
 # A gnuplot that fails leaves no picture (empty or partial) behind.
 add_test(NAME plot.failed_gnuplot_leaves_no_png
   COMMAND bash -c "d=${MEM_OUT}/failed_gnuplot && rm -rf $d && mkdir -p $d && cp ${MEM_OUT}/plot_run/summary.json $d/ && env CKPT_GNUPLOT=${CMAKE_SOURCE_DIR}/tests/fake_gnuplot_fails.sh ${MEM_CV} plot $d; code=$?; test $code -ne 0 || { echo 'exit 0 with a failing gnuplot'; exit 1; }; left=$(find $d/plots -name '*.png' -o -name '*.svg'); test -z \"$left\" || { echo \"left behind: $left\"; exit 1; }")

@@ -29,7 +29,7 @@ add_test(NAME nightly.junit_from_run
 # Every junit outcome and XML-hostile text, from a crafted summary through
 # merge: markup, quotes, a control character (becomes U+FFFD), tab, newline.
 add_test(NAME nightly.junit_outcomes_and_escaping
-  COMMAND bash -c "set -e; ${NT_TOOL} craft ${NT_OUT}/crafted; rc=0; ${NT_CV} merge ${NT_OUT}/crafted_merged ${NT_OUT}/crafted || rc=$?; [ $rc -eq 1 ]; ${NT_JUNIT} ${NT_OUT}/crafted_merged/junit.xml --tests 8 --failures 3 --errors 1 --skipped 1 --failed bug_case/stale_input --failed bad_case/reentrant --failed mem_case/recompute_elided --errored 'err_case/*' --property bug_case/no_rng_stash max_ulp inf --property ok_case/nonreentrant verdict NOISE --text bad_case/reentrant $'a<b & c>d \"quoted\" \\'single\\' \\xef\\xbf\\xbdctl\\ttab\\nnewline ]]>' --text bad_case/reentrant 'first divergence: steps/2/grads/l1.bias [3] <&>'")
+  COMMAND bash -c "set -e; ${NT_TOOL} craft ${NT_OUT}/crafted; rc=0; ${NT_CV} merge ${NT_OUT}/crafted_merged ${NT_OUT}/crafted || rc=$?; [ $rc -eq 1 ]; ${NT_JUNIT} ${NT_OUT}/crafted_merged/junit.xml --tests 8 --failures 3 --errors 1 --skipped 1 --failed bug_case/stale_input --failed bad_case/reentrant --failed mem_case/recompute_elided --errored 'err_case/*' --property bug_case/no_rng_stash max_scaled_ulp inf --property bug_case/no_rng_stash raw_max_ulp inf --property ok_case/nonreentrant verdict NOISE --property ok_case/nonreentrant max_scaled_ulp 2.5 --property ok_case/nonreentrant raw_max_ulp 1648106509 --text bad_case/reentrant $'a<b & c>d \"quoted\" \\'single\\' \\xef\\xbf\\xbdctl\\ttab\\nnewline ]]>' --text bad_case/reentrant 'first divergence: steps/2/grads/l1.bias [3] <&>'")
 
 # --compare-to: a previous run whose expected FAIL is planted as a PASS makes
 # today's FAIL a regression (exit 1); a rerun against the real run is clean.
@@ -116,3 +116,13 @@ set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${CMAKE_BINARY_DIR}/ca
 set(NT_STRICT ${NT_OUT}/strict)
 add_test(NAME nightly.merge_strict_refuses_a_missing_shard
   COMMAND bash -c "set -e; rm -rf ${NT_STRICT}; ${NT_CV} --suite smoke --shard 1/3 --out ${NT_STRICT}/s1 >/dev/null 2>&1; ${NT_CV} --suite smoke --shard 3/3 --out ${NT_STRICT}/s3 >/dev/null 2>&1; ${NT_EXPECT} 2 '^ckpt-verify: merge --strict: shard 2/3 is not among the inputs; nothing written$' -- ${NT_CV} merge ${NT_STRICT}/merged ${NT_STRICT}/s1 --strict ${NT_STRICT}/s3; test ! -e ${NT_STRICT}/merged/summary.json; test ! -e ${NT_STRICT}/merged/junit.xml; ${NT_EXPECT} 0 '^merge: warning: shard 2/3 is not among the inputs$' -- ${NT_CV} merge ${NT_STRICT}/lenient ${NT_STRICT}/s1 ${NT_STRICT}/s3; ${NT_EXPECT} 0 '^usage: ckpt-verify merge \\[--strict\\] OUT_DIR DIR' -- ${NT_CV} merge --help")
+
+# The nightly suite's size the README and docs state is the size the tool
+# reports (`--suite nightly --list`: one line per case, its impl count).
+add_test(NAME docs.nightly_figures_match_the_suite
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_docs_figures.py ${NT_CV} ${CMAKE_SOURCE_DIR})
+set_tests_properties(docs.nightly_figures_match_the_suite PROPERTIES LABELS "docs")
+# --list honours --suite: only the suite's cases, each with its impl count.
+add_test(NAME cli.list_of_a_suite_is_the_suite
+  COMMAND bash -c "${NT_CV} --suite smoke --list > ${NT_OUT}_smoke_list.txt && test $(wc -l < ${NT_OUT}_smoke_list.txt) -eq $(${NT_CV} --list | grep -c 'labels:.*\\bsmoke\\b') && ! grep -v '  impls: [0-9]\\+  labels:.*smoke' ${NT_OUT}_smoke_list.txt")
+set_tests_properties(cli.list_of_a_suite_is_the_suite PROPERTIES LABELS "docs")

@@ -20,6 +20,14 @@ foreach(example transformer_torch_checkpoint planted_no_rng_stash hook_checkpoin
     SKIP_RETURN_CODE 77)
 endforeach()
 
+# `ckpt-verify plot` on a Python-verified report draws its time and memory
+# beside the determinism plot, for the user's own runs.
+set_tests_properties(python.example.transformer_torch_checkpoint PROPERTIES FIXTURES_SETUP py_report)
+ckpt_add_test_needing(python.plot_draws_time_and_memory TOOLS gnuplot
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_plot_pages.py $<TARGET_FILE:ckpt-verify> python
+    ${PY_OUT}/examples/transformer_torch_checkpoint_cpu.judge ${PY_OUT}/plot_py)
+set_tests_properties(python.plot_draws_time_and_memory PROPERTIES FIXTURES_REQUIRED py_report LABELS "python;plot")
+
 foreach(pair "nonscalar_loss NonScalarLoss" "model_not_reproducible ModelNotReproducible"
              "run_name_clash BadRunName" "buffer_name_collision NameCollision")
   separate_arguments(pair)

@@ -19,7 +19,7 @@
 static json_t *record(const char *c, const char *impl, const char *verdict, int expected, const char *reason)
 {
     return json_pack("{s:s, s:s, s:s, s:b, s:s, s:s, s:i, s:f, s:f, s:f}", "case", c, "impl", impl, "verdict",
-                     verdict, "expected", expected, "reason", reason, "first_divergence", "", "max_ulp", 0,
+                     verdict, "expected", expected, "reason", reason, "first_divergence", "", "raw_max_ulp", 0,
                      "memory_saved", 0.5, "overhead", 1.25, "case_seconds", 1.0);
 }
 

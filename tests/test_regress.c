@@ -16,8 +16,9 @@
 
 static json_t *rec(const char *c, const char *impl, const char *verdict, int expected)
 {
-    return json_pack("{s:s, s:s, s:s, s:b, s:i, s:f, s:f, s:i}", "case", c, "impl", impl, "verdict", verdict,
-                     "expected", expected, "max_ulp", 0, "memory_saved", 0.30, "overhead", 1.5, "noise_floor_ulp", 0);
+    return json_pack("{s:s, s:s, s:s, s:b, s:f, s:i, s:f, s:f, s:i}", "case", c, "impl", impl, "verdict", verdict,
+                     "expected", expected, "max_scaled_ulp", 0.0, "raw_max_ulp", 0, "memory_saved", 0.30, "overhead",
+                     1.5, "raw_noise_floor_ulp", 0);
 }
 
 static json_t *summary(void) { return json_pack("{s:s, s:s, s:[]}", "git_rev", "r1", "created_utc", "t", "records"); }
@@ -105,6 +106,20 @@ static void pass_to_noise_where_the_baseline_was_noisy_is_noise(void **state)
 {
     (void)state;
     json_t *p = rec("a", "reentrant", "PASS", 1);
+    json_object_set_new(p, "raw_noise_floor_ulp", json_integer(8));
+    struct outcome o = pair(p, rec("a", "reentrant", "NOISE", 1));
+    assert_int_equal(o.n.regressions, 0);
+    assert_int_equal(o.n.noise, 1);
+    free(o.text);
+}
+
+/* A summary written before the raw distances were named raw (the previous
+ * nightly's) is read by its own names. */
+static void an_older_summarys_noise_floor_is_read(void **state)
+{
+    (void)state;
+    json_t *p = rec("a", "reentrant", "PASS", 1);
+    json_object_del(p, "raw_noise_floor_ulp");
     json_object_set_new(p, "noise_floor_ulp", json_integer(8));
     struct outcome o = pair(p, rec("a", "reentrant", "NOISE", 1));
     assert_int_equal(o.n.regressions, 0);
@@ -120,27 +135,40 @@ static void pass_to_noise_of_a_deterministic_case_is_a_regression(void **state)
     free(o.text);
 }
 
-static void grown_max_ulp_is_a_regression(void **state)
+/* The verdict's distance, max_scaled_ulp, is the one compared and named. */
+static void grown_distance_is_a_regression(void **state)
 {
     (void)state;
     json_t *c = rec("a", "reentrant", "PASS", 1);
-    json_object_set_new(c, "max_ulp", json_integer(3));
+    json_object_set_new(c, "max_scaled_ulp", json_real(0.75));
     struct outcome o = pair(rec("a", "reentrant", "PASS", 1), c);
     assert_int_equal(o.n.regressions, 1);
-    assert_non_null(strstr(o.text, "max ULP 0 -> 3"));
+    assert_non_null(strstr(o.text, "scaled ULP 0 -> 0.75"));
     free(o.text);
 }
 
-static void infinite_max_ulp_is_larger_than_any(void **state)
+/* The raw element-wise distance is not the verdict's: its growth alone is
+ * no finding (a near-zero element's sign flip is 2^31 raw ULP). */
+static void grown_raw_distance_alone_is_not_a_regression(void **state)
+{
+    (void)state;
+    json_t *c = rec("a", "reentrant", "PASS", 1);
+    json_object_set_new(c, "raw_max_ulp", json_integer(2000000000));
+    struct outcome o = pair(rec("a", "reentrant", "PASS", 1), c);
+    assert_int_equal(o.n.regressions, 0);
+    free(o.text);
+}
+
+static void infinite_distance_is_larger_than_any(void **state)
 {
     (void)state;
     /* PASS within a tolerance of ULPs, both times. */
     json_t *p = rec("a", "reentrant", "PASS", 1), *c = rec("a", "reentrant", "PASS", 1);
-    json_object_set_new(p, "max_ulp", json_integer(2000000000));
-    json_object_set_new(c, "max_ulp", json_null());
+    json_object_set_new(p, "max_scaled_ulp", json_real(3e6));
+    json_object_set_new(c, "max_scaled_ulp", json_null());
     struct outcome o = pair(p, c);
     assert_int_equal(o.n.regressions, 1);
-    assert_non_null(strstr(o.text, "max ULP 2000000000 -> inf"));
+    assert_non_null(strstr(o.text, "scaled ULP 3e+06 -> inf"));
     free(o.text);
 }
 
@@ -179,20 +207,20 @@ static void a_fail_whose_distance_wobbles_is_not_a_regression(void **state)
 {
     (void)state;
     json_t *p = rec("noise_gpt_atomic", "no_rng_stash", "FAIL", 1), *c = rec("noise_gpt_atomic", "no_rng_stash", "FAIL", 1);
-    json_object_set_new(p, "max_ulp", json_integer(2087189301));
-    json_object_set_new(c, "max_ulp", json_integer(2087189306));
+    json_object_set_new(p, "max_scaled_ulp", json_real(1.5e7));
+    json_object_set_new(c, "max_scaled_ulp", json_real(1.6e7));
     struct outcome o = pair(p, c);
     assert_int_equal(o.n.regressions, 0);
-    assert_null(strstr(o.text, "max ULP"));
+    assert_null(strstr(o.text, "scaled ULP"));
     free(o.text);
 }
 
-static void grown_max_ulp_within_noise_is_not_a_regression(void **state)
+static void grown_distance_within_noise_is_not_a_regression(void **state)
 {
     (void)state;
     json_t *p = rec("a", "reentrant", "NOISE", 1), *c = rec("a", "reentrant", "NOISE", 1);
-    json_object_set_new(p, "max_ulp", json_integer(4));
-    json_object_set_new(c, "max_ulp", json_integer(60));
+    json_object_set_new(p, "max_scaled_ulp", json_real(0.5));
+    json_object_set_new(c, "max_scaled_ulp", json_real(6));
     struct outcome o = pair(p, c);
     assert_int_equal(o.n.regressions, 0);
     free(o.text);
@@ -315,11 +343,13 @@ int main(void)
         cmocka_unit_test(planted_bug_no_longer_caught_is_a_regression),
         cmocka_unit_test(pass_to_noise_where_the_baseline_was_noisy_is_noise),
         cmocka_unit_test(pass_to_noise_of_a_deterministic_case_is_a_regression),
-        cmocka_unit_test(grown_max_ulp_is_a_regression),
-        cmocka_unit_test(infinite_max_ulp_is_larger_than_any),
+        cmocka_unit_test(grown_distance_is_a_regression),
+        cmocka_unit_test(grown_raw_distance_alone_is_not_a_regression),
+        cmocka_unit_test(infinite_distance_is_larger_than_any),
+        cmocka_unit_test(an_older_summarys_noise_floor_is_read),
         cmocka_unit_test(a_fail_whose_distance_wobbles_is_not_a_regression),
         cmocka_unit_test(each_regression_is_listed_for_summary_and_junit),
-        cmocka_unit_test(grown_max_ulp_within_noise_is_not_a_regression),
+        cmocka_unit_test(grown_distance_within_noise_is_not_a_regression),
         cmocka_unit_test(memory_saved_shrinking_over_two_points_is_a_regression),
         cmocka_unit_test(memory_saved_shrinking_by_two_points_or_less_is_not),
         cmocka_unit_test(overhead_growing_in_most_cases_is_a_regression),

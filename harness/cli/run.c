@@ -280,9 +280,14 @@ int cli_run(int argc, char **argv)
     if (st)
         return cli_fail(st);
     if (list) {
+        /* With --suite, only its cases: `--suite nightly --list | wc -l` is
+         * the suite's size, and the impls summed its records (docs quote
+         * both, tests/check_docs_figures.py checks them). */
         for (int i = 0; i < cases.count; i++) {
             const struct ckpt_case *c = &cases.items[i];
-            printf("%-32s %s:%d  labels:", c->name, c->file, c->line);
+            if (suite && !case_has_label(c, suite))
+                continue;
+            printf("%-32s %s:%d  impls: %d  labels:", c->name, c->file, c->line, c->n_impls);
             for (int k = 0; k < c->n_labels; k++)
                 printf("%s%s", k ? "," : " ", c->labels[k]);
             printf("\n");

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "case.h"
+#include "compare.h"
 #include "error.h"
 #include "summary_file.h"
 
@@ -87,12 +88,14 @@ static void put_number_property(FILE *out, const char *indent, const json_t *rec
     char text[64];
     if (!v)
         return;
-    if (json_is_integer(v))
+    if (strcmp(key, "max_scaled_ulp") == 0 && json_is_number(v))
+        scaled_ulp_format(json_number_value(v), text, sizeof text); /* as the table shows it */
+    else if (json_is_integer(v))
         snprintf(text, sizeof text, "%lld", (long long)json_integer_value(v));
     else if (json_is_real(v))
         snprintf(text, sizeof text, "%.6g", json_real_value(v));
     else if (json_is_null(v)) /* the summary writes NaN, inf and infinite ULP as null */
-        snprintf(text, sizeof text, "%s", strcmp(key, "max_ulp") == 0 ? "inf" : "-");
+        snprintf(text, sizeof text, "%s", strstr(key, "ulp") ? "inf" : "-");
     else
         return;
     put_property(out, indent, key, text);
@@ -123,7 +126,9 @@ static void put_testcase(FILE *out, const json_t *rec, double seconds)
      * pytest's xfail does, so dashboards can tell it from a plain pass. */
     if (expected && (!strcmp(verdict, "FAIL") || !strcmp(verdict, "MEMFAIL")))
         put_property(out, "        ", "xfail", "planted bug caught as expected");
-    put_number_property(out, "        ", rec, "max_ulp");
+    /* the verdict's distance, and the raw element-wise one beside it */
+    put_number_property(out, "        ", rec, "max_scaled_ulp");
+    put_number_property(out, "        ", rec, "raw_max_ulp");
     put_number_property(out, "        ", rec, "memory_saved");
     put_number_property(out, "        ", rec, "overhead");
     if (divergence[0])

@@ -10,8 +10,9 @@
  *   unexpected ERROR              -> <error message=reason>
  *   any other unexpected verdict  -> <failure message=reason>reason and
  *                                    first divergence</failure>
- * Every testcase carries properties verdict, expected, max_ulp,
- * memory_saved, overhead (and first_divergence when there is one) and the
+ * Every testcase carries properties verdict, expected, max_scaled_ulp (the
+ * verdict's distance, as the table prints it; absent where none was
+ * measured), raw_max_ulp, memory_saved, overhead (and first_divergence when there is one) and the
  * reason as system-out. A testcase's time is its case's wall time shared
  * equally by the case's impls (the runs are timed as a case). Every text is
  * XML-escaped; characters XML 1.0 cannot hold become U+FFFD. Each entry

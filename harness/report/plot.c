@@ -34,8 +34,8 @@ int plot_run_dir(const char *run_dir, const char *scripts_dir, const char *gnupl
         !(st = plot_saved(&env, &s, SWEEP_SEGMENTS, "saved_vs_segments")) &&
         !(st = plot_saved(&env, &s, SWEEP_LAYERS, "saved_vs_depth")) && !(st = plot_memory_vs_depth(&env, &s)) &&
         !(st = plot_held_vs_seq(&env, &s)))
-        if (!(st = plot_overhead(&env, &s)) && !(st = plot_held_per_case(&env, &s)))
-            st = plot_peak_per_case(&env, &s);
+        if (!(st = plot_overhead(&env, &s)))
+            st = plot_held_per_case(&env, &s);
     if (!st)
         fprintf(log, "%d plot(s) drawn, %d skipped, in %s\n", env.drawn, env.skipped, env.plots_dir);
     plot_summary_free(&s);

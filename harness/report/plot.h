@@ -4,12 +4,21 @@
  * first line, so any tool can re-plot them), and runs the gnuplot scripts
  * scripts/plot_*.gp on them, once for PNG and once for SVG:
  *
- *   determinism      case × impl, colour = max ULP vs baseline_0, verdict marks
+ *   determinism      case × impl, colour = verdict as expected or not, cell =
+ *                    verdict and its distance from baseline_0 in scaled ULP
  *   peak_vs_batch    peak memory vs batch size, per impl and the baseline
  *   saved_vs_segments  memory saved vs checkpoint segments, with the prediction
  *   saved_vs_depth   memory saved vs layers, with the prediction
  *   memory_vs_depth  activation bytes vs layers (log-log) with fitted exponents
- *   overhead         step-time overhead per case and impl, with the ideal 4/3
+ *   held_vs_seq      bytes held at end of forward vs sequence length, per policy
+ *   overhead         step-time overhead per case and impl, with the ideal 4/3,
+ *                    the baselines' spread as whiskers, unstable ratios marked
+ *   held_per_case    held-at-end-of-forward cut and peak cut per case and impl
+ *
+ * The per-case plots (determinism, overhead, held_per_case) are drawn as
+ * pages when one image would be wider than PLOT_MAX_WIDTH pixels (or, for
+ * determinism, taller than 40 cases): NAME_1.png, NAME_2.png, ..., each
+ * listed in the log; NAME.png when one page holds them all.
  *
  * A plot whose data the run lacks (no cases that differ only in batch size,
  * say) is skipped, and the log says so. Data files are written to a

@@ -97,6 +97,41 @@ int plot_gnuplot_run(struct plot_env *env, const char *script, const char *name,
     return ST_OK;
 }
 
+int plot_page_count(int n, int per_page)
+{
+    if (per_page < 1)
+        per_page = 1;
+    return n <= per_page ? 1 : (n + per_page - 1) / per_page;
+}
+
+void plot_page_name(char *buf, size_t len, const char *name, int page, int n_pages)
+{
+    if (n_pages <= 1)
+        snprintf(buf, len, "%s", name);
+    else
+        snprintf(buf, len, "%s_%d", name, page + 1);
+}
+
+void plot_remove_pages(const struct plot_env *env, const char *name)
+{
+    static const char *const ext[] = {"png", "svg", "dat"};
+    char path[PATH_MAX_LEN + 64];
+    for (size_t e = 0; e < sizeof ext / sizeof *ext; e++) {
+        snprintf(path, sizeof path, "%s/%s.%s", env->plots_dir, name, ext[e]);
+        unlink(path);
+    }
+    /* pages are numbered from 1 without gaps: stop at the first missing */
+    for (int k = 1;; k++) {
+        int any = 0;
+        for (size_t e = 0; e < sizeof ext / sizeof *ext; e++) {
+            snprintf(path, sizeof path, "%s/%s_%d.%s", env->plots_dir, name, k, ext[e]);
+            any |= unlink(path) == 0;
+        }
+        if (!any)
+            break;
+    }
+}
+
 void plot_skip(struct plot_env *env, const char *name, const char *why)
 {
     fprintf(env->log, "  %s: skipped (%s)\n", name, why);

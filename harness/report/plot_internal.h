@@ -29,11 +29,11 @@ struct def {
 struct rec {
     const char *case_name, *impl, *verdict;
     int expected;       /* the verdict is one the case allows */
-    int has_ulp;        /* max_ulp known (null: infinite for a FAIL, unknown otherwise) */
-    double ulp;         /* INFINITY when the difference has no ULP distance */
-    double scaled;      /* distance at the tensor's scale (max_scaled_ulp; NaN in older summaries) */
+    double distance;    /* the verdict's distance in scaled ULP (max_scaled_ulp); INFINITY when
+                         * infinite, NAN where none was measured */
     int overhead_stable; /* the baselines' timings agreed (summary overhead_stable; 1 when absent) */
     double overhead, ideal_overhead;
+    double baseline_step_ms, slowest_baseline_step_ms; /* the baselines' spread of step times */
     double peak, base_peak, efb, pred_efb, base_efb, pred_base_efb, grad, base_grad;
     double act, base_act; /* activation peak: live minus the gradients held at the time */
     struct def d;
@@ -49,8 +49,12 @@ struct summary_in {
  * plot_summary_free whatever it returns. */
 int plot_summary_load(struct summary_in *s, const char *run_dir);
 void plot_summary_free(struct summary_in *s);
-/* Distinct impls of the records, in order of appearance (reference impls
- * other than the baseline only, with references_only); at most max. */
+/* 1 for a run whose memory and time the per-case plots draw: a harness
+ * reference impl other than `none`, or a run the harness does not know (a
+ * Python-verified or external producer's checkpoint). */
+int plot_is_measured_impl(const char *name);
+/* Distinct impls of the records, in order of appearance (with
+ * references_only: those plot_is_measured_impl accepts); at most max. */
 int plot_list_impls(const struct summary_in *s, int references_only, const char **out, int max);
 
 /* ---- data files and gnuplot (plot_gnuplot.c) ------------------------------- */
@@ -76,6 +80,17 @@ int plot_find_program(const char *name, char *out, size_t len);
 /* Runs scripts/<script> with gnuplot variables `vars`, once for PNG and once
  * for SVG, drawing plots/<name>.png and .svg. */
 int plot_gnuplot_run(struct plot_env *env, const char *script, const char *name, const char *vars);
+/* Pages: a plot of many cases is drawn as several images, each readable at
+ * its natural size (PLOT_MAX_WIDTH pixels wide at most): "<name>.png" when
+ * one page holds them all, else "<name>_1.png", "<name>_2.png", ...
+ * plot_page_count: pages for n items at most per_page each;
+ * plot_page_name: page p's (0-based) file name stem;
+ * plot_remove_pages: what an earlier draw of `name` left (one image or
+ * pages) is removed first, so no stale page is read as current. */
+#define PLOT_MAX_WIDTH 2000
+int plot_page_count(int n, int per_page);
+void plot_page_name(char *buf, size_t len, const char *name, int page, int n_pages);
+void plot_remove_pages(const struct plot_env *env, const char *name);
 /* Logs that plot `name` is skipped, and why. */
 void plot_skip(struct plot_env *env, const char *name, const char *why);
 /* A quoted string for a data file: gnuplot reads "..." as one column. */
@@ -190,8 +205,8 @@ int plot_segments_at(const struct def *d, int layers);
 
 /* ---- the plot families ----------------------------------------------------- */
 
-/* Each draws one plot (or logs it skipped): plot_determinism.c,
- * plot_memory.c, plot_per_case.c. */
+/* Each draws one plot, or its pages (or logs it skipped):
+ * plot_determinism.c, plot_memory.c, plot_per_case.c. */
 int plot_determinism(struct plot_env *env, const struct summary_in *s);
 int plot_peak_vs_batch(struct plot_env *env, const struct summary_in *s);
 int plot_saved(struct plot_env *env, const struct summary_in *s, enum sweep sw, const char *name);
@@ -199,6 +214,5 @@ int plot_memory_vs_depth(struct plot_env *env, const struct summary_in *s);
 int plot_held_vs_seq(struct plot_env *env, const struct summary_in *s);
 int plot_overhead(struct plot_env *env, const struct summary_in *s);
 int plot_held_per_case(struct plot_env *env, const struct summary_in *s);
-int plot_peak_per_case(struct plot_env *env, const struct summary_in *s);
 
 #endif

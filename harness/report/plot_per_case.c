@@ -1,31 +1,133 @@
-/* plot_per_case: the bar plots with one figure per case and reference impl,
+/* plot_per_case: the bar plots with figures per case and reference impl,
  * beside the case's reference value: the step-time overhead (ideal 4/3),
- * the bytes held at end of forward cut (predicted) and the peak cut. */
+ * with the spread its baselines allow and unstable ratios marked, and the
+ * cuts of the bytes held at end of forward (against the prediction) and of
+ * the step's peak side by side. Many cases are drawn as pages, each at most
+ * PLOT_MAX_WIDTH pixels wide. */
 #include <math.h>
 #include <string.h>
 
-#include "../impls/impl.h"
 #include "error.h"
 #include "plot_internal.h"
 
-/* One figure per case and reference impl, with the case's reference value
- * beside them (the overhead's ideal, the held cut's prediction): the
- * table behind the per-case bar plots. NAN leaves a bar out; *left_out
- * counts the records `value` refused. */
+/* Columns per impl in a plot's data file, and what fills them. */
+#define MAX_COLUMNS 4
+
+/* One plot: per case and reference impl `n_columns` figures (NAN for none;
+ * the first decides whether the case is drawn at all), and the case's
+ * reference value. */
 struct per_case_plot {
     const char *name, *script, *reference_title;
-    double (*value)(const struct rec *r, int *refused);
+    int n_columns;
+    const char *column_titles[MAX_COLUMNS];
+    void (*columns)(const struct rec *r, double *out);
     double (*reference)(const struct rec *r);
+    /* pixels per case and impl, as the script lays the bars out */
+    int px_per_impl;
 };
+
+/* The width the scripts give a page of n cases: 360 + n * (px * nimpl + 20). */
+static int page_width(const struct per_case_plot *p, int n_impls, int n_cases)
+{
+    return 360 + n_cases * (p->px_per_impl * n_impls + 20);
+}
+
+/* The figures of case c for impls[0..n_impls): v[k][j], NAN where none;
+ * *reference the case's reference value. */
+static void case_figures(const struct summary_in *s, const struct per_case_plot *p, const char *case_name,
+                         const char *const *impls, int n_impls, double v[][MAX_COLUMNS], double *reference)
+{
+    *reference = NAN;
+    for (int k = 0; k < n_impls; k++)
+        for (int j = 0; j < p->n_columns; j++)
+            v[k][j] = NAN;
+    for (int i = 0; i < s->n; i++) {
+        const struct rec *r = &s->r[i];
+        if (strcmp(r->case_name, case_name) != 0)
+            continue;
+        if (!isnan(p->reference(r)))
+            *reference = p->reference(r);
+        for (int k = 0; k < n_impls; k++)
+            if (strcmp(r->impl, impls[k]) == 0)
+                p->columns(r, v[k]);
+    }
+}
+
+static int draw_page(struct plot_env *env, const struct summary_in *s, const struct per_case_plot *p,
+                     const char *const *all_impls, int n_all, const char *const *cases, int c0, int c1,
+                     const char *page, int page_no, int n_pages)
+{
+    /* The page's impls: those with a figure in one of its cases, each in
+     * its colour of every plot (plot_impl_colour). */
+    const char *impls[MAX_SERIES];
+    int n_impls = 0;
+    char colours[MAX_SERIES * 10] = "";
+    for (int k = 0; k < n_all; k++) {
+        int any = 0;
+        for (int c = c0; c < c1 && !any; c++) {
+            double v[MAX_SERIES][MAX_COLUMNS], reference;
+            case_figures(s, p, cases[c], all_impls, n_all, v, &reference);
+            for (int j = 0; j < p->n_columns && j < 2; j++)
+                any |= !isnan(v[k][j]);
+        }
+        if (!any)
+            continue;
+        impls[n_impls++] = all_impls[k];
+        size_t used = strlen(colours);
+        snprintf(colours + used, sizeof colours - used, "%s%s", used ? " " : "", plot_impl_colour(all_impls[k]));
+    }
+    struct datafile d;
+    char file[96];
+    snprintf(file, sizeof file, "%s.dat", page);
+    int st = plot_data_open(&d, env, file);
+    if (st)
+        return st;
+    /* header row: the column titles */
+    fprintf(d.f, "index case ");
+    plot_put_quoted(d.f, p->reference_title);
+    for (int k = 0; k < n_impls; k++)
+        for (int j = 0; j < p->n_columns; j++) {
+            char title[160];
+            snprintf(title, sizeof title, "%s%s%s", impls[k], p->column_titles[j][0] ? " " : "", p->column_titles[j]);
+            fputc(' ', d.f);
+            plot_put_quoted(d.f, title);
+        }
+    fputc('\n', d.f);
+    int marked = 0, references = 0;
+    for (int c = c0; c < c1; c++) {
+        double reference, v[MAX_SERIES][MAX_COLUMNS];
+        case_figures(s, p, cases[c], impls, n_impls, v, &reference);
+        references += !isnan(reference);
+        fprintf(d.f, "%d ", c - c0);
+        plot_put_quoted(d.f, cases[c]);
+        fprintf(d.f, " %.6g", reference);
+        for (int k = 0; k < n_impls; k++)
+            for (int j = 0; j < p->n_columns; j++)
+                fprintf(d.f, " %.6g", v[k][j]);
+        fputc('\n', d.f);
+        /* overhead: the fourth column is 1 for a stable ratio, 0 unstable */
+        for (int k = 0; k < n_impls && p->n_columns == 4; k++)
+            marked += !isnan(v[k][0]) && v[k][3] == 0;
+    }
+    if ((st = plot_data_close(&d)))
+        return st;
+    char vars[2048];
+    snprintf(vars, sizeof vars, "data='%s'; nimpl=%d; ncase=%d; unstable=%d; page=%d; pages=%d; W=%d; colours='%s'; "
+             "hasref=%d", d.path, n_impls, c1 - c0, marked, page_no + 1, n_pages, page_width(p, n_impls, c1 - c0),
+             colours, references > 0);
+    return plot_gnuplot_run(env, p->script, page, vars);
+}
 
 static int plot_per_case(struct plot_env *env, const struct summary_in *s, const struct per_case_plot *p)
 {
     const char *impls[MAX_SERIES], *cases[1024];
-    int n_impls = plot_list_impls(s, 1, impls, MAX_SERIES), n_cases = 0, refused = 0;
+    int n_impls = plot_list_impls(s, 1, impls, MAX_SERIES), n_cases = 0;
     for (int i = 0; i < s->n && n_cases < 1024; i++) {
-        const struct checkpoint_impl *impl = impl_find(s->r[i].impl);
-        int ignored;
-        if (!impl || !impl->is_reference || impl->run == impl_run_none || isnan(p->value(&s->r[i], &ignored)))
+        double v[MAX_COLUMNS];
+        if (!plot_is_measured_impl(s->r[i].impl))
+            continue;
+        p->columns(&s->r[i], v);
+        if (isnan(v[0]))
             continue;
         int k = 0;
         while (k < n_cases && strcmp(cases[k], s->r[i].case_name) != 0)
@@ -33,75 +135,49 @@ static int plot_per_case(struct plot_env *env, const struct summary_in *s, const
         if (k == n_cases)
             cases[n_cases++] = s->r[i].case_name;
     }
+    plot_remove_pages(env, p->name);
     if (!n_impls || !n_cases) {
         plot_skip(env, p->name, "no reference impl results with this figure");
         return ST_OK;
     }
-    struct datafile d;
-    char file[96];
-    snprintf(file, sizeof file, "%s.dat", p->name);
-    int st = plot_data_open(&d, env, file);
-    if (st)
-        return st;
-    /* header row: the column titles */
-    fprintf(d.f, "index case ");
-    plot_put_quoted(d.f, p->reference_title);
-    for (int k = 0; k < n_impls; k++) {
-        fputc(' ', d.f);
-        plot_put_quoted(d.f, impls[k]);
+    int per_page = 1;
+    while (per_page < n_cases && page_width(p, n_impls, per_page + 1) <= PLOT_MAX_WIDTH)
+        per_page++;
+    int pages = plot_page_count(n_cases, per_page), st = ST_OK;
+    per_page = (n_cases + pages - 1) / pages; /* as even as can be */
+    for (int pg = 0; pg < pages && !st; pg++) {
+        char page[64];
+        plot_page_name(page, sizeof page, p->name, pg, pages);
+        int c1 = (pg + 1) * per_page;
+        st = draw_page(env, s, p, impls, n_impls, cases, pg * per_page, c1 < n_cases ? c1 : n_cases, page, pg, pages);
     }
-    fputc('\n', d.f);
-    for (int c = 0; c < n_cases; c++) {
-        double reference = NAN, v[MAX_SERIES];
-        for (int k = 0; k < n_impls; k++)
-            v[k] = NAN;
-        for (int i = 0; i < s->n; i++) {
-            const struct rec *r = &s->r[i];
-            if (strcmp(r->case_name, cases[c]) != 0)
-                continue;
-            if (!isnan(p->reference(r)))
-                reference = p->reference(r);
-            for (int k = 0; k < n_impls; k++)
-                if (strcmp(r->impl, impls[k]) == 0) {
-                    int no = 0;
-                    v[k] = p->value(r, &no);
-                    refused += no;
-                }
-        }
-        fprintf(d.f, "%d ", c);
-        plot_put_quoted(d.f, cases[c]);
-        fprintf(d.f, " %.6g", reference);
-        for (int k = 0; k < n_impls; k++)
-            fprintf(d.f, " %.6g", v[k]);
-        fputc('\n', d.f);
-    }
-    if ((st = plot_data_close(&d)))
-        return st;
-    char vars[2048];
-    snprintf(vars, sizeof vars, "data='%s'; nimpl=%d; ncase=%d; unstable=%d", d.path, n_impls, n_cases, refused);
-    return plot_gnuplot_run(env, p->script, p->name, vars);
+    return st;
 }
 
-/* A ratio the baselines' own spread does not support stays off the plot,
- * where it would be read against the ceiling. */
-static double overhead_value(const struct rec *r, int *refused)
+/* The overhead and the range the baselines' own spread allows it, from
+ * step / slowest baseline to step / fastest baseline (the overhead), and
+ * whether that spread is within JUDGE_STABLE_TIMING_SPREAD: an unstable
+ * ratio is drawn and marked, never dropped. */
+static void overhead_columns(const struct rec *r, double *out)
 {
-    if (!r->overhead_stable && !isnan(r->overhead)) {
-        *refused = 1;
-        return NAN;
-    }
-    return r->overhead;
+    out[0] = r->overhead;
+    out[1] = r->overhead * r->baseline_step_ms / r->slowest_baseline_step_ms;
+    out[2] = r->overhead;
+    out[3] = r->overhead_stable ? 1 : 0;
+    if (!(out[1] > 0) || isinf(out[1]))
+        out[1] = r->overhead; /* the spread is unknown: a bar without a range */
 }
 
 static double overhead_ideal(const struct rec *r) { return r->ideal_overhead; }
 
-/* Only runs that did the case's work (PASS, NOISE) have a saving. */
-static double held_cut_value(const struct rec *r, int *refused)
+/* The held cut and the peak cut; only runs that did the case's work
+ * (PASS, NOISE) have them. The peak also holds backward's buffers and
+ * gradients, which can outweigh a small case's saving (a negative cut). */
+static void cut_columns(const struct rec *r, double *out)
 {
-    (void)refused;
-    if (strcmp(r->verdict, "PASS") && strcmp(r->verdict, "NOISE"))
-        return NAN;
-    return 100.0 * (1.0 - r->efb / r->base_efb);
+    int worked = !strcmp(r->verdict, "PASS") || !strcmp(r->verdict, "NOISE");
+    out[0] = worked ? 100.0 * (1.0 - r->efb / r->base_efb) : NAN;
+    out[1] = worked ? 100.0 * (1.0 - r->peak / r->base_peak) : NAN;
 }
 
 static double held_cut_predicted(const struct rec *r)
@@ -109,40 +185,23 @@ static double held_cut_predicted(const struct rec *r)
     return 100.0 * (1.0 - r->pred_efb / r->pred_base_efb);
 }
 
-/* The drop in the step's peak, which small cases' backward buffers can
- * outweigh (a negative cut); only runs that did the case's work. */
-static double peak_cut_value(const struct rec *r, int *refused)
-{
-    (void)refused;
-    if (strcmp(r->verdict, "PASS") && strcmp(r->verdict, "NOISE"))
-        return NAN;
-    return 100.0 * (1.0 - r->peak / r->base_peak);
-}
-
-static double no_reference(const struct rec *r)
-{
-    (void)r;
-    return NAN;
-}
-
-int plot_peak_per_case(struct plot_env *env, const struct summary_in *s)
-{
-    static const struct per_case_plot p = {"peak_per_case", "plot_peak_per_case.gp", "none", peak_cut_value,
-                                           no_reference};
-    return plot_per_case(env, s, &p);
-}
-
 int plot_overhead(struct plot_env *env, const struct summary_in *s)
 {
-    static const struct per_case_plot p = {"overhead", "plot_overhead.gp", "(baseline + one forward) / baseline",
-                                           overhead_value, overhead_ideal};
+    static const struct per_case_plot p = {"overhead",
+                                           "plot_overhead.gp",
+                                           "(baseline + one forward) / baseline",
+                                           4,
+                                           {"", "low", "high", "stable"},
+                                           overhead_columns,
+                                           overhead_ideal,
+                                           24};
     return plot_per_case(env, s, &p);
 }
 
 int plot_held_per_case(struct plot_env *env, const struct summary_in *s)
 {
-    static const struct per_case_plot p = {"held_per_case", "plot_held_per_case.gp", "predicted", held_cut_value,
-                                           held_cut_predicted};
+    static const struct per_case_plot p = {
+        "held_per_case", "plot_held_per_case.gp", "predicted held cut", 2, {"held cut", "peak cut"}, cut_columns,
+        held_cut_predicted, 28};
     return plot_per_case(env, s, &p);
 }
-

@@ -1,5 +1,5 @@
 /* plot_summary: summary.json read into the records the plots draw: verdict,
- * ULP distance, memory and time per case and impl, and the case definition.
+ * distance (scaled ULP), memory and time per case and impl, and the case definition.
  * The numbers of runs that failed or errored are left out (NaN). */
 #include <math.h>
 #include <stdlib.h>
@@ -66,13 +66,14 @@ int plot_summary_load(struct summary_in *s, const char *run_dir)
         r->expected = json_is_true(json_object_get(o, "expected"));
         if (!*r->case_name || !*r->impl || strcmp(r->impl, "*") == 0)
             continue; /* a case that could not run has no impl column */
-        const json_t *ulp = json_object_get(o, "max_ulp");
-        r->has_ulp = json_is_number(ulp) || strcmp(r->verdict, "FAIL") == 0 || strcmp(r->verdict, "MEMFAIL") == 0;
-        r->ulp = json_is_number(ulp) ? json_number_value(ulp) : INFINITY;
-        r->scaled = jnum(o, "max_scaled_ulp");
+        /* The verdict's distance: null is infinite, absent none measured. */
+        const json_t *distance = json_object_get(o, "max_scaled_ulp");
+        r->distance = json_is_number(distance) ? json_number_value(distance) : json_is_null(distance) ? INFINITY : NAN;
         r->overhead = jnum(o, "overhead");
         r->overhead_stable = !json_is_false(json_object_get(o, "overhead_stable"));
         r->ideal_overhead = jnum(o, "ideal_overhead");
+        r->baseline_step_ms = jnum(o, "baseline_step_ms");
+        r->slowest_baseline_step_ms = jnum(o, "slowest_baseline_step_ms");
         r->peak = jnum(o, "peak_bytes");
         r->base_peak = jnum(o, "baseline_peak_bytes");
         r->efb = jnum(o, "end_forward_bytes");
@@ -99,17 +100,23 @@ void plot_summary_free(struct summary_in *s)
     json_decref(s->root);
 }
 
+/* A harness reference impl (not a planted bug, not `none`), or a run the
+ * harness does not know (a Python-verified or --external producer's own
+ * checkpoint, judged as it is): a run whose memory and time are drawn. */
+int plot_is_measured_impl(const char *name)
+{
+    const struct checkpoint_impl *impl = impl_find(name);
+    return !impl || (impl->is_reference && impl->run != impl_run_none);
+}
+
 /* Distinct impls of the records, in order of appearance. */
 int plot_list_impls(const struct summary_in *s, int references_only, const char **out, int max)
 {
     int n = 0;
     for (int i = 0; i < s->n; i++) {
         const char *name = s->r[i].impl;
-        if (references_only) {
-            const struct checkpoint_impl *impl = impl_find(name);
-            if (!impl || !impl->is_reference || impl->run == impl_run_none)
-                continue;
-        }
+        if (references_only && !plot_is_measured_impl(name))
+            continue;
         int k = 0;
         while (k < n && strcmp(out[k], name) != 0)
             k++;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "case.h"
+#include "compare.h"
 #include "error.h"
 #include "summary_file.h"
 
@@ -36,20 +37,19 @@ void regress_default_options(struct regress_options *o)
     o->overhead_ratio = 0.10;
 }
 
-/* max_ulp as a number: null is an infinite distance; absent is NaN. */
-static double ulp_of(const json_t *rec)
+/* The verdict's distance, max_scaled_ulp, as a number: null is infinite;
+ * absent (none measured) is NaN. */
+static double distance_of(const json_t *rec)
 {
-    const json_t *v = json_object_get(rec, "max_ulp");
-    return json_is_null(v) ? INFINITY : summary_num(rec, "max_ulp");
+    const json_t *v = json_object_get(rec, "max_scaled_ulp");
+    return json_is_null(v) ? INFINITY : summary_num(rec, "max_scaled_ulp");
 }
 
-static const char *ulp_text(double u, char *buf, size_t len)
+/* The baselines' raw noise floor; older summaries call it noise_floor_ulp. */
+static double raw_noise_floor_of(const json_t *rec)
 {
-    if (isinf(u))
-        snprintf(buf, len, "inf");
-    else
-        snprintf(buf, len, "%.0f", u);
-    return buf;
+    return json_object_get(rec, "raw_noise_floor_ulp") ? summary_num(rec, "raw_noise_floor_ulp")
+                                                        : summary_num(rec, "noise_floor_ulp");
 }
 
 static void compare_verdicts(const json_t *p, const json_t *c, struct line *l)
@@ -62,7 +62,7 @@ static void compare_verdicts(const json_t *p, const json_t *c, struct line *l)
             add(l, F_CHANGED, "verdict %s -> %s", pn, cn);
         else if (cv < pv)
             add(l, F_IMPROVED, "verdict %s -> %s", pn, cn);
-        else if (pv == V_PASS && cv == V_NOISE && summary_num(p, "noise_floor_ulp") != 0)
+        else if (pv == V_PASS && cv == V_NOISE && raw_noise_floor_of(p) != 0)
             add(l, F_NOISE, "verdict %s -> %s (the baseline already differed from itself)", pn, cn);
         else
             add(l, F_REGRESSION, "verdict %s -> %s", pn, cn);
@@ -77,10 +77,11 @@ static void compare_verdicts(const json_t *p, const json_t *c, struct line *l)
      * kernel noise under it (the atomic dbias: 2087189301 -> 2087189306 ULP
      * between two nightlies of one build); such a run is judged on its
      * verdict and expectation above. NOISE runs are within their envelope. */
-    double pu = ulp_of(p), cu = ulp_of(c);
+    double pu = distance_of(p), cu = distance_of(c);
     char a[32], b[32];
     if (pv == V_PASS && cv == V_PASS && !isnan(pu) && !isnan(cu) && cu > pu)
-        add(l, F_REGRESSION, "max ULP %s -> %s", ulp_text(pu, a, sizeof a), ulp_text(cu, b, sizeof b));
+        add(l, F_REGRESSION, "scaled ULP %s -> %s", scaled_ulp_format(pu, a, sizeof a),
+            scaled_ulp_format(cu, b, sizeof b));
 }
 
 static void compare_memory(const json_t *p, const json_t *c, double points, struct line *l)

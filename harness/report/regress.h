@@ -8,8 +8,10 @@
  *     baseline's exact bits or not is chance, and the line says "noise";
  *   - the verdict was expected and is not any more (a planted bug that
  *     stopped being caught: FAIL -> PASS);
- *   - max ULP grew, unless the new verdict is NOISE (a NOISE distance is
- *     within the run's measured spread and varies run to run by nature);
+ *   - the distance (max_scaled_ulp, in scaled ULP) grew in a run that
+ *     PASSed and still does (a NOISE distance lies within the run's
+ *     measured spread and varies run to run by nature; a FAIL's measures
+ *     the bug);
  *   - memory saved shrank by more than memory_points (fraction, 0.02);
  *   - overhead grew by more than overhead_ratio (0.10), judged per impl
  *     on the median over the cases of (new overhead / old overhead), using

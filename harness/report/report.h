@@ -1,5 +1,5 @@
 /* report: what a run shows people and machines — the terminal table per
- * case (impl, verdict, max ULP, first divergence, memory saved, time
+ * case (impl, verdict, scaled ULP, first divergence, memory saved, time
  * overhead) and summary.json (one record per case × impl, each carrying the
  * harness, libtorch and git versions so merged shards stay traceable),
  * written to a temporary name and renamed. */
@@ -11,6 +11,10 @@
 #include "runner.h"
 
 void report_print_case(FILE *out, const struct case_result *r);
+/* The one distance a verdict shows everywhere: the largest distance of any
+ * tensor from baseline_0 in scaled ULP (ULPs of its dtype at its max |x|);
+ * NAN where none was measured (an ERROR, a FAIL before any gradient). */
+double report_verdict_distance(const struct impl_result *x);
 
 struct summary;
 int summary_create(struct summary **out, const char *git_rev, const char *harness_version);

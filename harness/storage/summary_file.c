@@ -17,7 +17,9 @@
  * believing it would report false regressions. */
 static int is_nonnegative_field(const char *key)
 {
-    static const char *const keys[] = {"max_ulp", "max_scaled_ulp", "noise_floor_ulp", "noise_floor_scaled_ulp",
+    /* max_ulp and noise_floor_ulp: the raw distances' names in older summaries */
+    static const char *const keys[] = {"max_scaled_ulp", "raw_max_ulp", "max_ulp", "raw_noise_floor_ulp",
+                                       "noise_floor_ulp", "noise_floor_scaled_ulp",
                                        "noise_ratio", "overhead", "ideal_overhead", "recomputes", "case_index",
                                        "baseline_runs", "timed_steps", "case_seconds", "bitwise_tensors_differ", NULL};
     size_t n = strlen(key);
@@ -37,7 +39,7 @@ static const char *check_numbers(const json_t *rec, char *why, size_t len)
         if (!measured && strcmp(key, "memory_saved") != 0 && strcmp(key, "end_forward_saved") != 0)
             continue;
         if (json_is_null(v))
-            continue; /* not measured (max_ulp: infinite) */
+            continue; /* not measured (a distance: infinite) */
         if (!json_is_number(v)) {
             snprintf(why, len, "\"%s\" is not a number", key);
             return why;

@@ -386,3 +386,12 @@ const char *ulp_format(uint64_t ulp, char *buf, size_t len)
         snprintf(buf, len, "%llu", (unsigned long long)ulp);
     return buf;
 }
+
+const char *scaled_ulp_format(double v, char *buf, size_t len)
+{
+    if (isinf(v) || isnan(v))
+        snprintf(buf, len, "inf");
+    else
+        snprintf(buf, len, "%.3g", v);
+    return buf;
+}

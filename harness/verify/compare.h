@@ -44,8 +44,12 @@ uint64_t ulp_distance_f16(uint16_t a, uint16_t b);
 double bf16_to_double(uint16_t v);
 double f16_to_double(uint16_t v);
 
-/* "17", or "inf" for ULP_INFINITE (a NaN on one side), into buf. */
+/* "17", or "inf" for ULP_INFINITE (a NaN on one side), into buf: a raw
+ * element-wise ULP distance. */
 const char *ulp_format(uint64_t ulp, char *buf, size_t len);
+/* "2.5", "1.5e+07" or "inf" (infinite or NaN): a distance in scaled ULP
+ * (compare_scaled_distance), as every table, reason and plot prints it. */
+const char *scaled_ulp_format(double v, char *buf, size_t len);
 
 /* Fills *d for a vs b. Returns ST_OK; incomparable inputs are not an
  * error: d->comparable = 0 and d->why says why ("dtype float32 vs bfloat16",

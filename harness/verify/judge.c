@@ -342,7 +342,7 @@ static int check_envelope(const struct spread_table *tab, const struct run_recor
     return ST_OK;
 }
 
-/* "12.5", "3.2e+06" or "inf": distances at the tensor's scale. */
+/* "12.5", "3.2e+06" or "inf": distances in scaled ULP (at the tensor's scale). */
 static const char *scaled_format(double v, char *buf, size_t len)
 {
     if (isinf(v) || isnan(v))
@@ -533,7 +533,7 @@ static int judge_envelope(const struct ckpt_case *c, const struct spread_table *
     const struct run_record *base = tab->baselines[0];
     const struct run_diff d = *diff;
     int nb = tab->nb, st;
-    char a[32], b[32], e[32];
+    char a[32], b[32], e[32], f[32];
     struct envelope_check env;
     if ((st = check_envelope(tab, samples, n_samples, run, &env)))
         return st;
@@ -542,18 +542,21 @@ static int judge_envelope(const struct ckpt_case *c, const struct spread_table *
     res->bitwise_tensors_differ = env.bitwise_tensors_differ;
     if (c->tolerance > 0 && (double)d.max_ulp <= c->tolerance) {
         res->verdict = V_PASS;
-        snprintf(res->reason, sizeof res->reason, "within the case's tolerance: max %s ULP <= %g ULP (%s)",
-                 ulp_format(d.max_ulp, a, sizeof a), c->tolerance, d.max_ulp_path);
+        snprintf(res->reason, sizeof res->reason,
+                 "within the case's tolerance: raw max ULP %s <= %g (%s); max scaled ULP %s",
+                 ulp_format(d.max_ulp, a, sizeof a), c->tolerance, d.max_ulp_path,
+                 scaled_format(env.max_scaled, b, sizeof b));
         return ST_OK;
     }
     if (!env.outside) {
         res->verdict = V_NOISE;
         int len = snprintf(res->reason, sizeof res->reason,
-                           "every tensor within %gx its own spread over %d baselines (at the tensor's scale): worst %s, "
-                           "%s ULP at its scale, %.3gx its spread; raw max %s ULP: kernel non-determinism, not the "
-                           "checkpoint",
-                           JUDGE_NOISE_MARGIN, nb, env.worst_path, scaled_format(env.worst_distance, b, sizeof b),
-                           env.worst_ratio, ulp_format(d.max_ulp, a, sizeof a));
+                           "every tensor within %gx its own spread over %d baselines: max scaled ULP %s; nearest its "
+                           "limit %s, %s scaled ULP, %.3gx its spread; raw max ULP %s: kernel non-determinism, not "
+                           "the checkpoint",
+                           JUDGE_NOISE_MARGIN, nb, scaled_format(env.max_scaled, e, sizeof e), env.worst_path,
+                           scaled_format(env.worst_distance, b, sizeof b), env.worst_ratio,
+                           ulp_format(d.max_ulp, a, sizeof a));
         if ((env.impl_varies || env.downstream_of_noise) && len > 0 && (size_t)len < sizeof res->reason)
             snprintf(res->reason + len, sizeof res->reason - (size_t)len,
                      " (the baselines drew %d differing tensor(s) alike: %d vary between this impl's own runs, %d "
@@ -574,9 +577,9 @@ static int judge_envelope(const struct ckpt_case *c, const struct spread_table *
         if (!renv.outside) {
             res->verdict = V_NOISE;
             snprintf(res->reason, sizeof res->reason,
-                     "%s lies outside its envelope (%s ULP at its scale vs %s over %d baselines), but re-run "
-                     "%s lies within every envelope: kernel non-determinism, not the checkpoint",
-                     env.path, scaled_format(env.distance, a, sizeof a),
+                     "max scaled ULP %s; %s lies outside its envelope (%s scaled ULP vs %s over %d baselines), "
+                     "but re-run %s lies within every envelope: kernel non-determinism, not the checkpoint",
+                     scaled_format(env.max_scaled, e, sizeof e), env.path, scaled_format(env.distance, a, sizeof a),
                      env.baselines_bitwise ? "bitwise agreement" : scaled_format(env.spread, b, sizeof b), nb,
                      reruns[k]->name);
             return ST_OK;
@@ -592,16 +595,18 @@ static int judge_envelope(const struct ckpt_case *c, const struct spread_table *
         snprintf(reruns_note, sizeof reruns_note, "; none of %d re-run(s) lies within", n_reruns);
     if (env.baselines_bitwise)
         snprintf(res->reason, sizeof res->reason,
-                 "%s: its %d baselines agree bitwise, %s differs by %s ULP at the tensor's scale (max |x| %.3g; raw "
-                 "max %s ULP)%s",
+                 "%s: its %d baselines agree bitwise, %s differs by %s scaled ULP (max |x| %.3g; its raw max ULP %s); "
+                 "max scaled ULP %s%s",
                  env.path, nb, run->name, scaled_format(env.distance, a, sizeof a), env.scale,
-                 ulp_format(env.diff.max_ulp, e, sizeof e), reruns_note);
+                 ulp_format(env.diff.max_ulp, e, sizeof e), scaled_format(env.max_scaled, b, sizeof b), reruns_note);
     else
         snprintf(res->reason, sizeof res->reason,
-                 "%s lies outside its noise envelope: %s ULP at the tensor's scale (max |x| %.3g) vs its baselines' "
-                 "spread %s over %d runs, NOISE allows %gx max(spread, 1); raw max %s ULP%s",
-                 env.path, scaled_format(env.distance, a, sizeof a), env.scale, scaled_format(env.spread, b, sizeof b),
-                 nb, JUDGE_NOISE_MARGIN, ulp_format(env.diff.max_ulp, e, sizeof e), reruns_note);
+                 "%s lies outside its noise envelope: %s scaled ULP (max |x| %.3g; its raw max ULP %s) vs its "
+                 "baselines' spread %s over %d runs, NOISE allows %gx max(spread, 1); max scaled ULP %s%s",
+                 env.path, scaled_format(env.distance, a, sizeof a), env.scale,
+                 ulp_format(env.diff.max_ulp, e, sizeof e), scaled_format(env.spread, b, sizeof b), nb,
+                 JUDGE_NOISE_MARGIN,
+                 scaled_format(env.max_scaled, f, sizeof f), reruns_note);
     return ST_OK;
 }
 

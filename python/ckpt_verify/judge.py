@@ -32,7 +32,13 @@ class Verdict:
         self.expected = bool(record.get("expected", False))
         self.reason = record.get("reason", "")
         self.first_divergence = record.get("first_divergence", "")
-        self.max_ulp = record.get("max_ulp")
+        # The verdict's distance from the baseline in scaled ULP (ULPs of the
+        # dtype at each tensor's max |x|), as the table shows it: None where
+        # none was measured, inf where it has no ULP distance; and, labelled
+        # raw, the element-wise max ULP (None: infinite).
+        scaled = record.get("max_scaled_ulp", float("nan"))
+        self.max_scaled_ulp = float("inf") if scaled is None else None if scaled != scaled else scaled
+        self.raw_max_ulp = record.get("raw_max_ulp")
         self.record = record
         self.traceback = None  # an ERROR run's full traceback, from the report
 

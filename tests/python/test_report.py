@@ -9,6 +9,7 @@ import gc
 import json
 import math
 import os
+import re
 import sys
 
 import pytest
@@ -100,6 +101,17 @@ def test_the_report_is_a_read_only_mapping_of_run_to_verdict(failing):
         failing["missing"]
     with pytest.raises(TypeError):
         failing["nonreentrant"] = "PASS"
+
+
+def test_a_verdict_carries_the_distance_the_table_shows_and_the_raw_one_labelled(failing):
+    caught, same = failing.verdicts["no_rng_replay"], failing.verdicts["nonreentrant"]
+    assert caught.max_scaled_ulp > 0 and f"max scaled ULP {caught.max_scaled_ulp:.3g}" in caught.reason
+    assert f" {caught.max_scaled_ulp:.3g} " in failing.table  # the table's scaled ULP column
+    # the raw element-wise distance only labelled as such: the run's in the
+    # summary, the diverging tensor's in the reason
+    assert isinstance(caught.raw_max_ulp, int) and caught.record["raw_max_ulp"] == caught.raw_max_ulp
+    assert re.search(r"its raw max ULP \d+", caught.reason) and "max_ulp" not in caught.record
+    assert same.max_scaled_ulp == 0 and same.raw_max_ulp == 0
 
 
 def test_the_repr_shows_ok_every_verdict_and_the_path(failing):

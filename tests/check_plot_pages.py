@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""check_plot_pages.py CKPT_VERIFY MODE SRC OUT: the plots hide no data and
+can be read at their natural size.
+
+  nightly SRC OUT  SRC/summary.json (a real run) copied into >= 111 cases, a
+                   third of the reference runs' timings made unstable (their
+                   slowest baseline 1.6x the fastest), then drawn: every image
+                   at most 2000 pixels wide and tall, the per-case plots paged
+                   (NAME_1.png, NAME_2.png, ... without gaps, each named in
+                   the log, no stale NAME.png), every measured overhead on a
+                   page (the unstable ones marked, with their whiskers down
+                   to step / slowest baseline), and every held cut with its
+                   peak cut beside it.
+  one SRC OUT      the first case of SRC alone: no drawn image has ink at its
+                   edges (a legend or title running off the picture).
+  python SRC OUT   SRC is a Python-verified report's judge folder: the time
+                   and memory plots are drawn beside determinism, with every
+                   run that measured them."""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import png_pixels  # noqa: E402
+
+MAX_PX = 2000
+PAGED = ("determinism", "overhead", "held_per_case")
+
+
+def plot(cv, out):
+    res = subprocess.run([cv, "plot", out], capture_output=True, text=True)
+    if res.returncode != 0 or "warning" in res.stderr:
+        sys.exit(f"plot {out}: exit {res.returncode}: {res.stdout}{res.stderr}")
+    return res.stdout
+
+
+def load(src):
+    with open(os.path.join(src, "summary.json")) as f:
+        return json.load(f)
+
+
+def save(doc, out):
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(doc, f)
+
+
+def measured(r):
+    return r["verdict"] in ("PASS", "NOISE") and r["impl"] in ("reentrant", "nonreentrant", "selective")
+
+
+def read_dat(path):
+    """(header titles, rows): each row the case name and its numbers."""
+    with open(path) as f:
+        lines = [line for line in f if line.strip() and not line.startswith("#")]
+    header = re.findall(r'"([^"]*)"', lines[0])
+    rows = []
+    for line in lines[1:]:
+        parts = line.split('"')
+        rows.append((parts[1], [float(x) for x in parts[2].split()]))
+    return header, rows
+
+
+def check_nightly(cv, src, out):
+    doc, bad = load(src), []
+    base = doc["records"]
+    copies = -(-111 // len({r["case"] for r in base}))
+    records = []
+    for k in range(copies):
+        for i, r in enumerate(base):
+            r = dict(r, case=f"{r['case']}_{k:02d}")
+            if measured(r) and (k + i) % 3 == 0 and r.get("baseline_step_ms"):
+                r["overhead_stable"] = False
+                r["slowest_baseline_step_ms"] = 1.6 * r["baseline_step_ms"]
+            records.append(r)
+    doc["records"] = records
+    save(doc, out)
+    log = plot(cv, out)
+    plots = os.path.join(out, "plots")
+    for png in sorted(glob.glob(os.path.join(plots, "*.png"))):
+        w, h = png_pixels.size(png)
+        if w > MAX_PX or h > MAX_PX:
+            bad.append(f"{os.path.basename(png)} is {w} x {h} pixels, more than {MAX_PX}")
+    for name in PAGED:
+        pages = sorted(int(m.group(1)) for p in os.listdir(plots)
+                       if (m := re.fullmatch(rf"{name}_(\d+)\.png", p)))
+        if len(pages) < 2 or pages != list(range(1, len(pages) + 1)):
+            bad.append(f"{name}: pages {pages}, wanted 1..N with N > 1")
+        if os.path.exists(os.path.join(plots, f"{name}.png")):
+            bad.append(f"{name}.png beside its pages")
+        for p in pages:
+            if f"/{name}_{p}.png" not in log:
+                bad.append(f"{name}_{p}.png not named in the log")
+    # every measured overhead is drawn; the unstable ones marked, with whiskers
+    overheads = {}
+    for dat in glob.glob(os.path.join(plots, "overhead_*.dat")):
+        header, rows = read_dat(dat)
+        impls = [t for t in header[1:] if not t.endswith((" low", " high", " stable"))]
+        for case, v in rows:
+            for k, impl in enumerate(impls):
+                overheads[(case, impl)] = v[1 + 4 * k:5 + 4 * k]
+    n_unstable = 0
+    for r in records:
+        if not measured(r) or not isinstance(r.get("overhead"), (int, float)):
+            continue
+        got = overheads.get((r["case"], r["impl"]))
+        if got is None:
+            bad.append(f"overhead of {r['case']}/{r['impl']} ({r['overhead']:.3g}) on no page")
+            continue
+        value, low, high, stable = got
+        if abs(value - r["overhead"]) > 1e-4 * r["overhead"]:
+            bad.append(f"overhead of {r['case']}/{r['impl']}: drawn {value}, summary {r['overhead']}")
+        if r.get("overhead_stable") is False:
+            n_unstable += 1
+            want_low = r["overhead"] * r["baseline_step_ms"] / r["slowest_baseline_step_ms"]
+            if stable != 0 or abs(low - want_low) > 1e-3 * want_low or high != value:
+                bad.append(f"unstable overhead of {r['case']}/{r['impl']}: drawn {got}, wanted "
+                           f"[{value}, {want_low:.6g}, {value}, 0]")
+    if n_unstable == 0:
+        bad.append("no unstable overhead in the crafted summary: the check proves nothing")
+    # held and peak cut side by side
+    cuts = {}
+    for dat in glob.glob(os.path.join(plots, "held_per_case_*.dat")):
+        header, rows = read_dat(dat)
+        titles = header[1:]
+        for case, v in rows:
+            for j, t in enumerate(titles):
+                cuts[(case, t)] = v[1 + j]
+    n_peak = 0
+    for r in records:
+        if not measured(r) or not r.get("baseline_peak_bytes") or r.get("peak_bytes") is None:
+            continue
+        want = 100 * (1 - r["peak_bytes"] / r["baseline_peak_bytes"])
+        got = cuts.get((r["case"], f"{r['impl']} peak cut"))
+        if got is None or abs(got - want) > 1e-3 * max(1.0, abs(want)):
+            bad.append(f"peak cut of {r['case']}/{r['impl']}: drawn {got}, wanted {want:.6g}")
+        n_peak += 1
+    report(bad, f"{len(records)} records over {copies * len({r['case'] for r in base})} cases; "
+                f"{n_unstable} unstable overheads marked; {n_peak} peak cuts beside their held cuts")
+
+
+def check_one(cv, src, out):
+    doc = load(src)
+    first = doc["records"][0]["case"]
+    doc["records"] = [r for r in doc["records"] if r["case"] == first]
+    save(doc, out)
+    plot(cv, out)
+    bad = []
+    pngs = sorted(glob.glob(os.path.join(out, "plots", "*.png")))
+    for png in pngs:
+        inked = png_pixels.inked_at_edges(png)
+        if inked:
+            bad.append(f"{os.path.basename(png)}: {len(inked)} pixel(s) of ink at the edge, first {inked[0]}")
+    if not any(p.endswith("/determinism.png") for p in pngs):
+        bad.append("no determinism.png")
+    report(bad, f"{len(pngs)} image(s) of one case, nothing at their edges")
+
+
+def check_python(cv, src, out):
+    doc = load(src)
+    save(doc, out)
+    log = plot(cv, out)
+    bad = []
+    for name in ("determinism", "overhead", "held_per_case"):
+        if not os.path.exists(os.path.join(out, "plots", f"{name}.png")):
+            bad.append(f"{name} not drawn: {log}")
+    runs = {r["impl"] for r in doc["records"] if r["verdict"] in ("PASS", "NOISE")}
+    for name in ("overhead", "held_per_case"):
+        path = os.path.join(out, "plots", f"{name}.dat")
+        header = read_dat(path)[0] if os.path.exists(path) else []
+        missing = [run for run in runs if run not in header and f"{run} held cut" not in header]
+        if missing:
+            bad.append(f"{name}: runs {missing} left out")
+    report(bad, f"a Python report of {len(runs)} run(s): time and memory drawn beside determinism")
+
+
+def report(bad, what):
+    for b in bad:
+        print("check_plot_pages:", b)
+    print("check_plot_pages:", what if not bad else f"{len(bad)} problem(s)")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    cv, mode, src, out = sys.argv[1:5]
+    {"nightly": check_nightly, "one": check_one, "python": check_python}[mode](cv, src, out)
