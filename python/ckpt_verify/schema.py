@@ -86,7 +86,7 @@ def _numpy_array(a):
     if a.dtype.name not in _STORED_NUMPY:
         raise BadInput(f"array of dtype {a.dtype} has no type in the report schema")
     np_type, kind = _STORED_NUMPY[a.dtype.name]
-    a = np.ascontiguousarray(a)
+    a = np.array(a, order="C", copy=None)   # not ascontiguousarray: it makes a scalar (a loss) 1-d
     if kind == "bfloat16":
         return a.view(np.uint16), kind
     return a.astype(np_type, copy=False), kind
