@@ -28,7 +28,9 @@ foreach(spec ${JAX_TESTS})
   add_test(NAME jax.${name}
     COMMAND ${CMAKE_SOURCE_DIR}/tests/jax/run.sh ${CMAKE_SOURCE_DIR}/tests/jax/check_jax_case.py
       ${run} ${verdict} --reason "${reason}" ${extra} --out-dir ${JAX_OUT}/${name})
-  set_tests_properties(jax.${name} PROPERTIES LABELS "xla;jax" ENVIRONMENT "${JAX_ENV}" SKIP_RETURN_CODE 77)
+  # Its report is one of the bytes plot's (tests/xla.cmake).
+  set_tests_properties(jax.${name} PROPERTIES LABELS "xla;jax" ENVIRONMENT "${JAX_ENV}" SKIP_RETURN_CODE 77
+    FIXTURES_SETUP xla_reports)
 endforeach()
 add_test(NAME jax.checkpointed_baseline_is_refused
   COMMAND ${CMAKE_SOURCE_DIR}/tests/jax/run.sh ${CMAKE_SOURCE_DIR}/tests/jax/check_jax_case.py
