@@ -37,3 +37,9 @@ add_test(NAME jax.checkpointed_baseline_is_refused
     prevent_cse --checkpointed-baseline --out-dir ${JAX_OUT}/checkpointed_baseline)
 set_tests_properties(jax.checkpointed_baseline_is_refused PROPERTIES LABELS "xla;jax" ENVIRONMENT "${JAX_ENV}"
   SKIP_RETURN_CODE 77)
+add_test(NAME jax.raising_run_is_error_naming_the_exception
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/jax/run.sh ${CMAKE_SOURCE_DIR}/tests/jax/check_jax_case.py
+    raises ERROR --raising-run --reason "ValueError: planted: this loss cannot be traced"
+    --out-dir ${JAX_OUT}/raising_run)
+set_tests_properties(jax.raising_run_is_error_naming_the_exception PROPERTIES LABELS "xla;jax"
+  ENVIRONMENT "${JAX_ENV}" SKIP_RETURN_CODE 77)

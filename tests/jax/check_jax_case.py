@@ -8,6 +8,9 @@ VERDICT with a reason matching REGEX. Exit 0 when both hold, 1 when not.
 (XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander), as
 tests/xla/check_xla_case.py does.
 
+check_jax_case.py --raising-run NAME ERROR: a run whose loss raises while
+JAX traces it must get the judge's ERROR with the error in its reason.
+
 check_jax_case.py --checkpointed-baseline RUN: the baseline is RUN (a
 checkpoint): verify_jax must refuse it (CheckpointInBaseline) before
 writing a report. Exit 0 when it does."""
@@ -30,6 +33,7 @@ def main() -> int:
     ap.add_argument("--out-dir", default=None)
     ap.add_argument("--checkpointed-baseline", action="store_true")
     ap.add_argument("--keep-barriers", action="store_true")
+    ap.add_argument("--raising-run", action="store_true")
     args = ap.parse_args()
     if args.keep_barriers:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + KEEP_BARRIERS).strip()
@@ -51,7 +55,13 @@ def main() -> int:
         print("not refused: a checkpointed baseline was accepted")
         return 1
     expect = {args.run: args.verdict} if args.verdict != "PASS" else None
-    report = verify_jax(ex.init_fn, ex.batch_fn, {args.run: ex.RUNS[args.run]}, baseline=ex.plain, out=out,
+    if args.raising_run:
+        def raises(params, batch):
+            raise ValueError("planted: this loss cannot be traced")
+        step = raises
+    else:
+        step = ex.RUNS[args.run]
+    report = verify_jax(ex.init_fn, ex.batch_fn, {args.run: step}, baseline=ex.plain, out=out,
                         name=f"jax_{args.run}", expect=expect)
     print(report.table.rstrip())
     got = report.verdicts[args.run]

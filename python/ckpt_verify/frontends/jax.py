@@ -30,11 +30,13 @@ CPU, numpy, h5py; no torch, docs/xla.md)."""
 import atexit
 import math
 import os
+import re
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +52,7 @@ _state: dict = {"dump_dir": None, "seen": set(), "user_flags": ""}
 # The primitive jax.checkpoint binds (`remat2` in jax 0.4.x-0.10; `checkpoint` is its name stack entry).
 _REMAT_PRIMITIVES = frozenset({"remat2", "checkpoint", "remat"})
 _VERDICTS = ("PASS", "NOISE", "FAIL", "MEMFAIL", "ERROR")
+_WORD = re.compile(r"^[A-Za-z0-9_]{1,63}$")   # verify()'s: an HDF5 group and an entry of /case expect
 
 
 def _backend_started() -> bool:
@@ -133,10 +136,6 @@ def _train(spec: _Spec, loss_fn: Callable, run_name: str, baseline: bool) -> Run
     record = RunRecord(run_name)
     dump = _state["dump_dir"]
     _state["seen"] |= set(xla_evidence.module_files(dump))
-    regions = remat_equations(jax.make_jaxpr(jax.value_and_grad(loss_fn))(spec.params, spec.batches[0]).jaxpr)
-    if baseline and regions:
-        raise CheckpointInBaseline(f"run {run_name}: the baseline's jaxpr has {regions} checkpoint (remat) "
-                                   f"equation(s): the plain step must not checkpoint")
 
     def step(params, batch):   # a new function per run: JAX compiles it for this run alone
         loss, grads = jax.value_and_grad(loss_fn)(params, batch)
@@ -145,6 +144,11 @@ def _train(spec: _Spec, loss_fn: Callable, run_name: str, baseline: bool) -> Run
     step = jax.jit(step)
     params, step_ms = spec.params, []
     try:
+        jaxpr = jax.make_jaxpr(jax.value_and_grad(loss_fn))(spec.params, spec.batches[0]).jaxpr
+        regions = remat_equations(jaxpr)
+        if baseline and regions:
+            raise CheckpointInBaseline(f"run {run_name}: the baseline's jaxpr has {regions} checkpoint (remat) "
+                                       f"equation(s): the plain step must not checkpoint")
         for k in range(1, spec.steps + 1):
             t0 = time.perf_counter()
             loss, grads, params = jax.block_until_ready(step(params, spec.batches[k - 1]))
@@ -162,7 +166,7 @@ def _train(spec: _Spec, loss_fn: Callable, run_name: str, baseline: bool) -> Run
         err.run, err.traceback = record, traceback.format_exc()
         raise err from e
     record.tensors.update(leaves(params, "final_params/"))
-    # Step 1 compiles; the median over the steps is the compiled step's time from step 3 on.
+    # Step 1 compiles: the median is over the steps after it (step 1 alone when there is no other).
     record.attrs["timing.step_ms"] = statistics.median(step_ms[1:] or step_ms)
     record.attrs["timing.timed_steps"] = len(step_ms[1:] or step_ms)
     record.attrs["timing.steps"] = spec.steps
@@ -188,8 +192,7 @@ def _check(runs: dict, baseline: Any, expect: dict | None, steps: int, noise_run
     if not isinstance(runs, dict) or not runs:
         raise BadInput("runs must be a non-empty dict {name: loss_fn(params, batch) -> scalar}")
     for run, fn in runs.items():
-        if not isinstance(run, str) or not run.replace("_", "a").isalnum() or len(run) > 63 \
-                or run.startswith("baseline") or "_rerun_" in run:
+        if not isinstance(run, str) or not _WORD.match(run) or run.startswith("baseline") or "_rerun_" in run:
             raise BadRunName(f"run {run!r}: a run name is 1-63 letters, digits or underscores, not baseline_* "
                              f"and without _rerun_")
         if not callable(fn):
@@ -208,9 +211,9 @@ def _check(runs: dict, baseline: Any, expect: dict | None, steps: int, noise_run
         raise BadInput(f"noise_runs must be an integer >= 0, not {noise_runs!r}")
     if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise BadInput(f"lr must be a finite number > 0, not {lr!r}")
-    if not isinstance(seed, int) or not 0 <= seed < 2 ** 32:
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2 ** 32:
         raise BadInput(f"seed must be an integer in [0, 2**32), not {seed!r}")
-    if not name.replace("_", "a").isalnum() or len(name) > 63:
+    if not _WORD.match(name):
         raise BadInput(f"name {name!r}: a case name is 1-63 letters, digits or underscores")
     if out is not None and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
         raise BadInput(f"out {out!r}: directory {os.path.dirname(os.path.abspath(out))} does not exist")
@@ -246,8 +249,30 @@ def verify_jax(init_fn: Callable, batch_fn: Callable, runs: dict, *, baseline: C
     inputs = {}
     for k, batch in enumerate(batches, start=1):
         inputs.update(leaves(batch, f"{k}."))
+    # Without out= the report lives in a temporary folder that goes with the Report.
     scratch = tempfile.mkdtemp(prefix="ckpt_verify.") if out is None else None
     out = out or os.path.join(scratch, f"{name}.h5")
+    try:
+        _record_all(spec, baseline, runs, noise_runs, out, root, case_attrs, inputs, init)
+    except BaseException:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    judge_dir = os.path.splitext(out)[0] + ".judge"
+    os.makedirs(judge_dir, exist_ok=True)
+    verdicts, code, table = judge_mod.judge(judge_path, out, judge_dir, name)
+    verdicts = {run: verdicts[run] for run in [*runs, *verdicts] if run in verdicts}
+    judge_mod.attach_tracebacks(verdicts, out)
+    report = Report(out, judge_dir, verdicts, code, table, {}, root["memory_source"])
+    if scratch:
+        weakref.finalize(report, shutil.rmtree, scratch, True)
+    return report
+
+
+def _record_all(spec: _Spec, baseline: Callable, runs: dict, noise_runs: int, out: str, root: dict,
+                case_attrs: dict, inputs: dict, init: dict) -> None:
+    """Baselines (two, more when they differ), then each run (re-run while
+    it differs from baseline_0, up to noise_runs times), into the report."""
     with Recorder.create(out, root, case_attrs, inputs, init) as recorder:
         first = _train(spec, baseline, "baseline_0", True)
         recorder.add(first)
@@ -264,12 +289,6 @@ def verify_jax(init_fn: Callable, batch_fn: Callable, runs: dict, *, baseline: C
                     break
                 record = _train_or_error(spec, fn, f"{run}_rerun_{k}")
                 recorder.add(record)
-    judge_dir = os.path.splitext(out)[0] + ".judge"
-    os.makedirs(judge_dir, exist_ok=True)
-    verdicts, code, table = judge_mod.judge(judge_path, out, judge_dir, name)
-    verdicts = {run: verdicts[run] for run in [*runs, *verdicts] if run in verdicts}
-    judge_mod.attach_tracebacks(verdicts, out)
-    return Report(out, judge_dir, verdicts, code, table, {}, root["memory_source"])
 
 
 def _train_or_error(spec: _Spec, fn: Callable, run: str) -> RunRecord:
