@@ -2,11 +2,13 @@
 # Builds a pinned Python environment at the repository root:
 #   scripts/setup-env.sh                          .venv/ from env/requirements.txt
 #   scripts/setup-env.sh env/xla-requirements.txt .venv-xla
+#   scripts/setup-env.sh env/jax-requirements.txt .venv-jax
 # The first is the project's torch (from PyPI, pinned; h5py, numpy, pytest,
 # ruff; the realworld suite's frameworks): the C build links its libtorch
 # and every Python part imports it; scripts/python runs it. The second holds
 # torch 2.9.0 + torch-xla 2.9.0 for the XLA frontend only
-# (scripts/python-xla; docs/stack.md says why).
+# (scripts/python-xla; docs/stack.md says why); the third jax and jaxlib
+# (CPU) for the JAX frontend only (scripts/python-jax).
 # Idempotent: when the venv was built from the same requirements it does
 # nothing. Wheels are kept in a wheelhouse
 # (CKPT_WHEELHOUSE, default ~/.cache/ckpt-verify/wheels), so a second set-up
@@ -62,12 +64,18 @@ rm -rf "$venv"
 "$py" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --no-index --only-binary=:all: --find-links "$wheels" -r "$req"
 "$venv/bin/python" - <<'PY'
-import importlib.util, h5py, numpy, torch
-xla = ""
-if importlib.util.find_spec("torch_xla") is not None:
+import importlib.util, h5py, numpy
+have = lambda name: importlib.util.find_spec(name) is not None
+parts = []
+if have("torch"):
+    import torch
+    parts.append(f"torch {torch.__version__} (CUDA {torch.version.cuda})")
+if have("torch_xla"):
     import torch_xla
-    xla = f", torch_xla {torch_xla.__version__}"
-print(f"setup-env: torch {torch.__version__} (CUDA {torch.version.cuda}){xla}, h5py {h5py.__version__}, "
-      f"numpy {numpy.__version__}")
+    parts.append(f"torch_xla {torch_xla.__version__}")
+if have("jax"):
+    import jax, jaxlib
+    parts.append(f"jax {jax.__version__}, jaxlib {jaxlib.__version__} ({jax.default_backend()})")
+print(f"setup-env: {', '.join(parts)}, h5py {h5py.__version__}, numpy {numpy.__version__}")
 PY
 echo "$want" > "$stamp"

@@ -92,6 +92,36 @@ static void kept_recompute_saving_nothing_is_memfail_naming_the_schedule(void **
                                      "incoming gradient (opt-barriers: 4 before optimization, 0 after)"));
 }
 
+/* JAX's optimized HLO does not tell regions apart (regions_merged 0), and
+ * a few replayed ops without a forward twin stay marked: the step compiled
+ * to no more instructions than the plain one is the merge. */
+static void step_no_bigger_than_plain_is_memfail_naming_cse(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 393216, 4, 0, 8);
+    run_record_set_attr(&f.runs[0], "xla.ops_optimized", 325);
+    run_record_set_attr(&f.runs[1], "xla.ops_optimized", 325);
+    struct impl_result r = judge(&f);
+    assert_int_equal(r.verdict, V_MEMFAIL);
+    assert_non_null(strstr(r.reason, "XLA merged the recompute of 4 region(s) into the forward (CSE): the optimized "
+                                     "step has 325 instructions, no more than the plain baseline's 325 (84 recompute "
+                                     "op(s) traced, 8 still marked after optimization); XLA temp buffers 1.00x"));
+}
+
+static void step_bigger_than_plain_saving_nothing_is_not_called_a_merge(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 393216, 4, 0, 8);
+    run_record_set_attr(&f.runs[0], "xla.ops_optimized", 325);
+    run_record_set_attr(&f.runs[1], "xla.ops_optimized", 326);
+    struct impl_result r = judge(&f);
+    assert_int_equal(r.verdict, V_MEMFAIL);
+    assert_null(strstr(r.reason, "CSE"));
+    assert_non_null(strstr(r.reason, "8 of 84 recompute op(s) survive XLA's optimization, but nothing is saved"));
+}
+
 static void kept_recompute_that_saves_passes_with_its_figures(void **state)
 {
     (void)state;
@@ -146,6 +176,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(recompute_merged_by_cse_is_memfail_naming_xla),
+        cmocka_unit_test(step_no_bigger_than_plain_is_memfail_naming_cse),
+        cmocka_unit_test(step_bigger_than_plain_saving_nothing_is_not_called_a_merge),
         cmocka_unit_test(kept_recompute_saving_nothing_is_memfail_naming_the_schedule),
         cmocka_unit_test(kept_recompute_that_saves_passes_with_its_figures),
         cmocka_unit_test(barriers_beyond_the_recompute_inputs_are_a_finding_with_their_bytes),

@@ -37,5 +37,13 @@ foreach(spec ${XLA_TESTS})
   add_test(NAME xla.${name}
     COMMAND ${CMAKE_SOURCE_DIR}/tests/xla/run.sh ${CMAKE_SOURCE_DIR}/tests/xla/check_xla_case.py
       ${case} ${run} ${verdict} --reason "${reason}" ${extra} --out-dir ${XLA_OUT}/${name})
-  set_tests_properties(xla.${name} PROPERTIES LABELS "xla" ENVIRONMENT "${XLA_ENV}" SKIP_RETURN_CODE 77)
+  set_tests_properties(xla.${name} PROPERTIES LABELS "xla" ENVIRONMENT "${XLA_ENV}" SKIP_RETURN_CODE 77
+    FIXTURES_SETUP xla_reports)
 endforeach()
+# The figure of bytes per run, measured by XLA and predicted from eager torch
+# (docs/xla.md), drawn from the reports the tests above (and tests/jax.cmake's)
+# wrote: they are its fixture, so selecting it runs them first.
+add_test(NAME xla.bytes_plot_has_measured_and_predicted_bytes_per_run
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/xla/bytes_plot.sh ${XLA_OUT}/plot ${XLA_OUT} ${CMAKE_BINARY_DIR}/jax)
+set_tests_properties(xla.bytes_plot_has_measured_and_predicted_bytes_per_run PROPERTIES LABELS "xla"
+  ENVIRONMENT "${XLA_ENV}" SKIP_RETURN_CODE 77 FIXTURES_REQUIRED xla_reports)

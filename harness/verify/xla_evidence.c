@@ -40,6 +40,7 @@ void xla_evidence_judge(const struct run_record *base, const struct run_record *
     double left = attr(run, "xla.recompute_ops_optimized"), regions = attr(run, "xla.regions");
     double merged = attr(run, "xla.regions_merged"), other = attr(run, "xla.barrier_other_values");
     double other_bytes = attr(run, "xla.barrier_other_bytes"), inputs = attr(run, "xla.barrier_recompute_inputs");
+    double ops = attr(run, "xla.ops_optimized"), base_ops = attr(base, "xla.ops_optimized");
     char bytes[200], text[RESULT_TEXT_MAX];
     double ratio;
     bytes_ratio(base, run, bytes, sizeof bytes, &ratio);
@@ -50,6 +51,17 @@ void xla_evidence_judge(const struct run_record *base, const struct run_record *
                  "gradients right, but the recompute of %.0f of %.0f region(s) was merged into the forward by XLA "
                  "(CSE): %.0f recompute op(s) traced, %.0f left after optimization; %s",
                  merged, regions, traced, left, bytes);
+    } else if (judged_ok && traced > 0 && !isnan(ratio) && ratio >= 1.0 && !isnan(ops) && !isnan(base_ops) &&
+               ops <= base_ops) {
+        /* Regions not told apart after optimization (JAX), or a few replayed
+         * ops with no forward twin left: the compiled step is no bigger than
+         * the plain one, so the recompute went into the forward's ops. */
+        res->verdict = V_MEMFAIL;
+        snprintf(res->reason, sizeof res->reason,
+                 "gradients right, but XLA merged the recompute of %.0f region(s) into the forward (CSE): the "
+                 "optimized step has %.0f instructions, no more than the plain baseline's %.0f (%.0f recompute "
+                 "op(s) traced, %.0f still marked after optimization); %s",
+                 regions, ops, base_ops, traced, left, bytes);
     } else if (judged_ok && traced > 0 && !isnan(ratio) && ratio >= 1.0) {
         double early = attr(run, "xla.regions_scheduled_early"), barriers = attr(run, "xla.barriers");
         double kept = attr(run, "xla.barriers_optimized");

@@ -5,6 +5,10 @@
  *  - a region whose traced recompute left no op in the optimized program
  *    was merged into the forward (XLA's CSE): the gradients are right and
  *    nothing is saved, MEMFAIL naming the merge and the bytes;
+ *  - a recompute that saves nothing (temp buffers no smaller than the
+ *    baseline's) in a compiled step with no more instructions than the
+ *    plain one was merged too (JAX's optimized HLO does not tell regions
+ *    apart): MEMFAIL naming the merge and both instruction counts;
  *  - a recompute that survives while XLA's temp buffers are no smaller than
  *    the baseline's saves nothing either: MEMFAIL naming the bytes;
  *  - opt-barrier values beyond the recompute's inputs are a finding, with

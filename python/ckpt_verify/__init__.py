@@ -9,10 +9,12 @@ and a checkpointed step; the verdicts come from the C harness's judge.
 
 Package layout (docs/architecture.md): frontends/ train runs (eager: a
 user's model; harness_twin: the harness's models in torch), recorder.py
-streams them into the report schema (schema.py), judge.py asks the C judge.
+streams them into the report schema (schema.py), judge.py asks the C judge;
+frontends/jax.py verifies jax.checkpoint the same way (docs/xla.md).
 
 See docs/external.md."""
-from .adapters import Skipped
+import importlib.util
+
 from .errors import (
     BadInput,
     BadRunName,
@@ -25,12 +27,20 @@ from .errors import (
     VerificationFailed,
     VerifyError,
 )
-from .frontends.distributed import DistRun, rank_context
-from .frontends.eager import Run
 from .judge import Verdict, find_judge
-from .verify import Report, assert_verified, default_baseline, verify
+from .report import Report
 
-__all__ = ["verify", "assert_verified", "default_baseline", "Run", "DistRun", "rank_context", "Report",
-           "Verdict", "Skipped", "find_judge",
+__all__ = ["Report", "Verdict", "find_judge",
            "VerifyError", "BadInput", "NonScalarLoss", "ModelNotReproducible", "NameCollision", "BadRunName",
            "RunError", "JudgeError", "VerificationFailed", "CheckpointInBaseline"]
+
+# The torch API. The JAX environment (env/jax-requirements.txt) has no
+# torch: there the package is the recorder, the schema, the judge and the
+# JAX frontend (frontends/jax.py) only.
+if importlib.util.find_spec("torch") is not None:
+    from .adapters import Skipped
+    from .frontends.distributed import DistRun, rank_context
+    from .frontends.eager import Run
+    from .verify import assert_verified, default_baseline, verify
+
+    __all__ += ["verify", "assert_verified", "default_baseline", "Run", "DistRun", "rank_context", "Skipped"]

@@ -1,19 +1,24 @@
 """The report schema's types (docs/schema.md), both ways: how a torch
-tensor or a Python value is stored in HDF5 exactly as the C reader expects
+tensor (or a numpy array: the JAX frontend's, whose environment has no
+torch) or a Python value is stored in HDF5 exactly as the C reader expects
 (fixed-length UTF-8 strings, int64 whole numbers, bfloat16 as raw bits),
 and how a stored dataset is read back as the tensor it was. No file-level
 layout lives here; that is the recorder's job (recorder.py)."""
 import h5py
 import numpy as np
-import torch
 
 from .errors import BadInput
+
+try:
+    import torch
+except ImportError:   # the JAX environment (env/jax-requirements.txt): numpy arrays only
+    torch = None
 
 SCHEMA_VERSION = 1
 
 # torch dtype -> (numpy dtype of the stored data, the schema's `dtype` attr).
 # Narrower signed integers widen to int64 (lossless), as the C reader does.
-_STORED = {
+_STORED = {} if torch is None else {
     torch.float32: (np.float32, "float32"),
     torch.float64: (np.float64, "float64"),
     torch.float16: (np.float16, "float16"),
@@ -27,8 +32,26 @@ _STORED = {
 }
 
 
-def storable(t: torch.Tensor) -> bool:
-    """Whether the schema has a type for this tensor's dtype."""
+# numpy dtype name -> the same, for numpy arrays (bfloat16 is ml_dtypes',
+# which JAX uses; its bits are kept as they are).
+_STORED_NUMPY = {
+    "float32": (np.float32, "float32"),
+    "float64": (np.float64, "float64"),
+    "float16": (np.float16, "float16"),
+    "bfloat16": (np.uint16, "bfloat16"),
+    "int64": (np.int64, "int64"),
+    "int32": (np.int64, "int64"),
+    "int16": (np.int64, "int64"),
+    "int8": (np.int64, "int64"),
+    "uint8": (np.uint8, "uint8"),
+    "bool": (np.uint8, "bool"),
+}
+
+
+def storable(t) -> bool:
+    """Whether the schema has a type for this tensor's (or array's) dtype."""
+    if isinstance(t, (np.ndarray, np.generic)):
+        return t.dtype.name in _STORED_NUMPY
     return t.dtype in _STORED
 
 
@@ -58,8 +81,22 @@ def attr_text(value) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
-def host_array(t: torch.Tensor):
-    """A tensor as (numpy array, schema dtype name), bits kept exactly."""
+def _numpy_array(a):
+    a = np.asarray(a)
+    if a.dtype.name not in _STORED_NUMPY:
+        raise BadInput(f"array of dtype {a.dtype} has no type in the report schema")
+    np_type, kind = _STORED_NUMPY[a.dtype.name]
+    a = np.array(a, order="C", copy=None)   # not ascontiguousarray: it makes a scalar (a loss) 1-d
+    if kind == "bfloat16":
+        return a.view(np.uint16), kind
+    return a.astype(np_type, copy=False), kind
+
+
+def host_array(t):
+    """A tensor (or numpy array) as (numpy array, schema dtype name), bits
+    kept exactly."""
+    if isinstance(t, (np.ndarray, np.generic)):
+        return _numpy_array(t)
     if t.dtype not in _STORED:
         raise BadInput(f"tensor of dtype {t.dtype} has no type in the report schema")
     np_type, kind = _STORED[t.dtype]
@@ -73,7 +110,7 @@ def host_array(t: torch.Tensor):
     return data, kind
 
 
-def write_tensor(group, path: str, t: torch.Tensor) -> None:
+def write_tensor(group, path: str, t) -> None:
     data, kind = host_array(t)
     d = group.create_dataset(path, data=data)  # rank 0 stays a scalar dataspace
     set_attr(d, "dtype", kind)
@@ -86,7 +123,7 @@ def write_attrs(group, attrs: dict) -> None:
         set_attr(group.require_group(head) if name else group, name or head, value)
 
 
-def read_tensor(dataset) -> torch.Tensor:
+def read_tensor(dataset) -> "torch.Tensor":
     """A dataset of the schema as a torch tensor of its stored dtype."""
     data = dataset[()]
     kind = attr_text(dataset.attrs.get("dtype", "")).split(".")[-1]

@@ -12,7 +12,9 @@ and turns them into numbers (no constant is made up here):
 
   recompute ops      instructions whose metadata op_name carries the tag
                      the XLA frontend put on every op that ran as a
-                     recompute (RECOMPUTE_TAG + region number), counted in
+                     recompute (RECOMPUTE_TAG + region number), or, for a
+                     program JAX lowered, JAX's own name-stack entry
+                     `rematted_computation` (mark_jax), counted in
                      the unoptimized program and in the optimized one, fused
                      computations included (an op XLA fused survives, an op
                      CSE merged into the forward's twin is gone);
@@ -54,18 +56,17 @@ class Instruction:
     op_name: str
     computation: str
     attrs: str = ""
+    # The recompute region this op was traced in, and the region whose
+    # backward (after its recompute) it is; None when not. From the XLA
+    # frontend's tags, or set by mark_jax.
+    region: int | None = None
+    backward_of: int | None = None
 
-    @property
-    def region(self) -> int | None:
-        """The recompute region this op was traced in, or None."""
+    def __post_init__(self) -> None:
         m = _TAG.search(self.op_name)
-        return int(m.group(1)) if m else None
-
-    @property
-    def backward_of(self) -> int | None:
-        """The region whose backward (after its recompute) this op is, or None."""
+        self.region = int(m.group(1)) if m else None
         m = _BTAG.search(self.op_name)
-        return int(m.group(1)) if m else None
+        self.backward_of = int(m.group(1)) if m else None
 
 
 @dataclass
@@ -73,6 +74,7 @@ class Module:
     computations: dict = field(default_factory=dict)   # name -> [Instruction]
     entry: str = ""
     scheduled: bool = False
+    regions_known: bool = True    # False: recompute ops are marked, their regions are not (region 0)
 
     def instructions(self, computation: str | None = None) -> list:
         return self.computations.get(computation or self.entry, [])
@@ -291,6 +293,57 @@ def load(text: str) -> Module:
     return parse_module(text)
 
 
+# JAX names what it lowers by its name stack (op_name="jit(step)/...").
+# The backward of a jax.checkpoint is `transpose(jvp(...))/checkpoint/...`
+# and the forward it replays in there `.../checkpoint/rematted_computation/...`
+# (any policy, prevent_cse or not).
+JAX_RECOMPUTE = "/rematted_computation/"
+JAX_CHECKPOINT = "/checkpoint/"
+
+
+def mark_jax(mod: Module, number_regions: bool) -> Module:
+    """Marks a JAX program's recompute instructions (op_name with
+    `rematted_computation`) and its checkpoints' backward ones (`checkpoint`
+    without it). JAX gives every checkpoint the same name, so regions are
+    told apart by data flow: with number_regions, each connected group of
+    recompute instructions (one reads another's value) is one region,
+    numbered in program order; that holds for the program JAX emitted
+    (one replay per checkpoint call). After XLA's passes a replay may be
+    split or fused, so the optimized program is marked with region 0 only
+    (regions_known False)."""
+    parent: dict = {}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for comp, insts in mod.computations.items():
+        for inst in insts:
+            recompute = JAX_RECOMPUTE in inst.op_name
+            inst.region = 0 if recompute else None
+            inst.backward_of = 0 if not recompute and JAX_CHECKPOINT in inst.op_name else None
+            if recompute:
+                parent[(comp, inst.name)] = (comp, inst.name)
+    mod.regions_known = number_regions
+    if not number_regions:
+        return mod
+    for comp, insts in mod.computations.items():
+        for inst in insts:
+            if inst.region is None:
+                continue
+            for op in inst.operands:
+                if (comp, op) in parent:
+                    parent[find((comp, op))] = find((comp, inst.name))
+    numbers: dict = {}
+    for inst in _reachable(mod):
+        if inst.region is not None:
+            root = find((inst.computation, inst.name))
+            inst.region = numbers.setdefault(root, len(numbers) + 1)
+    return mod
+
+
 @dataclass
 class BufferBytes:
     total: int = 0          # "Total bytes used"
@@ -329,9 +382,16 @@ class Evidence:
     scheduled_early: int = -1     # -1: the optimized module is not scheduled
     bytes: BufferBytes = field(default_factory=BufferBytes)
 
+    regions_known_optimized: bool = True   # False (JAX): the optimized count is one total, under region 0
+
     @property
     def regions_merged(self) -> int:
-        """Regions whose traced recompute left no op in the optimized program."""
+        """Regions whose traced recompute left no op in the optimized program
+        (where the optimized program does not tell regions apart: all of
+        them when no recompute op is left, else none)."""
+        if not self.regions_known_optimized:
+            left = sum(self.recompute_ops_optimized.values())
+            return 0 if left else sum(1 for n in self.recompute_ops_unoptimized.values() if n)
         return sum(1 for r, n in self.recompute_ops_unoptimized.items()
                    if n and not self.recompute_ops_optimized.get(r))
 
@@ -361,8 +421,15 @@ class Evidence:
         if b.other_values:
             out["xla.barrier_other"] = "; ".join(b.other_values[:8]) + (
                 f"; ... {len(b.other_values) - 8} more" if len(b.other_values) > 8 else "")
-        per_region = ", ".join(f"{r}:{self.recompute_ops_unoptimized[r]}->{self.recompute_ops_optimized.get(r, 0)}"
-                               for r in sorted(self.recompute_ops_unoptimized))
+        per_region = ""
+        if self.regions_known_optimized:
+            per_region = ", ".join(f"{r}:{self.recompute_ops_unoptimized[r]}->{self.recompute_ops_optimized.get(r, 0)}"
+                                   for r in sorted(self.recompute_ops_unoptimized))
+        elif self.recompute_ops_unoptimized:   # "1:18->?, 2:18->? (all: 72->80)"
+            per_region = ", ".join(f"{r}:{self.recompute_ops_unoptimized[r]}->?"
+                                   for r in sorted(self.recompute_ops_unoptimized))
+            per_region += (f" (all: {sum(self.recompute_ops_unoptimized.values())}->"
+                           f"{sum(self.recompute_ops_optimized.values())})")
         if per_region:
             out["xla.recompute_ops_per_region"] = per_region
         return out
@@ -383,25 +450,31 @@ def module_files(dump_dir: str) -> dict:
 
 
 def _prefix(name: str) -> str:
-    """module_0007.SyncTensorsGraph.42.cpu_after_optimizations.txt -> module_0007.SyncTensorsGraph.42"""
-    m = re.match(r"(module_\d+\.[^.]+\.\d+)\.", name)
+    """module_0007.SyncTensorsGraph.42.cpu_after_optimizations.txt -> module_0007.SyncTensorsGraph.42
+    (torch_xla); module_0028.jit_step.cpu_after_optimizations.txt -> module_0028.jit_step (JAX)."""
+    m = re.match(r"(module_\d+\.[^.]+(?:\.\d+)?)\.(?:before_optimizations|[a-z_]*after_optimizations)", name)
     return m.group(1) if m else name
 
 
-def read_evidence(files: dict, regions: int, module: str) -> Evidence:
+def read_evidence(files: dict, regions: int, module: str, producer: str = "torch_xla") -> Evidence:
+    """The evidence of one compiled program. producer "torch_xla": the XLA
+    frontend's tags mark the recompute; "jax": JAX's own names (mark_jax)."""
     def text(kind: str) -> str:
         with open(files[kind], encoding="utf-8", errors="replace") as f:
             return f.read()
 
     before, after = load(text("before")), load(text("after"))
-    ev = Evidence(module=module, regions=regions)
+    if producer == "jax":
+        mark_jax(before, number_regions=True)
+        mark_jax(after, number_regions=False)
+    ev = Evidence(module=module, regions=regions, regions_known_optimized=after.regions_known)
     ev.recompute_ops_unoptimized = recompute_ops_by_region(before)
     ev.recompute_ops_optimized = recompute_ops_by_region(after)
     ev.ops_unoptimized = len(compute_ops(before))
     ev.ops_optimized = len(compute_ops(after))
     ev.barriers_unoptimized = barriers(before)
     ev.barriers_optimized = sum(1 for i in _reachable(after) if i.opcode == "opt-barrier")
-    if after.scheduled:
+    if after.scheduled and after.regions_known:
         ev.scheduled_early = regions_scheduled_early(after)
     ev.bytes = buffer_bytes(text("buffers"))
     return ev

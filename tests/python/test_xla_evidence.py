@@ -96,3 +96,62 @@ def test_evidence_attributes_name_merged_regions(tmp_path):
     assert attrs["xla.recompute_ops_per_region"] == "1:1->0, 2:1->1"
     assert attrs["xla.barriers"] == 1 and attrs["xla.barriers_optimized"] == 0
     assert attrs["xla.temp_bytes"] == 96
+
+
+# A program as JAX lowers a jax.checkpoint: two calls of the same block,
+# each replayed in the backward (`rematted_computation`) beside its backward
+# (`checkpoint`); every call has the same name, so regions come from data flow.
+J_RECOMPUTE = 'metadata={op_name="jit(step)/transpose(jvp(jvp()))/checkpoint/rematted_computation/mul"}'
+J_BACKWARD = 'metadata={op_name="jit(step)/transpose(jvp(jvp()))/checkpoint/mul"}'
+J_FORWARD = 'metadata={op_name="jit(step)/jvp()/mul"}'
+
+JAX_UNOPTIMIZED = f"""HloModule jit_step, entry_computation_layout={{(f32[4]{{0}})->f32[4]{{0}}}}
+
+ENTRY %main.1 (x.1: f32[4], g.2: f32[4]) -> (f32[4]) {{
+  %x.1 = f32[4]{{0}} parameter(0)
+  %g.2 = f32[4]{{0}} parameter(1)
+  %mul.3 = f32[4]{{0}} multiply(%x.1, %x.1), {J_FORWARD}
+  %mul.4 = f32[4]{{0}} multiply(%mul.3, %mul.3), {J_FORWARD}
+  %remat2.5 = (f32[4]{{0}}, f32[4]{{0}}) tuple(%mul.3, %g.2)
+  %remat2.6 = (f32[4]{{0}}, f32[4]{{0}}) opt-barrier(%remat2.5)
+  %remat2.7 = f32[4]{{0}} get-tuple-element(%remat2.6), index=0
+  %remat2.8 = f32[4]{{0}} get-tuple-element(%remat2.6), index=1
+  %mul.9 = f32[4]{{0}} multiply(%remat2.7, %remat2.7), {J_RECOMPUTE}
+  %mul.10 = f32[4]{{0}} multiply(%mul.9, %mul.9), {J_RECOMPUTE}
+  %mul.11 = f32[4]{{0}} multiply(%mul.10, %remat2.8), {J_BACKWARD}
+  %mul.12 = f32[4]{{0}} multiply(%x.1, %x.1), {J_RECOMPUTE}
+  %mul.13 = f32[4]{{0}} multiply(%mul.12, %mul.11), {J_BACKWARD}
+  ROOT %tuple.14 = (f32[4]{{0}}) tuple(%mul.13)
+}}
+"""
+
+
+def test_jax_recompute_is_marked_by_its_rematted_computation_name_and_regions_by_data_flow():
+    mod = xe.mark_jax(xe.load(JAX_UNOPTIMIZED), number_regions=True)
+    assert xe.recompute_ops_by_region(mod) == {1: 2, 2: 1}
+
+
+def test_jax_optimized_program_counts_its_recompute_as_one_total():
+    mod = xe.mark_jax(xe.load(JAX_UNOPTIMIZED), number_regions=False)
+    assert xe.recompute_ops_by_region(mod) == {0: 3} and not mod.regions_known
+
+
+def test_jax_barrier_holds_a_recompute_input_and_a_value_only_the_backward_reads():
+    b = xe.barriers(xe.mark_jax(xe.load(JAX_UNOPTIMIZED), number_regions=True))
+    assert (b.count, b.held_recompute_inputs, b.held_gradients, b.held_other) == (1, 1, 1, 0)
+
+
+def test_jax_regions_are_merged_only_when_no_recompute_op_is_left():
+    ev = xe.Evidence(regions=2, recompute_ops_unoptimized={1: 2, 2: 1}, regions_known_optimized=False)
+    ev.recompute_ops_optimized = {0: 1}
+    assert ev.regions_merged == 0
+    assert ev.attrs()["xla.recompute_ops_per_region"] == "1:2->?, 2:1->? (all: 3->1)"
+    ev.recompute_ops_optimized = {}
+    assert ev.regions_merged == 2
+
+
+def test_dump_file_names_of_torch_xla_and_jax_give_their_module():
+    assert xe._prefix("module_0007.SyncTensorsGraph.42.cpu_after_optimizations.txt") == \
+        "module_0007.SyncTensorsGraph.42"
+    assert xe._prefix("module_0028.jit_step.cpu_after_optimizations-buffer-assignment.txt") == "module_0028.jit_step"
+    assert xe._prefix("module_0028.jit_step.before_optimizations.txt") == "module_0028.jit_step"

@@ -1,0 +1,52 @@
+"""What a verification returns (verify(), the JAX frontend's
+verify_jax()): the C judge's verdicts as a read-only mapping {run name:
+verdict string} whose truth is `.ok`. No torch: every frontend returns it."""
+from collections.abc import Iterator, Mapping
+
+from .judge import Verdict
+
+
+class Report(Mapping):
+    """What verify() returns: a read-only mapping {run name: verdict string}
+    ("PASS", "NOISE", "FAIL", "MEMFAIL", "ERROR"), true when every verdict
+    is the expected one (`.ok`), with where the report and the judge's
+    outputs are and what was not measured. `.verdicts` holds the full
+    Verdict records (reason, first divergence)."""
+
+    def __init__(self, path: str, judge_dir: str, verdicts: dict[str, Verdict], exit_code: int, table: str,
+                 skipped: dict[str, str], memory_source: str):
+        self.path, self.judge_dir, self.verdicts = path, judge_dir, verdicts
+        self.exit_code, self.table, self.skipped, self.memory_source = exit_code, table, skipped, memory_source
+
+    def __getitem__(self, run: str) -> str:
+        return self.verdicts[run].verdict
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.verdicts)
+
+    def __len__(self) -> int:
+        return len(self.verdicts)
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    @property
+    def ok(self) -> bool:
+        """Every verdict was the expected one."""
+        return all(v.expected for v in self.verdicts.values())
+
+    def unexpected(self) -> list[Verdict]:
+        return [v for v in self.verdicts.values() if not v.expected]
+
+    def __repr__(self) -> str:
+        runs = ", ".join(f"{run!r}: {v.verdict!r}{'' if v.expected else ' (unexpected)'}"
+                         for run, v in self.verdicts.items())
+        return f"<Report ok={self.ok} {{{runs}}} path={self.path!r}>"
+
+    def __str__(self) -> str:
+        lines = [f"{v.run}: {v.verdict}{'' if v.expected else ' (UNEXPECTED)'}: {v.reason}"
+                 for v in self.verdicts.values()]
+        lines += [f"{name}: skipped: {why}" for name, why in self.skipped.items()]
+        lines.append(f"memory: {self.memory_source}")
+        lines.append(f"report: {self.path}")
+        return "\n".join(lines)
