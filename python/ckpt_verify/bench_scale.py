@@ -131,6 +131,15 @@ def vm_hwm() -> int:
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
+def cpu_s() -> float:
+    """CPU seconds (user + system) of this process and its waited-for
+    children (the judge): less disturbed than wall time when other work
+    shares the machine's cores."""
+    import resource
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
 def _model_fn(size):
     return lambda: gpt(*SIZES[size])
 
@@ -143,10 +152,10 @@ def child_verify(size, config, steps, noise_runs, out):
     fns = step_fns()
     runs = {name: fns[name] for name in CONFIGS[config]}
     expect = {"planted_no_rng_preserve": "FAIL"} if "planted_no_rng_preserve" in runs else None
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_s()
     report = ckpt_verify.verify(_model_fn(size), batch_fn, runs, baseline=fns["plain"], steps=steps,
                                 noise_runs=noise_runs, expect=expect, out=out, name=f"scale_{size}_{config}")
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, cpu_s() - c0
     with h5py.File(out, "r") as f:
         trained = list(f["runs"])
         one_run = _tensor_bytes(f["runs/baseline_0"])
@@ -154,9 +163,9 @@ def child_verify(size, config, steps, noise_runs, out):
         params_init = _tensor_bytes(f["params_init"])
     verdicts = {run: {"verdict": v.verdict, "reason": v.reason, "first_divergence": v.first_divergence}
                 for run, v in report.verdicts.items()}
-    print(json.dumps({"wall_s": wall, "rss": vm_hwm(), "report_bytes": os.path.getsize(out), "one_run_bytes": one_run,
-                      "params_init_bytes": params_init, "judged_bytes": judged, "trained": trained,
-                      "verdicts": verdicts, "ok": report.ok}), flush=True)
+    print(json.dumps({"wall_s": wall, "cpu_s": cpu, "rss": vm_hwm(), "report_bytes": os.path.getsize(out),
+                      "one_run_bytes": one_run, "params_init_bytes": params_init, "judged_bytes": judged,
+                      "trained": trained, "verdicts": verdicts, "ok": report.ok}), flush=True)
 
 
 def _tensor_bytes(group):
@@ -179,10 +188,10 @@ def child_plain(size, runs, steps):
     batches = []
     torch.manual_seed(0)
     batches = [batch_fn(k) for k in range(1, steps + 1)]
-    t0 = time.perf_counter()
-    per_run = {}
+    t0, c0 = time.perf_counter(), cpu_s()
+    per_run, per_run_cpu = {}, {}
     for run in runs:
-        r0 = time.perf_counter()
+        r0, rc0 = time.perf_counter(), cpu_s()
         fn = fns["plain"] if run.startswith("baseline_") else fns[run.split("_rerun_")[0]]
         torch.manual_seed(0)
         model = _model_fn(size)()
@@ -197,13 +206,20 @@ def child_plain(size, runs, steps):
                     if p.grad is not None:
                         p.add_(p.grad, alpha=-0.01)
         del model
-        per_run[run] = time.perf_counter() - r0
-    print(json.dumps({"wall_s": time.perf_counter() - t0, "rss": vm_hwm(), "per_run_s": per_run}), flush=True)
+        per_run[run], per_run_cpu[run] = time.perf_counter() - r0, cpu_s() - rc0
+    print(json.dumps({"wall_s": time.perf_counter() - t0, "cpu_s": cpu_s() - c0, "rss": vm_hwm(), "per_run_s": per_run,
+                      "per_run_cpu_s": per_run_cpu}), flush=True)
 
 
-def _child(args, python_path, extra):
-    """Runs this file as a child with ckpt_verify from python_path; its JSON."""
-    env = dict(os.environ, PYTHONPATH=python_path)
+def _child(args, python_path, judge, extra):
+    """Runs this file as a child with ckpt_verify from python_path and the
+    judge binary `judge` (its directory first for its libraries); its JSON."""
+    env = dict(os.environ, PYTHONPATH=python_path, CKPT_VERIFY=judge)
+    aten = os.path.join(os.path.dirname(judge), "libckpt_aten.so")  # the memory meter, beside its judge
+    if os.path.exists(aten):
+        env["CKPT_ATEN_LIB"] = aten
+    env["LD_LIBRARY_PATH"] = os.path.dirname(judge) + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH")
+                                                       else "")
     cmd = [sys.executable, os.path.abspath(__file__), "--child", *args]
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
@@ -215,21 +231,20 @@ def _child(args, python_path, extra):
 def time_judge(judge, report, out_dir):
     """Wall seconds of `ckpt-verify judge` on the report (its exit code:
     1 when a verdict is FAIL, as expected with the planted bug)."""
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(judge))
     t0 = time.perf_counter()
     p = subprocess.run([judge, "judge", "--out", out_dir, report], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True)
+                       text=True, env=env)
     return time.perf_counter() - t0, p.returncode
 
 
-def measure(size, args, python_path, label, work):
+def measure(size, args, python_path, judge, label, work):
     """The figures of one size for one checkout (label: before or after)."""
-    from ckpt_verify import judge as judge_mod
-    judge = judge_mod.find_judge(args.judge)
     row = {"size": size, "label": label}
     for config in args.configs:
         report = os.path.join(work, f"{label}_{size}_{config}.h5")
         say(f"{label} {size} {config}: verify()")
-        res = _child(["verify", size, config, str(args.steps), str(args.noise_runs), report], python_path, {})
+        res = _child(["verify", size, config, str(args.steps), str(args.noise_runs), report], python_path, judge, {})
         if "error" not in res:
             jt, code = time_judge(judge, report, os.path.join(work, f"{label}_{size}_{config}.judge"))
             res["judge_s"], res["judge_exit"] = jt, code
@@ -241,7 +256,7 @@ def measure(size, args, python_path, label, work):
     trained = next((row[c]["trained"] for c in args.configs if "trained" in row[c]), None)
     if trained:
         say(f"{label} {size}: plain training of {len(trained)} runs")
-        row["plain"] = _child(["plain", size, json.dumps(trained), str(args.steps)], python_path, {})
+        row["plain"] = _child(["plain", size, json.dumps(trained), str(args.steps)], python_path, judge, {})
     return row
 
 
@@ -258,8 +273,11 @@ def ratios(row):
         if "error" in res or not res:
             continue
         plain_s = sum(plain["per_run_s"].get(r, 0) for r in res["trained"]) if "per_run_s" in plain else None
+        plain_cpu = (sum(plain["per_run_cpu_s"].get(r, 0) for r in res["trained"]) if "per_run_cpu_s" in plain
+                     else None)
         out[config] = {
             "wall_ratio": res["wall_s"] / plain_s if plain_s else None,
+            "cpu_ratio": res["cpu_s"] / plain_cpu if plain_cpu and "cpu_s" in res else None,
             "rss_ratio": res["rss"] / plain["rss"] if plain.get("rss") else None,
             "report_ratio": res["report_bytes"] / res["one_run_bytes"],
             "report_ratio_runs": (res["report_bytes"] - res["params_init_bytes"]) / res["one_run_bytes"],
@@ -314,8 +332,9 @@ unset multiplot
 
 
 def table(rows):
-    lines = ["| size | params | checkout | wall ratio | RSS ratio | report ratio (all pass) | judge MB/s |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| size | params | checkout | wall ratio | CPU ratio | RSS ratio | report ratio (all pass) | "
+             "report ratio, runs only | judge MB/s |",
+             "|---|---|---|---|---|---|---|---|---|"]
 
     def fmt(v, spec):
         return "-" if v is None else format(v, spec)
@@ -324,8 +343,9 @@ def table(rows):
         a, p = fig.get("all", {}), fig.get("passing", {})
         errors = "; ".join(f"{c}: {r[c]['error']}" for c in ("all", "passing") if "error" in r.get(c, {}))
         lines.append(f"| {r['size']} | {params_of(r['size']) / 1e6:.1f} M | {r['label']} | "
-                     f"{fmt(a.get('wall_ratio'), '.2f')} | {fmt(a.get('rss_ratio'), '.2f')} | "
-                     f"{fmt(p.get('report_ratio'), '.2f')} | {fmt(a.get('judge_mb_s'), '.0f')} |"
+                     f"{fmt(a.get('wall_ratio'), '.2f')} | {fmt(a.get('cpu_ratio'), '.2f')} | "
+                     f"{fmt(a.get('rss_ratio'), '.2f')} | {fmt(p.get('report_ratio'), '.2f')} | "
+                     f"{fmt(p.get('report_ratio_runs'), '.2f')} | {fmt(a.get('judge_mb_s'), '.0f')} |"
                      + (f" {errors}" if errors else ""))
     return "\n".join(lines)
 
@@ -341,6 +361,7 @@ def main(argv=None):
     ap.add_argument("--before", help="python/ of another checkout to measure too, as 'before'")
     ap.add_argument("--before-sizes", help="sizes to measure with --before (default: --sizes)")
     ap.add_argument("--judge", help="the ckpt-verify binary (default: as verify() finds it)")
+    ap.add_argument("--before-judge", help="the ckpt-verify binary of the --before checkout")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 unless the planted bug FAILs with a first divergence and the rest pass")
     args = ap.parse_args(argv)
@@ -363,14 +384,17 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     work = os.path.join(args.out, "work")
     os.makedirs(work, exist_ok=True)
+    from ckpt_verify import judge as judge_mod
     here = os.path.dirname(_HERE)
+    judge = os.path.abspath(judge_mod.find_judge(args.judge))
     rows = []
     for size in sizes:
-        rows.append(measure(size, args, here, "after", work))
+        rows.append(measure(size, args, here, judge, "after", work))
         _save(args.out, rows)
     if args.before:
+        before_judge = os.path.abspath(args.before_judge or judge)
         for size in (args.before_sizes.split(",") if args.before_sizes else sizes):
-            rows.append(measure(size, args, os.path.abspath(args.before), "before", work))
+            rows.append(measure(size, args, os.path.abspath(args.before), before_judge, "before", work))
             _save(args.out, rows)
     write_plot(rows, args.out)
     print(table(rows))
