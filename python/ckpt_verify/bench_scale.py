@@ -240,7 +240,7 @@ def time_judge(judge, report, out_dir):
 
 def measure(size, args, python_path, judge, label, work):
     """The figures of one size for one checkout (label: before or after)."""
-    row = {"size": size, "label": label}
+    row = {"size": size, "label": label, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     for config in args.configs:
         report = os.path.join(work, f"{label}_{size}_{config}.h5")
         say(f"{label} {size} {config}: verify()")
@@ -362,6 +362,8 @@ def main(argv=None):
     ap.add_argument("--before-sizes", help="sizes to measure with --before (default: --sizes)")
     ap.add_argument("--judge", help="the ckpt-verify binary (default: as verify() finds it)")
     ap.add_argument("--before-judge", help="the ckpt-verify binary of the --before checkout")
+    ap.add_argument("--from", dest="from_json", nargs="+", metavar="SCALE_JSON",
+                    help="measure nothing: table and plot from earlier runs' scale.json (before and after)")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 unless the planted bug FAILs with a first divergence and the rest pass")
     args = ap.parse_args(argv)
@@ -376,6 +378,16 @@ def main(argv=None):
         return 0
     if not args.out:
         ap.error("--out is required")
+    if args.from_json:
+        rows = []
+        for path in args.from_json:
+            with open(path) as f:
+                rows += json.load(f)["rows"]
+        os.makedirs(args.out, exist_ok=True)
+        _save(args.out, rows)
+        write_plot(rows, args.out)
+        print(table(rows))
+        return 0
     args.configs = args.configs.split(",")
     sizes = args.sizes.split(",")
     for s in sizes + (args.before_sizes.split(",") if args.before_sizes else []):
