@@ -389,7 +389,7 @@ def main(argv=None):
         print(table(rows))
         return 0
     args.configs = args.configs.split(",")
-    sizes = args.sizes.split(",")
+    sizes = [s for s in args.sizes.split(",") if s]  # --sizes "": only --before
     for s in sizes + (args.before_sizes.split(",") if args.before_sizes else []):
         if s not in SIZES:
             ap.error(f"unknown size {s!r} (known: {', '.join(SIZES)})")
