@@ -317,6 +317,7 @@ set multiplot layout 2,2 title 'ckpt-verify scale benchmark: GPT-2-shaped model,
 set logscale x
 set xlabel 'parameters (M)'
 set key top left
+set yrange [0:*]
 set title 'verify() wall / plain training'
 plot '{dat}' u 1:2 w lp t 'after', '' u 1:6 w lp t 'before', 2 dt 2 t 'goal'
 set title 'peak RSS / plain training peak'
@@ -325,6 +326,7 @@ set title 'report / one run (every run passes)'
 plot '{dat}' u 1:4 w lp t 'after', '' u 1:8 w lp t 'before', 1.2 dt 2 t 'goal'
 set title 'judge throughput (MB/s)'
 set logscale y
+set yrange [10:*]
 plot '{dat}' u 1:5 w lp t 'after', '' u 1:9 w lp t 'before', 1000 dt 2 t 'goal'
 unset multiplot
 """
