@@ -153,8 +153,12 @@ def child_verify(size, config, steps, noise_runs, out):
     runs = {name: fns[name] for name in CONFIGS[config]}
     expect = {"planted_no_rng_preserve": "FAIL"} if "planted_no_rng_preserve" in runs else None
     t0, c0 = time.perf_counter(), cpu_s()
-    report = ckpt_verify.verify(_model_fn(size), batch_fn, runs, baseline=fns["plain"], steps=steps,
-                                noise_runs=noise_runs, expect=expect, out=out, name=f"scale_{size}_{config}")
+    judge_error = None
+    try:
+        report = ckpt_verify.verify(_model_fn(size), batch_fn, runs, baseline=fns["plain"], steps=steps,
+                                    noise_runs=noise_runs, expect=expect, out=out, name=f"scale_{size}_{config}")
+    except ckpt_verify.JudgeError as e:  # the report is complete and kept: its training figures still count
+        report, judge_error = None, str(e)
     wall, cpu = time.perf_counter() - t0, cpu_s() - c0
     with h5py.File(out, "r") as f:
         trained = list(f["runs"])
@@ -162,10 +166,11 @@ def child_verify(size, config, steps, noise_runs, out):
         judged = sum(_tensor_bytes(f[f"runs/{r}"]) for r in trained if r != "baseline_0")
         params_init = _tensor_bytes(f["params_init"])
     verdicts = {run: {"verdict": v.verdict, "reason": v.reason, "first_divergence": v.first_divergence}
-                for run, v in report.verdicts.items()}
+                for run, v in (report.verdicts.items() if report else [])}
     print(json.dumps({"wall_s": wall, "cpu_s": cpu, "rss": vm_hwm(), "report_bytes": os.path.getsize(out),
                       "one_run_bytes": one_run, "params_init_bytes": params_init, "judged_bytes": judged,
-                      "trained": trained, "verdicts": verdicts, "ok": report.ok}), flush=True)
+                      "trained": trained, "verdicts": verdicts, "ok": bool(report and report.ok),
+                      "judge_error": judge_error}), flush=True)
 
 
 def _tensor_bytes(group):
@@ -245,7 +250,7 @@ def measure(size, args, python_path, judge, label, work):
         report = os.path.join(work, f"{label}_{size}_{config}.h5")
         say(f"{label} {size} {config}: verify()")
         res = _child(["verify", size, config, str(args.steps), str(args.noise_runs), report], python_path, judge, {})
-        if "error" not in res:
+        if "error" not in res and not res.get("judge_error"):
             jt, code = time_judge(judge, report, os.path.join(work, f"{label}_{size}_{config}.judge"))
             res["judge_s"], res["judge_exit"] = jt, code
             res["judge_mb_s"] = res["judged_bytes"] / jt / 1e6
