@@ -82,3 +82,11 @@ add_test(NAME python.pytest
   COMMAND ${CKPT_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/python
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(python.pytest PROPERTIES LABELS "python" ENVIRONMENT "${PY_ENV}")
+
+# The scale benchmark (issue 30, docs/scale.md) at its smallest size: the
+# figures come from scripts/bench_scale.py; here --check holds the planted
+# bug (no RNG replay in the recompute) to FAIL with its first divergence and
+# torch's checkpoints to pass, through verify() and the real judge.
+add_test(NAME bench.scale_tiny
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/bench_scale.py --sizes tiny --out ${PY_OUT}/scale --check)
+set_tests_properties(bench.scale_tiny PROPERTIES LABELS "bench" ENVIRONMENT "${PY_ENV}" TIMEOUT 900)

@@ -145,3 +145,42 @@ def meter_for(device, judge_path=None):
     if torch.device(device).type == "cpu":
         return cpu_meter(judge_path)
     return NoMeter(f"memory not recorded: no meter for device {device}")
+
+
+def parse_bytes(text: str) -> int | None:
+    """"1048576", "512M", "8G" (powers of 1024) as bytes, as the harness
+    reads CKPT_MEMORY_LIMIT (harness/aten/counting_allocator.cpp); None
+    when it is not one."""
+    text = text.strip()
+    shift = {"k": 10, "m": 20, "g": 30, "t": 40}.get(text[-1:].lower(), 0)
+    digits = text[:-1] if shift else text
+    if not digits.isdigit() or int(digits) == 0:
+        return None
+    return int(digits) << shift
+
+
+def available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo, None when unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def memory_limit() -> tuple[int | None, str]:
+    """(bytes, what they are) that a verify() may use on the host:
+    CKPT_MEMORY_LIMIT when set, else what the system has available now
+    (MemAvailable); (None, why) when neither is known. A malformed
+    CKPT_MEMORY_LIMIT is bad input (ValueError with the line to show)."""
+    env = os.environ.get("CKPT_MEMORY_LIMIT")
+    if env is not None:
+        limit = parse_bytes(env)
+        if limit is None:
+            raise ValueError(f"CKPT_MEMORY_LIMIT={env!r}: not a byte count (for example 512M or 8G)")
+        return limit, "CKPT_MEMORY_LIMIT"
+    avail = available_bytes()
+    return (avail, "available (MemAvailable in /proc/meminfo)") if avail is not None else (None, "no limit known")

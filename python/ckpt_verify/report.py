@@ -2,6 +2,7 @@
 verify_jax()): the C judge's verdicts as a read-only mapping {run name:
 verdict string} whose truth is `.ok`. No torch: every frontend returns it."""
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from .judge import Verdict
 
@@ -14,9 +15,10 @@ class Report(Mapping):
     Verdict records (reason, first divergence)."""
 
     def __init__(self, path: str, judge_dir: str, verdicts: dict[str, Verdict], exit_code: int, table: str,
-                 skipped: dict[str, str], memory_source: str):
+                 skipped: dict[str, str], memory_source: str, estimate: Any = None):
         self.path, self.judge_dir, self.verdicts = path, judge_dir, verdicts
         self.exit_code, self.table, self.skipped, self.memory_source = exit_code, table, skipped, memory_source
+        self.estimate = estimate  # estimate.Estimate made before training (report size, host memory), or None
 
     def __getitem__(self, run: str) -> str:
         return self.verdicts[run].verdict

@@ -4,6 +4,9 @@ torch) or a Python value is stored in HDF5 exactly as the C reader expects
 (fixed-length UTF-8 strings, int64 whole numbers, bfloat16 as raw bits),
 and how a stored dataset is read back as the tensor it was. No file-level
 layout lives here; that is the recorder's job (recorder.py)."""
+import sys
+import zlib
+
 import h5py
 import numpy as np
 
@@ -110,10 +113,25 @@ def host_array(t):
     return data, kind
 
 
-def write_tensor(group, path: str, t) -> None:
-    data, kind = host_array(t)
+def checksum(data: np.ndarray) -> int:
+    """The `crc32` attribute of a stored array: zlib's CRC-32 of its bytes
+    as stored (row-major, little-endian; docs/schema.md)."""
+    if data.dtype.byteorder == ">" or (data.dtype.byteorder == "=" and sys.byteorder == "big"):
+        data = data.astype(data.dtype.newbyteorder("<"))
+    return zlib.crc32(np.ascontiguousarray(data).reshape(-1).view(np.uint8))
+
+
+def write_array(group, path: str, data: np.ndarray, kind: str, crc: int | None = None) -> None:
+    """A new dataset of host_array()'s output, with its `dtype` and `crc32`
+    attributes (crc: the checksum when the caller has it already)."""
     d = group.create_dataset(path, data=data)  # rank 0 stays a scalar dataspace
     set_attr(d, "dtype", kind)
+    d.attrs.create("crc32", np.int64(checksum(data) if crc is None else crc))
+
+
+def write_tensor(group, path: str, t) -> None:
+    data, kind = host_array(t)
+    write_array(group, path, data, kind)
 
 
 def write_attrs(group, attrs: dict) -> None:

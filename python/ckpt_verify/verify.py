@@ -5,6 +5,7 @@ assert_verified(): the same, raising when a verdict is not the expected one.
 Every argument the judge or the report would refuse is refused here, with
 BadInput, before any training. The Report is a read-only mapping of run name
 to verdict whose truth is `.ok`, so `assert verify(...)` is a real check."""
+import gc
 import math
 import os
 import re
@@ -19,22 +20,24 @@ from typing import Any
 import torch
 
 from . import judge as judge_mod
+from . import progress as progress_mod
 from .adapters import Skipped
 from .errors import BadInput, BadRunName, JudgeError, RunError, VerificationFailed
+from .estimate import check_fits
+from .estimate import estimate as estimate_run
 from .frontends import distributed
 from .frontends.eager import (
     Run,
     Spec,
     check_report_names,
     model_state,
-    runs_identical,
     seed_all,
     tensor_leaves,
     to_device,
 )
 from .frontends.eager import train as train_eager
 from .memory import NoMeter, meter_for
-from .recorder import Recorder, RunRecord
+from .recorder import Recorder, RunWriter
 from .report import Report
 
 VERDICTS = ("PASS", "NOISE", "FAIL", "MEMFAIL", "ERROR")
@@ -192,11 +195,15 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
     if not isinstance(first, torch.nn.Module):
         raise BadInput(f"model_fn returned {type(first).__name__}, not a torch.nn.Module")
     check_report_names(first)
+    n_runs = sum(not isinstance(fn, Skipped) for fn in runs.values())
+    est = estimate_run(first, steps, n_runs, noise_runs, dev)
+    check_fits(est, held=est.param_bytes + est.buffer_bytes)
     reference = model_state(first)
-    params_init = {n: p.detach().cpu().clone() for n, p in first.named_parameters()}
+    params_init = dict(first.named_parameters())  # written as the report opens, then let go
     described = model_definition or describe_model(first, model_fn)
-    del first
-    spec = Spec(model_fn, batches, steps, seed, lr, dev, meter, reference)
+    progress = progress_mod.for_stderr(runs_hint=est.runs_best)
+    progress.note(est.line())
+    spec = Spec(model_fn, batches, steps, seed, lr, dev, meter, reference, progress)
 
     framework = f"pytorch {torch.__version__}"
     if dev.type == "xla":
@@ -221,9 +228,9 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
     if skipped:
         case_attrs["skipped"] = "; ".join(f"{run}: {why}" for run, why in skipped.items())
     first_param = next(iter(params_init.values()), None)
+    dtype = str(first_param.dtype).replace("torch.", "") if first_param is not None else "float32"
     root = {"case": name, "producer": "ckpt_verify (python)", "libtorch_version": torch.__version__,
-            "device": str(dev), "dtype": str(first_param.dtype).replace("torch.", "") if first_param is not None
-            else "float32", "seed": seed, "steps": steps, "threads": torch.get_num_threads(),
+            "device": str(dev), "dtype": dtype, "seed": seed, "steps": steps, "threads": torch.get_num_threads(),
             "memory_source": meter.source or meter.why}
     inputs = {}
     for k, batch in enumerate(batches, start=1):
@@ -236,7 +243,11 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
         out = os.path.join(scratch, f"{name}.h5")
     try:
         with Recorder.create(out, root, case_attrs, inputs, params_init) as recorder:
-            _train_all(spec, baseline, runs, noise_runs, recorder, cfg, against_single)
+            del first, params_init, first_param  # in the report now: the training needs its memory
+            try:
+                _train_all(spec, baseline, runs, noise_runs, recorder, cfg, against_single)
+            finally:
+                progress.close()
         judge_dir = os.path.splitext(out)[0] + ".judge"
         os.makedirs(judge_dir, exist_ok=True)
         verdicts, code, table = judge_mod.judge(judge_path, out, judge_dir, name)
@@ -249,7 +260,7 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
     # In the order the runs were given (the judge lists them its own way).
     verdicts = {run: verdicts[run] for run in [*runs, *verdicts] if run in verdicts}
     judge_mod.attach_tracebacks(verdicts, out)
-    report = Report(out, judge_dir, verdicts, code, table, skipped, meter.source or meter.why)
+    report = Report(out, judge_dir, verdicts, code, table, skipped, meter.source or meter.why, est)
     if scratch:
         weakref.finalize(report, shutil.rmtree, scratch, True)
     return report
@@ -259,19 +270,29 @@ def _train_all(spec, baseline, runs, noise_runs, recorder, cfg=None, against_sin
     """Baselines: two, and up to 2 + noise_runs when they differ (the
     judge's noise envelope). Runs: each once; one that differs from
     baseline_0 is re-run up to noise_runs times, until a re-run reproduces
-    baseline_0. Each run goes to the recorder as it ends; only baseline_0
-    stays in memory, to compare the others with."""
+    baseline_0. Each run streams into the report as it trains; whether it
+    is bitwise baseline_0 is what its writer found while writing
+    (RunWriter.identical), so no run is kept in memory to compare."""
+    # What lives before the training is frozen out of the collector: the
+    # gc.collect() before each measured step (its live bytes) then scans
+    # only what the training made, not all of torch's modules (0.2 s each).
+    gc.collect()
+    gc.freeze()
+    try:
+        _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single)
+    finally:
+        gc.unfreeze()
+
+
+def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single):
     train = _frontend_train(spec.device)
-    first = train(spec, baseline, _baseline_name(0), baseline=True)
-    recorder.add(first)
-    second = train(spec, baseline, _baseline_name(1), baseline=True)
-    recorder.add(second)
-    singles = [first.name, second.name]
-    if not runs_identical(first, second):
+    _train_baseline(spec, baseline, 0, recorder, train)
+    second = _train_baseline(spec, baseline, 1, recorder, train)
+    singles = [_baseline_name(0), _baseline_name(1)]
+    if not second.identical:
         for k in range(2, 2 + noise_runs):
-            recorder.add(train(spec, baseline, _baseline_name(k), baseline=True))
+            _train_baseline(spec, baseline, k, recorder, train)
             singles.append(_baseline_name(k))
-    del second
     if cfg is not None:  # the runs are trained by ranks (frontends/distributed.py)
         skipped = {run for run, fn in runs.items() if isinstance(fn, Skipped)}
         distributed.train_all(spec, cfg, baseline, runs, noise_runs, recorder, singles, against_single, skipped)
@@ -279,13 +300,24 @@ def _train_all(spec, baseline, runs, noise_runs, recorder, cfg=None, against_sin
     for run_name, run in runs.items():
         if isinstance(run, Skipped):
             continue
-        record = _train_or_error(spec, run, run_name, train)
-        recorder.add(record)
+        writer = _train_or_error(spec, run, run_name, recorder, train)
         for k in range(1, noise_runs + 1):
-            if "outcome" in record.attrs or runs_identical(first, record):
+            if "outcome" in writer.attrs or writer.identical:
                 break
-            record = _train_or_error(spec, run, f"{run_name}_rerun_{k}", train)
-            recorder.add(record)
+            writer = _train_or_error(spec, run, f"{run_name}_rerun_{k}", recorder, train)
+
+
+def _train_baseline(spec: Spec, baseline: Run, k: int, recorder: Recorder, train: Callable) -> RunWriter:
+    """A baseline streamed into the report; one that raises is removed from
+    it and stops verify() (RunError: the whole report is abandoned)."""
+    writer = recorder.begin_run(_baseline_name(k))
+    try:
+        train(spec, baseline, writer, baseline=True)
+    except BaseException:
+        writer.abort()
+        raise
+    writer.finish()
+    return writer
 
 
 def _xla() -> types.ModuleType:
@@ -300,19 +332,28 @@ def _frontend_train(dev: torch.device) -> Callable:
     return _xla().train if dev.type == "xla" else train_eager
 
 
-def _train_or_error(spec: Spec, run: Run, run_name: str, train: Callable | None = None) -> RunRecord:
-    """A run whose prepare, step_fn or backward raised is kept with
-    outcome=error, its message and its traceback: the judge's ERROR verdict,
-    as for a harness run. The traceback's last frames go to stderr."""
+def _train_or_error(spec: Spec, run: Run, run_name: str, recorder: Recorder,
+                    train: Callable | None = None) -> RunWriter:
+    """A run streamed into the report. One whose prepare, step_fn or
+    backward raised (RunError) is kept as it stands, what it wrote before
+    it raised, with outcome=error, its message and its traceback: the
+    judge's ERROR verdict, as for a harness run (the traceback's last
+    frames go to stderr). Any other exception removes the run from the
+    file before it propagates, so no run is left half-written."""
+    writer = recorder.begin_run(run_name)
     try:
-        return (train or train_eager)(spec, run, run_name)
+        (train or train_eager)(spec, run, writer)
     except RunError as e:
-        e.run.attrs["outcome"] = "error"
-        e.run.attrs["message"] = str(e)
+        writer.attrs["outcome"] = "error"
+        writer.attrs["message"] = str(e)
         if e.traceback:
-            e.run.attrs["traceback"] = e.traceback
+            writer.attrs["traceback"] = e.traceback
             print(f"ckpt_verify: {e}\n{_last_frames(e.traceback)}", file=sys.stderr)
-        return e.run
+    except BaseException:
+        writer.abort()
+        raise
+    writer.finish()
+    return writer
 
 
 def _last_frames(text, frames=3):

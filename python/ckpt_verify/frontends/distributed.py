@@ -47,10 +47,10 @@ import torch
 import torch.distributed as dist
 
 from ..errors import BadInput, BadRunName, RunError
-from ..recorder import RunRecord
+from ..recorder import RunRecord, same_results
 from ..schema import attr_text, set_attr
 from .distributed_rank import rank_context, rank_main  # noqa: F401 - rank_context is public API
-from .eager import Run, runs_identical
+from .eager import Run
 
 PARALLELS = ("ddp", "fsdp", "fsdp2")
 BACKENDS = ("gloo", "nccl")
@@ -312,15 +312,6 @@ def _assemble(record, results, cfg):
     return record
 
 
-def global_view(record: RunRecord, name: str) -> RunRecord:
-    """The run as one process would have recorded it (no ranks/): what is
-    compared with the single-process runs."""
-    view = RunRecord(name)
-    view.tensors = {k: t for k, t in record.tensors.items() if not k.startswith("ranks/")}
-    view.attrs = {k: v for k, v in record.attrs.items() if not k.startswith("ranks/")}
-    return view
-
-
 def family(parallel):
     return f"{parallel}_baseline"
 
@@ -354,46 +345,43 @@ def train_all(spec, cfg: Config, baseline: Run, runs: dict, noise_runs: int, rec
     baselines' records, already in the report."""
     fam = family(cfg.parallel)
     plain = as_dist_run(baseline)
-    bases = []
+    bases = []  # names: the runs are compared in the report, one tensor at a time
     for k in range(2 + noise_runs):
-        if k >= 2 and runs_identical(bases[0], bases[1]):
+        if k >= 2 and same_results(recorder.file, bases[0], bases[1]):
             break
         rec = launch(spec, cfg, plain, f"{fam}_{k}")
         if "outcome" in rec.attrs:
             raise RunError(f"the plain distributed baseline failed: {rec.attrs['message']}")
         recorder.add(rec, {"producer": f"ckpt_verify distributed ({cfg.parallel}, {cfg.backend})"})
-        bases.append(rec)
+        bases.append(rec.name)
+        del rec
     if against_single:
-        sources = [*singles, *[b.name for b in bases]]
+        sources = [*singles, *bases]
         for k, source in enumerate(sources):
             _link_run(recorder, source, f"{single_family(cfg.parallel)}_{k}", drop_ranks=True)
     for run_name, run in runs.items():
         if run_name in skipped:
             continue
         run = as_dist_run(run)
-        rec = launch(spec, cfg, run, run_name)
-        recorder.add(rec, {"baselines": fam})
-        samples = [rec]
-        for k in range(1, noise_runs + 1):
-            if "outcome" in rec.attrs or runs_identical(_no_ranks(bases[0]), _no_ranks(rec)):
-                break
-            rec = launch(spec, cfg, run, f"{run_name}_rerun_{k}")
+        samples = []  # (name, attributes): the tensors are in the report
+        for k in range(noise_runs + 1):
+            name = run_name if k == 0 else f"{run_name}_rerun_{k}"
+            rec = launch(spec, cfg, run, name)
             recorder.add(rec, {"baselines": fam})
-            samples.append(rec)
+            samples.append((name, dict(rec.attrs)))
+            del rec
+            if "outcome" in samples[-1][1] or same_results(recorder.file, bases[0], name, skip=("ranks/",)):
+                break
         if against_single:
-            for i, sample in enumerate(samples):
+            for i, (sample, attrs) in enumerate(samples):
                 name = twin_name(run_name) + (f"_rerun_{i}" if i else "")
-                if "outcome" in sample.attrs:
+                if "outcome" in attrs:
                     err = RunRecord(name)
-                    err.attrs = dict(sample.attrs)
+                    err.attrs = {k: v for k, v in attrs.items() if k != "baselines"}
                     recorder.add(err, {"baselines": single_family(cfg.parallel)})
                 else:
-                    _link_run(recorder, sample.name, name, drop_ranks=True,
+                    _link_run(recorder, sample, name, drop_ranks=True,
                               extra={"baselines": single_family(cfg.parallel)})
-
-
-def _no_ranks(rec):
-    return global_view(rec, rec.name)
 
 
 def _link_run(recorder, source, name, drop_ranks, extra=None):

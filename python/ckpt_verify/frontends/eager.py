@@ -1,12 +1,16 @@
 """The eager frontend: trains a user's torch model as the harness's runner
-trains its own, and hands each run to the recorder as a RunRecord.
+trains its own, and streams each run into a sink: the recorder's RunWriter
+(recorder.py), which writes every tensor to the report as it is handed over,
+or a RunRecord for a caller that wants the run in memory.
 
 One run is a fresh seeded model (model_fn), transformed by the run's
 prepare(model) when it has one (a checkpoint applied to the model, as
 Hugging Face, FSDP and fairscale apply it), an unrecorded warm-up step,
 then `steps` recorded steps (forward through the run's step, backward, SGD
-update), keeping every loss, gradient, buffer and final parameter on the
-CPU, with memory and time per phase. Results are named by the plain
+update). Each step's loss, gradients and buffers go to the sink as soon as
+the backward is done, before the update (nothing is copied or kept by the
+frontend: a step's tensors are the model's own until the next step), and
+the final parameters at the end, with memory and time per phase. Results are named by the plain
 model's parameter and buffer names, whatever names prepare() gives them.
 A baseline's warm-up step is watched by the recompute probe
 (frontends/probe.py): a baseline that recomputes is refused."""
@@ -19,8 +23,8 @@ from collections.abc import Callable
 import torch
 
 from ..errors import BadInput, CheckpointInBaseline, ModelNotReproducible, NameCollision, NonScalarLoss, RunError
-from ..recorder import RunRecord
-from ..schema import storable
+from ..progress import QuietProgress
+from ..schema import checksum, storable
 from . import probe
 
 
@@ -67,11 +71,20 @@ def same_bits(a, b):
     return a.dtype == b.dtype and a.shape == b.shape and torch.equal(_bits(a), _bits(b))
 
 
+def _tensors(model):
+    """[(name, tensor)] of parameters and buffers, in module order."""
+    return ([(f"param {n}", p) for n, p in model.named_parameters()]
+            + [(f"buffer {n}", b) for n, b in model.named_buffers() if b is not None])
+
+
 def model_state(model):
-    """{name: cpu copy} of parameters and buffers, in module order."""
-    state = {f"param {n}": p.detach().cpu().clone() for n, p in model.named_parameters()}
-    state.update({f"buffer {n}": b.detach().cpu().clone() for n, b in model.named_buffers() if b is not None})
-    return state
+    """{name: (dtype, shape, CRC-32 of the bytes)} of the parameters and
+    buffers, in module order: what a later model_fn() call is checked
+    against, without a copy of the model. CRC-32 tells a model built from
+    other random values (a construction that does not depend on the seed
+    alone) with certainty up to 2**-32 per tensor; a difference it missed
+    would still show as baseline_0 against baseline_1 in the judge."""
+    return {name: (t.dtype, tuple(t.shape), checksum(_bits(t).numpy())) for name, t in _tensors(model)}
 
 
 def check_report_names(model):
@@ -91,21 +104,22 @@ def check_report_names(model):
 
 
 def check_same_model(reference, model, run_name):
-    """The model model_fn just built must be the reference, bit for bit."""
-    state = model_state(model)
+    """The model model_fn just built must be the reference (model_state of
+    the first one): names, dtypes, shapes and values."""
+    state = dict(_tensors(model))
     if list(state) != list(reference):
         missing = [n for n in reference if n not in state] + [n for n in state if n not in reference]
         raise ModelNotReproducible(
             f"run {run_name}: model_fn built a model with other parameters or buffers than its first call "
             f"({', '.join(missing[:3]) or 'same names in another order'}); model_fn must build the same model "
             f"every time")
-    for name, t in reference.items():
+    for name, (dtype, shape, crc) in reference.items():
         other = state[name]
-        if t.dtype != other.dtype or t.shape != other.shape:
+        if dtype != other.dtype or shape != tuple(other.shape):
             raise ModelNotReproducible(
                 f"run {run_name}: model_fn built {name} as {other.dtype} {tuple(other.shape)}, its first call as "
-                f"{t.dtype} {tuple(t.shape)}")
-        if not same_bits(t, other):
+                f"{dtype} {shape}")
+        if checksum(_bits(other).numpy()) != crc:
             raise ModelNotReproducible(
                 f"run {run_name}: model_fn built {name} with other values than its first call, although the "
                 f"generators were seeded with the same seed before both: construction must depend on nothing "
@@ -155,9 +169,10 @@ class Run:
 class Spec:
     """What every run shares: the model, the batches, the device and meter."""
 
-    def __init__(self, model_fn, batches, steps, seed, lr, device, meter, reference):
+    def __init__(self, model_fn, batches, steps, seed, lr, device, meter, reference, progress=None):
         self.model_fn, self.batches, self.steps, self.seed = model_fn, batches, steps, seed
         self.lr, self.device, self.meter, self.reference = lr, torch.device(device), meter, reference
+        self.progress = progress or QuietProgress()
 
 
 def build_model(spec, run_name):
@@ -296,30 +311,14 @@ def warm_up(spec, run, run_name, watch=False):
     return meter.live() - before if meter.source else None
 
 
-def train(spec, run, run_name, baseline=False):
-    """One run (a Run with its step set) as the harness runs it; returns
-    its RunRecord. A baseline's warm-up is watched by the recompute probe.
-    A RunError carries the partial record (what was recorded before it
-    raised) as .run."""
-    return recorded(_train, spec, run, run_name, baseline)
-
-
-def recorded(train_steps: Callable, spec, run, run_name: str, baseline: bool) -> RunRecord:
-    """A new RunRecord filled by train_steps(spec, run, record, baseline),
-    the loop of a frontend. A RunError carries the partial record (what was
-    recorded before it raised) as .run, for the run's ERROR verdict."""
-    record = RunRecord(run_name)
-    try:
-        train_steps(spec, run, record, baseline)
-    except RunError as e:
-        e.run = record
-        raise
-    return record
-
-
-def _train(spec, run, record, baseline):
+def train(spec, run, sink, baseline=False):
+    """One run (a Run with its step set) as the harness runs it, streamed
+    into `sink` (a RunWriter, or a RunRecord: anything with .name, .attrs
+    and add(path, tensor)). A baseline's warm-up is watched by the recompute
+    probe. A RunError leaves in the sink what was recorded before it raised
+    (the caller keeps it as an ERROR run or drops it)."""
     meter, measured = spec.meter, spec.meter.source is not None
-    run_name = record.name
+    run_name = sink.name
     step_fn = run.step
     one_time = warm_up(spec, run, run_name, watch=baseline)
     model, params, buffers = prepared_model(spec, run, run_name)
@@ -364,45 +363,40 @@ def _train(spec, run, record, baseline):
         bwd_ms.append((t2 - t1) * 1e3)
         if step == 1 and measured:
             mem["grad_bytes"] = sum(p.grad.numel() * p.grad.element_size() for _, p in params if p.grad is not None)
-        record.tensors[f"steps/{step}/loss"] = loss.detach().cpu().clone()
+        # Written before the update changes nothing they hold: the sink
+        # stores each now (a RunWriter writes it to the report).
+        sink.add(f"steps/{step}/loss", loss)
         # A parameter without a gradient is left out, as the harness does.
         for name, p in params:
             if p.grad is not None:
-                record.tensors[f"steps/{step}/grads/{name}"] = p.grad.detach().cpu().clone()
+                sink.add(f"steps/{step}/grads/{name}", p.grad)
         for name, b in buffers:
             if not storable(b):
                 raise BadInput(f"run {run_name}: buffer {name} is {b.dtype}, which the report schema "
                                f"cannot hold (docs/schema.md lists the types)")
-            record.tensors[f"steps/{step}/buffers/{name}"] = b.detach().cpu().clone()
+            sink.add(f"steps/{step}/buffers/{name}", b)
         del loss
+        spec.progress.step(run_name, step, spec.steps)
         with torch.no_grad():
             for _, p in params:
                 if p.grad is not None:
                     p.add_(p.grad, alpha=-spec.lr)  # the harness's SGD update
     for name, p in params:
-        record.tensors[f"final_params/{name}"] = p.detach().cpu().clone()
-    record.tensors.update(hooks.record())
+        sink.add(f"final_params/{name}", p)
+    for path, t in hooks.record().items():
+        sink.add(path, t)
     if start_bytes:
         # Judged against the baseline's own growth (a model may allocate
         # lazily in its first steps): more than that is a leak.
-        record.tensors["checks/step_start_bytes"] = torch.tensor(start_bytes, dtype=torch.int64)
+        sink.add("checks/step_start_bytes", torch.tensor(start_bytes, dtype=torch.int64))
     if measured:
         for key, value in mem.items():
-            record.attrs[f"memory.{key}"] = value
-        record.attrs["memory.one_time_bytes"] = one_time
-    record.attrs["timing.forward_ms"] = statistics.median(fwd_ms)
-    record.attrs["timing.backward_ms"] = statistics.median(bwd_ms)
-    record.attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(fwd_ms, bwd_ms))
-    record.attrs["timing.timed_steps"] = len(fwd_ms)
-    record.attrs["timing.steps"] = spec.steps
+            sink.attrs[f"memory.{key}"] = value
+        sink.attrs["memory.one_time_bytes"] = one_time
+    sink.attrs["timing.forward_ms"] = statistics.median(fwd_ms)
+    sink.attrs["timing.backward_ms"] = statistics.median(bwd_ms)
+    sink.attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(fwd_ms, bwd_ms))
+    sink.attrs["timing.timed_steps"] = len(fwd_ms)
+    sink.attrs["timing.steps"] = spec.steps
+    spec.progress.done(run_name)
 
-
-def runs_identical(a, b):
-    """Bitwise equality of the results two runs recorded, the steps and the
-    final parameters, as the judge compares them (no verdict: the C judge
-    decides; this only says whether another run is worth taking). checks/
-    holds facts about the run (its hooks, its live bytes), not results."""
-    keys = [k for k in a.tensors if not k.startswith("checks/")]
-    if keys != [k for k in b.tensors if not k.startswith("checks/")]:
-        return False
-    return all(same_bits(a.tensors[k], b.tensors[k]) for k in keys)

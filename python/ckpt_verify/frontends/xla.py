@@ -1,5 +1,5 @@
 """The XLA frontend: trains a user's torch model on torch_xla's device
-(PJRT CPU by default) and hands each run to the recorder as a RunRecord,
+(PJRT CPU by default) and streams each run to the recorder step by step,
 with the compiler's evidence about the recompute beside its gradients.
 
 A step on XLA is traced, not run: forward, backward and the SGD update
@@ -39,7 +39,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .. import xla_evidence
 from ..errors import BadInput
-from ..recorder import RunRecord
 from ..schema import storable
 from . import eager
 
@@ -204,10 +203,11 @@ def _module_names() -> set:
     return set(xla_evidence.module_files(_state["dump_dir"]))
 
 
-def train(spec: eager.Spec, run: eager.Run, run_name: str, baseline: bool = False) -> RunRecord:
-    """One run on the XLA device; returns its RunRecord with the compiler's
-    evidence (xla.*) and XLA's bytes. RunError carries the partial record."""
-    return eager.recorded(_train, spec, run, run_name, baseline)
+def train(spec: eager.Spec, run: eager.Run, sink, baseline: bool = False) -> None:
+    """One run on the XLA device, streamed into `sink` (a RunWriter or a
+    RunRecord, as eager.train), with the compiler's evidence (xla.*) and
+    XLA's bytes. A RunError leaves in the sink what was recorded so far."""
+    _train(spec, run, sink, baseline)
 
 
 def _update(params: list, lr: float) -> None:
@@ -217,7 +217,7 @@ def _update(params: list, lr: float) -> None:
                 p.add_(p.grad, alpha=-lr)
 
 
-def _train(spec: eager.Spec, run: eager.Run, record: RunRecord, baseline: bool) -> None:
+def _train(spec: eager.Spec, run: eager.Run, record, baseline: bool) -> None:
     import torch_xla
     run_name, step_fn = record.name, run.step
     before = _module_names() - _state["seen"]
@@ -266,18 +266,20 @@ def _train(spec: eager.Spec, run: eager.Run, record: RunRecord, baseline: bool) 
             t2 = time.perf_counter()
             fwd_ms.append((t1 - t0) * 1e3)
             bwd_ms.append((t2 - t1) * 1e3)
-            record.tensors[f"steps/{step}/loss"] = loss.detach().cpu().clone()
+            record.add(f"steps/{step}/loss", loss)
             for name, g in grads.items():
-                record.tensors[f"steps/{step}/grads/{name}"] = g.detach().cpu().clone()
+                record.add(f"steps/{step}/grads/{name}", g)
             for name, b in buffers:
                 if not storable(b):
                     raise BadInput(f"run {run_name}: buffer {name} is {b.dtype}, which the report schema "
                                    f"cannot hold (docs/schema.md lists the types)")
-                record.tensors[f"steps/{step}/buffers/{name}"] = b.detach().cpu().clone()
+                record.add(f"steps/{step}/buffers/{name}", b)
             del loss, grads
+            spec.progress.step(run_name, step, spec.steps)
     for name, p in params:
-        record.tensors[f"final_params/{name}"] = p.detach().cpu().clone()
-    record.tensors.update(hooks.record())
+        record.add(f"final_params/{name}", p)
+    for path, t in hooks.record().items():
+        record.add(path, t)
     record.attrs["timing.forward_ms"] = statistics.median(fwd_ms)
     record.attrs["timing.backward_ms"] = statistics.median(bwd_ms)
     record.attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(fwd_ms, bwd_ms))
@@ -290,7 +292,7 @@ def _train(spec: eager.Spec, run: eager.Run, record: RunRecord, baseline: bool) 
     _attach_evidence(record, graph_hash, step1_regions, step1_ops)
 
 
-def _attach_evidence(record: RunRecord, graph_hash: bytes | None, regions: int, ops: int) -> None:
+def _attach_evidence(record, graph_hash: bytes | None, regions: int, ops: int) -> None:
     """xla.* from the step program compiled in this run, or, when torch_xla
     took it from its cache, from the run that compiled the same graph."""
     new = sorted(_module_names() - _state["seen"])
