@@ -56,6 +56,8 @@ def main() -> int:
     ap.add_argument("--cases", default=os.path.join(os.path.dirname(__file__), "..", "cases", "bench", "scale.ini"))
     ap.add_argument("--out", default="bench_scale_out")
     ap.add_argument("--json", help="write the figures here too")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 unless every case and judge gave the expected verdicts (exit 0)")
     args = ap.parse_args()
     rows = []
     for k, cv in enumerate(args.cv):
@@ -72,7 +74,8 @@ def main() -> int:
         one_run = per_run["baseline_0"]
         judged = sum(per_run.values())
         rows.append({
-            "cv": cv, "case": args.case, "case_wall_s": case["wall_s"], "case_peak_rss_bytes": case["peak_rss_bytes"],
+            "cv": cv, "case": args.case, "case_exit": case["exit"],
+            "case_wall_s": case["wall_s"], "case_peak_rss_bytes": case["peak_rss_bytes"],
             "report_bytes": os.path.getsize(report), "one_run_tensor_bytes": one_run,
             "report_over_one_run": os.path.getsize(report) / one_run, "runs": len(per_run),
             "judge_exit": judge["exit"], "judge_wall_s": judge["wall_s"],
@@ -89,6 +92,12 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=2)
+    if args.check:
+        bad = [r for r in rows if r["case_exit"] != 0 or r["judge_exit"] != 0]
+        for r in bad:
+            print(f"{r['cv']}: {r['case']}: case exit {r['case_exit']}, judge exit {r['judge_exit']} "
+                  f"(0: every verdict as expected)", file=sys.stderr)
+        return 1 if bad else 0
     return 0
 
 

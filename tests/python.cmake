@@ -90,3 +90,9 @@ set_tests_properties(python.pytest PROPERTIES LABELS "python" ENVIRONMENT "${PY_
 add_test(NAME bench.scale_tiny
   COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/bench_scale.py --sizes tiny --out ${PY_OUT}/scale --check)
 set_tests_properties(bench.scale_tiny PROPERTIES LABELS "bench" ENVIRONMENT "${PY_ENV}" TIMEOUT 900)
+# The harness's side of the same figures (cases/bench/scale.ini; the
+# real-width case is scale_mlp8_h2048): the quick case, verdicts held.
+add_test(NAME bench.scale_harness_quick
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/bench_scale_harness.py --cv $<TARGET_FILE:ckpt-verify>
+          --case scale_mlp8_h256 --out ${PY_OUT}/scale_harness --check)
+set_tests_properties(bench.scale_harness_quick PROPERTIES LABELS "bench" ENVIRONMENT "${PY_ENV}" TIMEOUT 900)

@@ -130,6 +130,27 @@ static void terminal_mode_redraws_the_status_line_and_leaves_it_cleared(void **s
     assert_true(n >= 4 && strcmp(out + n - 4, "\r\033[K") == 0);
 }
 
+static void run_start_redraws_case_and_run_on_a_terminal_only(void **state)
+{
+    (void)state;
+    char buf[512];
+    for (int mode = PROGRESS_QUIET; mode <= PROGRESS_TERMINAL; mode++) {
+        FILE *f = tmpfile();
+        assert_non_null(f);
+        struct progress p;
+        progress_init(&p, f, (enum progress_mode)mode, 3);
+        progress_run_start(&p, 0, "scale_mlp8_h2048", "baseline_1");
+        rewind(f);
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+        if (mode == PROGRESS_TERMINAL)
+            assert_non_null(strstr(buf, "\r\033[K[1/3] scale_mlp8_h2048: baseline_1"));
+        else
+            assert_string_equal(buf, "");
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -142,6 +163,7 @@ int main(void)
         cmocka_unit_test(quiet_mode_writes_nothing),
         cmocka_unit_test(lines_mode_writes_one_line_per_finished_case),
         cmocka_unit_test(terminal_mode_redraws_the_status_line_and_leaves_it_cleared),
+        cmocka_unit_test(run_start_redraws_case_and_run_on_a_terminal_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

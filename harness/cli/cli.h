@@ -57,5 +57,9 @@ int cli_check_claim(const struct read_budget *b, const char *what, uint64_t clai
 /* The same for readers that hold `held` tensors at a time (stored runs:
  * judge, diff): the largest dataset, that many times, must fit. */
 int cli_check_held(const struct read_budget *b, const char *what, uint64_t largest, int held);
+/* For readers that load and free one tensor after another (judge, diff):
+ * freed buffers stay in the heap for the next load instead of going back
+ * to the kernel, which would zero fresh pages for every tensor again. */
+void cli_keep_freed_memory(void);
 
 #endif

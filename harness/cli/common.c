@@ -2,6 +2,8 @@
  * the BLAS line, the output directory's checks and creation, the read
  * budget. */
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,4 +132,14 @@ int cli_make_dirs(const char *path)
     if (access(buf, W_OK) != 0)
         return error_set(ST_INPUT, "%s: output directory is not writable", buf);
     return ST_OK;
+}
+
+void cli_keep_freed_memory(void)
+{
+    /* glibc's largest heap (not mmap) allocation, and no trimming: a
+     * judge holds at most a few tensors at once, so what stays mapped is
+     * bounded by them, and reusing it saves the page faults and zeroing
+     * that were a third of judging time. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, INT_MAX);
 }

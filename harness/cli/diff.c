@@ -260,6 +260,7 @@ static const char diff_usage[] = "usage: ckpt-verify diff [-t|--tolerance ULP] [
 
 int cli_diff(int argc, char **argv)
 {
+    cli_keep_freed_memory();
     struct diff_options o = {0, 0};
     static const struct option options[] = {
         {"json", no_argument, NULL, 'j'},
@@ -325,7 +326,10 @@ int cli_diff(int argc, char **argv)
         return cli_fail(run_missing_hint(fb, st));
     }
     a.tensor_limit = b.tensor_limit = budget.bytes / 2;
-    int code = diff_runs(fa, &a, fb, &b, &o);
+    int code = (st = h5store_hold_source(&a)) || (st = h5store_hold_source(&b)) ? cli_fail(st)
+                                                                               : diff_runs(fa, &a, fb, &b, &o);
+    h5store_let_go_source(&a);
+    h5store_let_go_source(&b);
     run_record_free(&a);
     run_record_free(&b);
     return code;

@@ -24,6 +24,7 @@ static const char judge_usage[] = "usage: ckpt-verify judge [-o|--out DIR] [--im
 
 int cli_judge(int argc, char **argv)
 {
+    cli_keep_freed_memory();
     const char *out_dir = NULL;
     static const struct option options[] = {
         {"out", required_argument, NULL, 'o'},

@@ -148,6 +148,18 @@ static int check_impls(const struct ckpt_case *const *run, int n_run, const stru
     return ST_OK;
 }
 
+/* The progress line follows the runs of the case in progress. */
+struct run_progress {
+    const struct progress *bar;
+    int index;
+};
+
+static void show_run_started(void *ctx, const char *case_name, const char *run)
+{
+    const struct run_progress *rp = ctx;
+    progress_run_start(rp->bar, rp->index, case_name, run);
+}
+
 int cli_run(int argc, char **argv)
 {
     const char *cases_path = getenv("CKPT_CASES") ? getenv("CKPT_CASES") : CKPT_CASES_DIR;
@@ -387,8 +399,12 @@ int cli_run(int argc, char **argv)
     struct progress bar;
     progress_init(&bar, stderr,
                   isatty(STDERR_FILENO) ? PROGRESS_TERMINAL : progress_lines ? PROGRESS_LINES : PROGRESS_QUIET, n_run);
+    struct run_progress runs_of_case = {&bar, 0};
+    settings.run_started = show_run_started;
+    settings.run_started_ctx = &runs_of_case;
     for (int i = 0; i < n_run && result; i++) {
         struct ckpt_case c = *run[i];
+        runs_of_case.index = i;
         progress_case_start(&bar, i, c.name);
         double started = progress_now();
         if ((st = apply_overrides(&c, &o))) {

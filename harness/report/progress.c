@@ -75,6 +75,17 @@ void progress_case_start(const struct progress *p, int index, const char *name)
     fflush(p->out);
 }
 
+void progress_run_start(const struct progress *p, int index, const char *case_name, const char *run)
+{
+    if (p->mode != PROGRESS_TERMINAL)
+        return;
+    char name[160], line[256];
+    snprintf(name, sizeof name, "%s: %s", case_name, run);
+    progress_status_text(line, sizeof line, index, p->total, name, progress_now() - p->start);
+    fprintf(p->out, "\r\033[K%s", line);
+    fflush(p->out);
+}
+
 void progress_case_done(const struct progress *p, int index, const struct case_result *r, double seconds)
 {
     if (p->mode == PROGRESS_TERMINAL) {

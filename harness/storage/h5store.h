@@ -85,6 +85,12 @@ int h5store_read_run_within(const char *path, const char *run, uint64_t *budget,
 int h5store_read_run_stored(const char *path, const char *run, struct run_record *out);
 /* Loads a stored tensor of r from r->source, refusing one of more than
  * `limit` bytes (ST_INPUT naming the file and dataset) before allocating. */
+/* Keeps the report at r->source open read-only for r's loads until
+ * h5store_let_go_source(r): a judge loading thousands of tensors opens the
+ * file once per run, not once per tensor. Only for a finished report (a
+ * writer in this process must not be still writing it). */
+int h5store_hold_source(struct run_record *r);
+void h5store_let_go_source(struct run_record *r);
 int h5store_load_stored(const struct run_record *r, const struct run_tensor *t, uint64_t limit,
                         struct host_tensor *out);
 /* The bytes reading /runs/<run> (run NULL: every run) would load, from

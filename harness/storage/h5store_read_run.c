@@ -283,8 +283,8 @@ int h5store_load_stored(const struct run_record *r, const struct run_tensor *t, 
         return error_set(ST_INTERNAL, "/runs/%s/%s: stored tensor of a run read from no report", r->name, t->path);
     char where[RUN_PATH_MAX + 80];
     snprintf(where, sizeof where, "/runs/%s/%s", r->name, t->path);
-    hid_t f;
-    int rc = h5store_open_report(r->source, &f);
+    hid_t f = (hid_t)r->source_file;
+    int rc = f > 0 ? ST_OK : h5store_open_report(r->source, &f);
     if (rc != ST_OK)
         return rc;
     hid_t ds = H5I_INVALID_HID;
@@ -298,8 +298,31 @@ int h5store_load_stored(const struct run_record *r, const struct run_tensor *t, 
     }
     if (ds >= 0)
         H5Dclose(ds);
-    H5Fclose(f);
+    if (f != (hid_t)r->source_file)
+        H5Fclose(f);
     return rc;
+}
+
+int h5store_hold_source(struct run_record *r)
+{
+    _Static_assert(sizeof(hid_t) <= sizeof r->source_file, "an hid_t fits run_record.source_file");
+    h5store_silence_hdf5();
+    if (r->source_file > 0)
+        return ST_OK;
+    if (!r->source)
+        return error_set(ST_INTERNAL, "/runs/%s: holding the report of a run read from no report", r->name);
+    hid_t f;
+    int rc = h5store_open_report(r->source, &f);
+    if (rc == ST_OK)
+        r->source_file = (int64_t)f;
+    return rc;
+}
+
+void h5store_let_go_source(struct run_record *r)
+{
+    if (r->source_file > 0)
+        H5Fclose((hid_t)r->source_file);
+    r->source_file = 0;
 }
 
 static int read_run(const char *path, const char *run, uint64_t *budget, int stored, struct run_record *out)

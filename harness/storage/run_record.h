@@ -57,6 +57,10 @@ struct run_record {
     int n, cap;
     struct run_tensor *items;
     char *source; /* the report stored tensors are read from (malloc'd), or NULL */
+    /* An HDF5 file id open read-only on source, held by whoever called
+     * h5store_hold_source (a reader judging many tensors), or 0: each load
+     * then opens the report itself. run_record_free does not close it. */
+    int64_t source_file;
     uint64_t tensor_limit; /* the most bytes one stored tensor may load (0: H5STORE_READ_LIMIT) */
     int n_attrs, cap_attrs;
     struct run_attr *attrs;

@@ -7,6 +7,10 @@
 #include "error.h"
 #include "run_tensors.h"
 
+/* The per-element helpers are inlined into loops that pass constants, so
+ * each dtype gets its own specialised loop (see diff_elements). */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
 /* Layout of one IEEE-style binary format: every float dtype we compare is
  * sign | exponent | mantissa, so one bit-level routine serves all four and
  * they cannot drift apart. */
@@ -33,12 +37,12 @@ static uint64_t fmt_exp_mask(const struct float_format *f)
     return (((uint64_t)1 << f->exp_bits) - 1) << f->mant_bits;
 }
 
-static int bits_is_nan(const struct float_format *f, uint64_t v)
+static ALWAYS_INLINE int bits_is_nan(const struct float_format *f, uint64_t v)
 {
     return (v & fmt_exp_mask(f)) == fmt_exp_mask(f) && (v & fmt_mant_mask(f)) != 0;
 }
 
-static int bits_is_inf(const struct float_format *f, uint64_t v)
+static ALWAYS_INLINE int bits_is_inf(const struct float_format *f, uint64_t v)
 {
     return (v & fmt_exp_mask(f)) == fmt_exp_mask(f) && (v & fmt_mant_mask(f)) == 0;
 }
@@ -48,7 +52,7 @@ static int bits_is_inf(const struct float_format *f, uint64_t v)
  * That makes +0 and -0 coincide (0 apart) and puts the two smallest
  * subnormals 2 apart. Magnitudes are below 2^63 even for float64, so the sum
  * cannot wrap in uint64; ±inf come out finite (and below ULP_INFINITE). */
-static uint64_t ulp_bits(const struct float_format *f, uint64_t a, uint64_t b)
+static ALWAYS_INLINE uint64_t ulp_bits(const struct float_format *f, uint64_t a, uint64_t b)
 {
     if (a == b)
         return 0;
@@ -116,7 +120,7 @@ static const struct float_format *float_format_of(enum dtype d)
 
 /* One element's raw bits, zero-extended; memcpy because the buffer carries
  * no alignment promise for its element type. */
-static uint64_t load_bits(const unsigned char *p, size_t size)
+static ALWAYS_INLINE uint64_t load_bits(const unsigned char *p, size_t size)
 {
     switch (size) {
     case 1: return p[0];
@@ -126,7 +130,7 @@ static uint64_t load_bits(const unsigned char *p, size_t size)
     }
 }
 
-static double value_of(enum dtype d, uint64_t bits)
+static ALWAYS_INLINE double value_of(enum dtype d, uint64_t bits)
 {
     switch (d) {
     case DT_F32: { uint32_t u = (uint32_t)bits; float f; memcpy(&f, &u, sizeof f); return f; }
@@ -183,6 +187,58 @@ static int check_tensor(const struct host_tensor *t, const char *side)
     return ST_OK;
 }
 
+/* The element loop of compare_tensors. Always inlined, and called with
+ * the dtype, format and size as constants (compare_tensors' switch), so
+ * the compiler drops the per-element dtype switches: one routine, several
+ * specialised copies, the same results. */
+static ALWAYS_INLINE void diff_elements(const struct host_tensor *a, const struct host_tensor *b,
+                                        struct tensor_diff *d, enum dtype dtype,
+                                        const struct float_format *fmt, size_t size)
+{
+    const unsigned char *pa = a->data, *pb = b->data;
+    int have_max = 0;
+    for (size_t i = 0; i < a->numel; i++) {
+        uint64_t ba = load_bits(pa + i * size, size), bb = load_bits(pb + i * size, size);
+        int finite = 1;
+        if (fmt) {
+            /* Counted on every element, equal or not: a NaN in both runs is
+             * still worth reporting. */
+            if (bits_is_nan(fmt, ba)) { d->nan_a++; finite = 0; }
+            if (bits_is_nan(fmt, bb)) { d->nan_b++; finite = 0; }
+            if (bits_is_inf(fmt, ba)) { d->inf_a++; finite = 0; }
+            if (bits_is_inf(fmt, bb)) { d->inf_b++; finite = 0; }
+        }
+        if (ba == bb)
+            continue;
+        double va = value_of(dtype, ba), vb = value_of(dtype, bb);
+        if (d->n_differ++ == 0) {
+            d->first_index = i;
+            d->first_a = va;
+            d->first_b = vb;
+        }
+        uint64_t ulp = fmt ? ulp_bits(fmt, ba, bb) : int_distance(dtype, ba, bb);
+        /* Strictly greater, so the index is the first element reaching the
+         * max; a pair differing only as +0/-0 still seeds it. */
+        if (!have_max || ulp > d->max_ulp) {
+            have_max = 1;
+            d->max_ulp = ulp;
+            d->max_ulp_index = i;
+        }
+        if (finite) {
+            double diff = fabs(va - vb), m = fmax(fabs(va), fabs(vb));
+            double rel = m > 0 ? diff / m : 0;
+            /* float64 of opposite signs can overflow the subtraction; the
+             * relative difference is then |a|/m + |b|/m, which cannot. */
+            if (isinf(diff))
+                rel = fabs(va) / m + fabs(vb) / m;
+            if (diff > d->max_abs)
+                d->max_abs = diff;
+            if (rel > d->max_rel)
+                d->max_rel = rel;
+        }
+    }
+}
+
 int compare_tensors(const struct host_tensor *a, const struct host_tensor *b, struct tensor_diff *d)
 {
     if (!a || !b || !d)
@@ -209,52 +265,35 @@ int compare_tensors(const struct host_tensor *a, const struct host_tensor *b, st
 
     d->comparable = 1;
     d->count = a->numel;
-    const struct float_format *fmt = float_format_of(a->dtype);
-    size_t size = dtype_size(a->dtype);
-    const unsigned char *pa = a->data, *pb = b->data;
-    int have_max = 0;
-    for (size_t i = 0; i < a->numel; i++) {
-        uint64_t ba = load_bits(pa + i * size, size), bb = load_bits(pb + i * size, size);
-        int finite = 1;
-        if (fmt) {
-            /* Counted on every element, equal or not: a NaN in both runs is
-             * still worth reporting. */
-            if (bits_is_nan(fmt, ba)) { d->nan_a++; finite = 0; }
-            if (bits_is_nan(fmt, bb)) { d->nan_b++; finite = 0; }
-            if (bits_is_inf(fmt, ba)) { d->inf_a++; finite = 0; }
-            if (bits_is_inf(fmt, bb)) { d->inf_b++; finite = 0; }
-        }
-        if (ba == bb)
-            continue;
-        double va = value_of(a->dtype, ba), vb = value_of(a->dtype, bb);
-        if (d->n_differ++ == 0) {
-            d->first_index = i;
-            d->first_a = va;
-            d->first_b = vb;
-        }
-        uint64_t ulp = fmt ? ulp_bits(fmt, ba, bb) : int_distance(a->dtype, ba, bb);
-        /* Strictly greater, so the index is the first element reaching the
-         * max; a pair differing only as +0/-0 still seeds it. */
-        if (!have_max || ulp > d->max_ulp) {
-            have_max = 1;
-            d->max_ulp = ulp;
-            d->max_ulp_index = i;
-        }
-        if (finite) {
-            double diff = fabs(va - vb), m = fmax(fabs(va), fabs(vb));
-            double rel = m > 0 ? diff / m : 0;
-            /* float64 of opposite signs can overflow the subtraction; the
-             * relative difference is then |a|/m + |b|/m, which cannot. */
-            if (isinf(diff))
-                rel = fabs(va) / m + fabs(vb) / m;
-            if (diff > d->max_abs)
-                d->max_abs = diff;
-            if (rel > d->max_rel)
-                d->max_rel = rel;
-        }
+    switch (a->dtype) {
+    case DT_F32: diff_elements(a, b, d, DT_F32, &FMT_F32, 4); break;
+    case DT_F64: diff_elements(a, b, d, DT_F64, &FMT_F64, 8); break;
+    case DT_BF16: diff_elements(a, b, d, DT_BF16, &FMT_BF16, 2); break;
+    case DT_F16: diff_elements(a, b, d, DT_F16, &FMT_F16, 2); break;
+    default: diff_elements(a, b, d, a->dtype, NULL, dtype_size(a->dtype)); break;
     }
     d->bitwise_equal = d->n_differ == 0;
     return ST_OK;
+}
+
+/* compare_scaled_distance's element loop, specialised as diff_elements is. */
+static ALWAYS_INLINE void scaled_elements(const struct host_tensor *ref, const struct host_tensor *other,
+                                          enum dtype dtype, size_t size, double *max_ref, double *max_diff,
+                                          int *nonfinite_differs)
+{
+    const unsigned char *pa = ref->data, *pb = other->data;
+    for (size_t i = 0; i < ref->numel; i++) {
+        uint64_t ba = load_bits(pa + i * size, size), bb = load_bits(pb + i * size, size);
+        double va = value_of(dtype, ba), vb = value_of(dtype, bb);
+        if (isfinite(va) && fabs(va) > *max_ref)
+            *max_ref = fabs(va);
+        if (ba == bb)
+            continue;
+        if (!isfinite(va) || !isfinite(vb))
+            *nonfinite_differs = 1;
+        else if (fabs(va - vb) > *max_diff)
+            *max_diff = fabs(va - vb);
+    }
 }
 
 double compare_scaled_distance(const struct host_tensor *ref, const struct host_tensor *other, double *scale)
@@ -265,21 +304,14 @@ double compare_scaled_distance(const struct host_tensor *ref, const struct host_
         !shape_equal(ref, other))
         return INFINITY;
     const struct float_format *fmt = float_format_of(ref->dtype);
-    size_t size = dtype_size(ref->dtype);
-    const unsigned char *pa = ref->data, *pb = other->data;
     double max_ref = 0, max_diff = 0;
     int nonfinite_differs = 0;
-    for (size_t i = 0; i < ref->numel; i++) {
-        uint64_t ba = load_bits(pa + i * size, size), bb = load_bits(pb + i * size, size);
-        double va = value_of(ref->dtype, ba), vb = value_of(ref->dtype, bb);
-        if (isfinite(va) && fabs(va) > max_ref)
-            max_ref = fabs(va);
-        if (ba == bb)
-            continue;
-        if (!isfinite(va) || !isfinite(vb))
-            nonfinite_differs = 1;
-        else if (fabs(va - vb) > max_diff)
-            max_diff = fabs(va - vb);
+    switch (ref->dtype) {
+    case DT_F32: scaled_elements(ref, other, DT_F32, 4, &max_ref, &max_diff, &nonfinite_differs); break;
+    case DT_F64: scaled_elements(ref, other, DT_F64, 8, &max_ref, &max_diff, &nonfinite_differs); break;
+    default:
+        scaled_elements(ref, other, ref->dtype, dtype_size(ref->dtype), &max_ref, &max_diff, &nonfinite_differs);
+        break;
     }
     if (scale)
         *scale = max_ref;

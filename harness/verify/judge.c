@@ -887,6 +887,10 @@ int judge_file(const char *path, uint64_t *budget, struct case_result *out)
          * bounds each tensor, not the report. */
         if ((st = h5store_read_run_stored(path, names[i], &runs[i])))
             break;
+        if ((st = h5store_hold_source(&runs[i]))) {
+            run_record_free(&runs[i]);
+            break;
+        }
         runs[i].tensor_limit = *budget / JUDGE_TENSORS_HELD;
         loaded++;
         /* A run that did not complete may hold no step at all. */
@@ -899,8 +903,10 @@ int judge_file(const char *path, uint64_t *budget, struct case_result *out)
         if (st == ST_INPUT && strncmp(error_message(), "/runs/", 6) == 0)
             error_wrap(st, "%s", path);
     }
-    for (int i = 0; i < loaded; i++)
+    for (int i = 0; i < loaded; i++) {
+        h5store_let_go_source(&runs[i]);
         run_record_free(&runs[i]);
+    }
     free(runs);
     free(names);
     return st;

@@ -634,6 +634,7 @@ struct case_state {
     int n_runs;
     int baselines;
     double one_time_bytes;
+    const struct run_settings *settings;
 };
 
 static struct run_record *new_run(struct case_state *cs, const char *name)
@@ -700,6 +701,9 @@ static int add_run(struct case_state *cs, const struct checkpoint_impl *impl, co
     if (!r)
         return error_set(ST_INTERNAL, "case %s: more than %d runs", cs->setup.c->name, MAX_RUNS);
     error_clear();
+    const struct run_settings *set = cs->settings;
+    if (set && set->run_started)
+        set->run_started(set->run_started_ctx, cs->setup.c->name, name);
     int st = run_once(&cs->setup, impl, r, stats);
     if (st) {
         snprintf(r->outcome, sizeof r->outcome, "%s", st == ST_MISMATCH ? RUN_OUTCOME_CHECK_FAILED : RUN_OUTCOME_ERROR);
@@ -929,6 +933,7 @@ int runner_run_case(const struct ckpt_case *c, const struct run_settings *s, str
     result->definition = *c;
     if (!cs)
         return error_set(ST_RUN, "out of memory running case %s", c->name);
+    cs->settings = s;
     int st = s->skip_h5 ? ST_OK : case_fit_check_disk(c, s->out_dir);
     if (!st)
         st = setup_case(&cs->setup, c);

@@ -21,6 +21,9 @@ struct run_settings {
      * recorded steps. */
     int repeats;
     int skip_h5;                  /* no HDF5 file (h5_path left empty) */
+    /* Called as each run of the case starts (the CLI's progress line), or NULL. */
+    void (*run_started)(void *ctx, const char *case_name, const char *run);
+    void *run_started_ctx;
 };
 
 /* Runs c (already resolved: overrides applied by the caller). The result

@@ -5,14 +5,16 @@ or a RunRecord for a caller that wants the run in memory.
 
 One run is a fresh seeded model (model_fn), transformed by the run's
 prepare(model) when it has one (a checkpoint applied to the model, as
-Hugging Face, FSDP and fairscale apply it), an unrecorded warm-up step,
-then `steps` recorded steps (forward through the run's step, backward, SGD
-update). Each step's loss, gradients and buffers go to the sink as soon as
-the backward is done, before the update (nothing is copied or kept by the
-frontend: a step's tensors are the model's own until the next step), and
-the final parameters at the end, with memory and time per phase. Results are named by the plain
-model's parameter and buffer names, whatever names prepare() gives them.
-A baseline's warm-up step is watched by the recompute probe
+Hugging Face, FSDP and fairscale apply it), an unrecorded warm-up step on a
+throw-away model (the first time a Run trains in a verify() call only: its
+baseline_1 and re-runs find the process warm), then `steps` recorded steps
+(forward through the run's step, backward, SGD update). Each step's loss,
+gradients and buffers go to the sink as soon as the backward is done,
+before the update (nothing is copied or kept by the frontend: a step's
+tensors are the model's own until the next step), and the final
+parameters at the end, with memory and time per phase. Results are named
+by the plain model's parameter and buffer names, whatever names prepare()
+gives them. A baseline's warm-up step is watched by the recompute probe
 (frontends/probe.py): a baseline that recomputes is refused."""
 import gc
 import statistics
@@ -173,6 +175,14 @@ class Spec:
         self.model_fn, self.batches, self.steps, self.seed = model_fn, batches, steps, seed
         self.lr, self.device, self.meter, self.reference = lr, torch.device(device), meter, reference
         self.progress = progress or QuietProgress()
+        # id(Run) -> (the Run, kept so its id is not reused; the one-time
+        # bytes its warm-up left). One warm-up per Run
+        # per verify() call: what it brings up (library workspaces, the
+        # allocator's cache, lazily built kernels) is the process's and
+        # stays up for the Run's later runs (baseline_1, re-runs), as the
+        # C runner warms up once per process. Its model is thrown away, so
+        # no per-model state carries over either way.
+        self.warmed: dict[int, tuple[object, int | None]] = {}
 
 
 def build_model(spec, run_name):
@@ -320,7 +330,9 @@ def train(spec, run, sink, baseline=False):
     meter, measured = spec.meter, spec.meter.source is not None
     run_name = sink.name
     step_fn = run.step
-    one_time = warm_up(spec, run, run_name, watch=baseline)
+    if id(run) not in spec.warmed:
+        spec.warmed[id(run)] = (run, warm_up(spec, run, run_name, watch=baseline))
+    one_time = spec.warmed[id(run)][1]
     model, params, buffers = prepared_model(spec, run, run_name)
     seed_all(spec.seed)  # after construction: every run draws the same stream
     hooks = HookCounts(params)
