@@ -13,12 +13,13 @@ endif()
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET hdf5-serial)
 pkg_check_modules(INIH REQUIRED IMPORTED_TARGET inih)
+pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)
 set(CKPT_FUZZ_SECONDS 20 CACHE STRING "How long each bounded fuzz test runs")
 
 set(FUZZ_FLAGS -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
 set(FUZZ_SOURCES ${CKPT_CASE_SOURCES} harness/verify/compare.c harness/storage/h5store_hdf5.c harness/storage/h5store_open.c harness/storage/h5store_read_attrs.c
   harness/storage/h5store_read_dataset.c harness/storage/h5store_read_run.c harness/storage/h5store_write.c harness/storage/temp_file.c harness/error.c harness/storage/dtype.c
-  harness/storage/host_tensor.c harness/storage/run_record.c)
+  harness/storage/host_tensor.c harness/storage/run_record.c harness/storage/run_tensors.c harness/storage/disk_room.c)
 
 enable_testing()
 foreach(target case_file h5_compare)
@@ -26,7 +27,7 @@ foreach(target case_file h5_compare)
   target_include_directories(fuzz_${target} PRIVATE ${CKPT_HARNESS_INCLUDES} fuzz)
   target_compile_options(fuzz_${target} PRIVATE -Wall -Wextra $<$<BOOL:${CKPT_WERROR}>:-Werror> ${FUZZ_FLAGS})
   target_link_options(fuzz_${target} PRIVATE ${FUZZ_FLAGS})
-  target_link_libraries(fuzz_${target} PRIVATE PkgConfig::HDF5 PkgConfig::INIH m)
+  target_link_libraries(fuzz_${target} PRIVATE PkgConfig::HDF5 PkgConfig::INIH PkgConfig::ZLIB m)
 
   set(seeds ${CMAKE_SOURCE_DIR}/tests/data/fuzz/${target})
   set(extra_seeds "")
