@@ -86,8 +86,9 @@ static void kept_recompute_saving_nothing_is_memfail_naming_the_schedule(void **
     run_record_set_attr(&f.runs[1], "xla.barriers_optimized", 0);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "32 of 84 recompute op(s) survive XLA's optimization, but nothing is saved: "
-                                     "XLA temp buffers 1.08x baseline"));
+    assert_non_null(strstr(r.reason, "the recompute survives XLA's optimization (32 op(s) marked as "
+                                     "recompute after it, 84 traced), but nothing is saved: XLA temp buffers 1.08x "
+                                     "baseline"));
     assert_non_null(strstr(r.reason, "scheduled the recompute of 3 region(s) ahead of the backward that makes its "
                                      "incoming gradient (opt-barriers: 4 before optimization, 0 after)"));
 }
@@ -119,7 +120,7 @@ static void step_bigger_than_plain_saving_nothing_is_not_called_a_merge(void **s
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_MEMFAIL);
     assert_null(strstr(r.reason, "CSE"));
-    assert_non_null(strstr(r.reason, "8 of 84 recompute op(s) survive XLA's optimization, but nothing is saved"));
+    assert_non_null(strstr(r.reason, "(8 op(s) marked as recompute after it, 84 traced), but nothing is saved"));
 }
 
 static void kept_recompute_that_saves_passes_with_its_figures(void **state)
@@ -130,7 +131,8 @@ static void kept_recompute_that_saves_passes_with_its_figures(void **state)
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_PASS);
     assert_non_null(strstr(r.reason, "bitwise identical"));
-    assert_non_null(strstr(r.reason, "recompute kept by XLA: 36 of 84 op(s) in 4 region(s), XLA temp buffers 0.33x"));
+    assert_non_null(strstr(r.reason, "recompute kept by XLA in 4 region(s): 36 op(s) marked as recompute "
+                                     "after optimization, 84 traced, XLA temp buffers 0.33x"));
 }
 
 static void barriers_beyond_the_recompute_inputs_are_a_finding_with_their_bytes(void **state)

@@ -73,12 +73,16 @@ void xla_evidence_judge(const struct run_record *base, const struct run_record *
                      early, isnan(barriers) ? 0 : barriers, isnan(kept) ? 0 : kept);
         res->verdict = V_MEMFAIL;
         snprintf(res->reason, sizeof res->reason,
-                 "gradients right and %.0f of %.0f recompute op(s) survive XLA's optimization, but nothing is saved: "
-                 "%s%s",
+                 "gradients right and the recompute survives XLA's optimization (%.0f op(s) marked as recompute "
+                 "after it, %.0f traced), but nothing is saved: %s%s",
                  left, traced, bytes, sched);
     } else if (judged_ok && traced > 0) {
-        snprintf(text, sizeof text, "; recompute kept by XLA: %.0f of %.0f op(s) in %.0f region(s), %s", left, traced,
-                 regions, bytes);
+        /* Two counts, not a fraction: the optimized program can mark more
+         * ops than were traced (XLA splits and copies ops into fusions). */
+        snprintf(text, sizeof text,
+                 "; recompute kept by XLA in %.0f region(s): %.0f op(s) marked as recompute after optimization, "
+                 "%.0f traced, %s",
+                 regions, left, traced, bytes);
         append(res, text);
     }
     if (attr(run, "xla.graph_hash_as_baseline") == 1)
