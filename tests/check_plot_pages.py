@@ -17,7 +17,6 @@ can be read at their natural size.
                    and memory plots are drawn beside determinism, with every
                    run that measured them."""
 import glob
-import json
 import os
 import re
 import subprocess
@@ -25,6 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import png_pixels  # noqa: E402
+from summary_tool import load, save  # noqa: E402
 
 MAX_PX = 2000
 PAGED = ("determinism", "overhead", "held_per_case")
@@ -35,17 +35,6 @@ def plot(cv, out):
     if res.returncode != 0 or "warning" in res.stderr:
         sys.exit(f"plot {out}: exit {res.returncode}: {res.stdout}{res.stderr}")
     return res.stdout
-
-
-def load(src):
-    with open(os.path.join(src, "summary.json")) as f:
-        return json.load(f)
-
-
-def save(doc, out):
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump(doc, f)
 
 
 def measured(r):

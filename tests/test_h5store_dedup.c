@@ -2,7 +2,8 @@
  * reference run's is a hard link to it (one object, read back equal), a
  * tensor that differs in one byte, dtype, shape or only past a CRC-32
  * collision is a copy, every run dataset carries its zlib crc32, and
- * judging reads runs as stored tensors. Each test in its own directory. */
+ * judging reads runs as stored tensors, through one open report when held.
+ * Each test in its own directory. */
 #define _XOPEN_SOURCE 700
 
 #include <ftw.h>
@@ -238,6 +239,35 @@ static void test_stored_tensor_past_the_limit_is_refused_naming_it(void **state)
     host_tensor_free(&a);
 }
 
+/* A held source is the report opened once: its loads use that handle, so
+ * they still succeed after the file's name is gone (without the hold,
+ * each load opens the path and fails). Let go, the next load opens the
+ * path again and names what is missing. */
+static void test_a_held_source_loads_through_one_open_report(void **state)
+{
+    struct fixture *f = *state;
+    uint32_t bits[4] = {1, 2, 3, 4};
+    struct host_tensor a = f32_bits(bits, 4);
+    struct h5store *s;
+    assert_int_equal(h5store_create(&s, f->path), ST_OK);
+    assert_int_equal(h5store_attr_int(s, "/", "schema_version", H5STORE_SCHEMA_VERSION), ST_OK);
+    assert_int_equal(h5store_write_run_tensor(s, "baseline_0", "baseline_0", "steps/1/grads/w", &a, NULL), ST_OK);
+    assert_int_equal(h5store_commit(s), ST_OK);
+    struct run_record r;
+    assert_int_equal(h5store_read_run_stored(f->path, "baseline_0", &r), ST_OK);
+    assert_int_equal(h5store_hold_source(&r), ST_OK);
+    assert_int_equal(unlink(f->path), 0);
+    struct tensor_hold h;
+    assert_int_equal(run_tensor_acquire(&r, run_record_find(&r, "steps/1/grads/w"), &h), ST_OK);
+    assert_memory_equal(h.t.data, bits, sizeof bits);
+    run_tensor_release(&h);
+    h5store_let_go_source(&r);
+    assert_int_equal(run_tensor_acquire(&r, run_record_find(&r, "steps/1/grads/w"), &h), ST_INPUT);
+    assert_non_null(strstr(error_message(), "report.h5"));
+    run_record_free(&r);
+    host_tensor_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +278,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_every_run_dataset_carries_its_zlib_crc32, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stored_runs_know_linked_tensors_equal_unread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stored_tensor_past_the_limit_is_refused_naming_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_held_source_loads_through_one_open_report, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -123,6 +123,25 @@ def test_a_run_that_raises_midway_is_kept_with_what_it_wrote_as_an_error_run(tmp
         assert "steps/1/loss" in g and "steps/2" not in g and "final_params" not in g
 
 
+def test_each_run_warms_up_once_and_its_later_runs_find_the_process_warm(tmp_path):
+    calls = []
+
+    def counted(model, batch):
+        calls.append(1)
+        return plain(model, batch)
+
+    spec = _spec(tmp_path)
+    from ckpt_verify.verify import _train_baseline
+    baseline = Run(step=counted)
+    with _recorder(tmp_path) as rec:
+        _train_baseline(spec, baseline, 0, rec, train_eager)
+        assert len(calls) == 1 + spec.steps  # the warm-up, then the recorded steps
+        _train_baseline(spec, baseline, 1, rec, train_eager)
+        assert len(calls) == 1 + 2 * spec.steps  # baseline_1: no second warm-up
+        _train_baseline(spec, Run(step=counted), 2, rec, train_eager)
+        assert len(calls) == 2 + 3 * spec.steps  # another Run warms up for itself
+
+
 def test_a_run_stopped_by_anything_else_leaves_no_trace_in_the_report(tmp_path):
     def interrupted(model, batch):
         raise KeyboardInterrupt
