@@ -645,6 +645,66 @@ static void add_checks(struct run_record *r, int64_t fires_step2, int64_t bytes_
     add_i64(r, "checks/step_start_bytes", 1, bytes_shape, bytes);
 }
 
+/* A harness run: its memory is predicted exactly (run_checks.c's exact
+ * leak rule applies); the held bytes match the prediction. */
+static void predicted_exactly(struct run_record *r)
+{
+    run_record_set_attr(r, "memory.end_forward_bytes", 1000);
+    run_record_set_attr(r, "memory.predicted_end_forward_bytes", 1000);
+}
+
+/* checks/step_start_bytes of `steps` steps (hooks once each). */
+static void add_start_bytes(struct run_record *r, int steps, const int64_t *bytes)
+{
+    int64_t hook_shape[2] = {steps, 1}, bytes_shape[1] = {steps}, once[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    add_i64(r, "checks/hook_fires/l0.weight", 2, hook_shape, once);
+    add_i64(r, "checks/step_start_bytes", 1, bytes_shape, bytes);
+}
+
+/* Baselines of a user's model (no prediction) that start every one of
+ * their 3 steps with 4096 live bytes, and a run "mine" starting with `b`. */
+static struct impl_result judge_user_start_bytes(const int64_t *b)
+{
+    struct fixture f;
+    struct grads g;
+    int64_t flat[3] = {4096, 4096, 4096};
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add_start_bytes(&f.runs[0], 3, flat);
+    add_start_bytes(&f.runs[1], 3, flat);
+    add(&f, "mine", &g);
+    add_start_bytes(&f.runs[f.n - 1], 3, b);
+    struct impl_result r = judge(&f, "mine");
+    fixture_free(&f);
+    return r;
+}
+
+static void a_user_run_allocating_bounded_state_once_is_no_leak(void **state)
+{
+    (void)state;
+    int64_t once[3] = {4096, 4096 + 65536, 4096 + 65536};
+    assert_int_equal(judge_user_start_bytes(once).verdict, V_PASS);
+}
+
+static void a_user_run_freeing_memory_between_steps_is_no_leak(void **state)
+{
+    (void)state;
+    int64_t freed[3] = {4096 + 34048, 4096, 4096};
+    assert_int_equal(judge_user_start_bytes(freed).verdict, V_PASS);
+}
+
+static void a_user_run_growing_on_two_consecutive_step_starts_leaks(void **state)
+{
+    (void)state;
+    int64_t growing[3] = {4096, 4096 + 512, 4096 + 1024};
+    struct impl_result r = judge_user_start_bytes(growing);
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "leak: mine's live bytes at step start grew on two consecutive steps beyond "
+                                     "baseline_0's growth: +512 bytes by step 2, +512 by step 3"));
+    assert_non_null(strstr(r.first_divergence, "checks/step_start_bytes [2] = 5120"));
+}
+
 static void checked_baselines(struct fixture *f, const struct grads *g)
 {
     add_baselines(f, g, 0);
@@ -695,6 +755,7 @@ static void a_step_starting_with_more_live_bytes_than_step_1_fails_as_a_leak(voi
     checked_baselines(&f, &g);
     add(&f, "mine", &g);
     add_checks(&f.runs[f.n - 1], 1, 4096 + 512);
+    predicted_exactly(&f.runs[f.n - 1]);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
     assert_non_null(strstr(r.reason, "leak: step 2 started with 4608 live bytes, step 1 with 4096 (+512 bytes"));
@@ -761,6 +822,7 @@ static void a_run_growing_more_than_its_baseline_fails_naming_both(void **state)
     add_checks(&f.runs[1], 1, 8192);
     add(&f, "mine", &g);
     add_checks(&f.runs[f.n - 1], 1, 8192 + 512);
+    predicted_exactly(&f.runs[f.n - 1]);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
     assert_non_null(strstr(r.reason, "leak: step 2 started +4608 live bytes from step 1 (8704 vs 4096), where "
@@ -822,6 +884,9 @@ int main(void)
         cmocka_unit_test(a_baseline_whose_hook_fires_twice_is_an_input_error),
         cmocka_unit_test(a_run_growing_as_much_as_its_baseline_is_no_leak),
         cmocka_unit_test(a_run_growing_more_than_its_baseline_fails_naming_both),
+        cmocka_unit_test(a_user_run_allocating_bounded_state_once_is_no_leak),
+        cmocka_unit_test(a_user_run_freeing_memory_between_steps_is_no_leak),
+        cmocka_unit_test(a_user_run_growing_on_two_consecutive_step_starts_leaks),
         cmocka_unit_test(a_hook_count_that_is_not_int64_is_an_input_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

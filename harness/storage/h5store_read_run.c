@@ -163,6 +163,12 @@ static herr_t visit_attr(hid_t loc, const char *name, const H5A_info_t *info, vo
                 text = v->rec->baselines, text_len = sizeof v->rec->baselines;
             else if (strcmp(name, "op_log") == 0)
                 text = v->rec->op_log, text_len = sizeof v->rec->op_log;
+            else if (strcmp(name, "memory_statement") == 0)
+                text = v->rec->memory_statement, text_len = sizeof v->rec->memory_statement;
+            else if (strcmp(name, "memory_still_held") == 0)
+                text = v->rec->memory_still_held, text_len = sizeof v->rec->memory_still_held;
+            else if (strcmp(name, "memory_kept") == 0)
+                text = v->rec->memory_kept, text_len = sizeof v->rec->memory_kept;
         }
         if (text) {
             int got = h5store_attr_string(a, text, text_len);

@@ -54,6 +54,13 @@ struct run_record {
      * in forward and in recompute side by side, up to the first difference
      * (several lines; "" otherwise). */
     char op_log[RUN_OP_LOG_MAX];
+    /* A user's run with a memory statement (the Python frontend's memory
+     * map, docs/schema.md): the statement's basis, the run's tensors the
+     * statement says it should not hold, and the recomputed tensors it
+     * kept after backward ("" when none; names for the judge's reasons). */
+    char memory_statement[RUN_TEXT_MAX];
+    char memory_still_held[RUN_TEXT_MAX];
+    char memory_kept[RUN_TEXT_MAX];
     int n, cap;
     struct run_tensor *items;
     char *source; /* the report stored tensors are read from (malloc'd), or NULL */

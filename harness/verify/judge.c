@@ -13,6 +13,7 @@
 #include "error.h"
 #include "h5store.h"
 #include "held_check.h"
+#include "user_memory.h"
 #include "policy_statement.h"
 #include "run_checks.h"
 #include "run_tensors.h"
@@ -634,9 +635,29 @@ static void held_requirement(const struct ckpt_case *c, const struct run_record 
 {
     if (res->verdict != V_PASS && res->verdict != V_NOISE && res->verdict != V_MEMFAIL)
         return;
-    char why[RESULT_TEXT_MAX], note[RESULT_TEXT_MAX] = "";
+    char why[RESULT_TEXT_MAX], note[RESULT_TEXT_MAX] = "", where[RESULT_TEXT_MAX];
     const struct run_record *off = NULL;
     const char *what = "memory.end_forward_bytes";
+    /* A user's run: its statement, drawn from the baseline's memory map. */
+    enum user_memory_outcome user = user_memory_check(base, run, why, sizeof why, where, sizeof where);
+    if (user == USER_MEMORY_FAIL) {
+        if (res->verdict == V_MEMFAIL) {
+            size_t len = strlen(res->reason);
+            snprintf(res->reason + len, sizeof res->reason - len, "; and %s", why);
+        } else {
+            res->verdict = V_MEMFAIL;
+            snprintf(res->reason, sizeof res->reason, "gradients right, but %s", why);
+            snprintf(res->first_divergence, sizeof res->first_divergence, "%s", where);
+        }
+        return;
+    }
+    if (user == USER_MEMORY_OK || why[0]) {
+        if (user == USER_MEMORY_UNJUDGED) {
+            size_t len = strlen(res->reason);
+            snprintf(res->reason + len, sizeof res->reason - len, " [%s]", why);
+        }
+        return;
+    }
     enum held_outcome own = held_check_run(run, c->device, why, sizeof why);
     if (own == HELD_OFF)
         off = run;

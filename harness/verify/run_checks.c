@@ -1,6 +1,7 @@
 #include "run_checks.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -101,6 +102,37 @@ int run_checks_judge(const struct run_record *r, const struct run_record *refere
     return st;
 }
 
+/* A run whose memory the harness predicts exactly (its own models) allocates
+ * nothing lazily: any growth past its reference's is a leak. Any other
+ * model (a user's) may allocate bounded state at first use, or free some:
+ * a leak there is growth beyond the reference's on two consecutive step
+ * starts, so it needs 3 steps to be seen. */
+static int exact_memory(const struct run_record *r)
+{
+    return !isnan(run_record_attr(r, "memory.predicted_end_forward_bytes"));
+}
+
+/* Growth beyond the reference's (from each one's step 1) at step start k (1-based). */
+static int64_t excess(const int64_t *b, const int64_t *rb, int ref_steps, int k)
+{
+    int64_t allowed = rb && k <= ref_steps ? rb[k - 1] - rb[0] : 0;
+    return (b[k - 1] - b[0]) - allowed;
+}
+
+static int growth_leak(const int64_t *b, const int64_t *rb, int ref_steps, int step, const struct run_record *r,
+                       const struct run_record *reference, char *reason, size_t reason_len)
+{
+    int64_t e1 = excess(b, rb, ref_steps, step - 2), e2 = excess(b, rb, ref_steps, step - 1),
+            e3 = excess(b, rb, ref_steps, step);
+    if (!(e3 > e2 && e2 > e1))
+        return 0;
+    snprintf(reason, reason_len,
+             "leak: %s's live bytes at step start grew on two consecutive steps beyond %s's growth: %+" PRId64
+             " bytes by step %d, %+" PRId64 " by step %d (bounded state allocated once would stop growing)",
+             r->name, reference ? reference->name : "its own step 1", e2 - e1, step - 1, e3 - e2, step);
+    return 1;
+}
+
 /* Hooks and step-start bytes, step by step; the byte counts held. */
 static int judge_steps(const struct run_record *r, const struct run_record *reference, int steps,
                        const struct host_tensor *bytes, const struct host_tensor *ref_bytes, int *violated,
@@ -118,6 +150,15 @@ static int judge_steps(const struct run_record *r, const struct run_record *refe
         const int64_t *rb = ref_bytes ? ref_bytes->data : NULL;
         int64_t allowed = rb && step <= (int64_t)ref_bytes->numel ? rb[step - 1] - rb[0] : 0;
         int64_t grew = b[step - 1] - b[0];
+        if (!exact_memory(r)) {
+            if (step >= 3 && growth_leak(b, rb, ref_bytes ? (int)ref_bytes->numel : 0, step, r, reference, reason,
+                                         reason_len)) {
+                *violated = 1;
+                snprintf(where, where_len, "%s [%d] = %" PRId64, RUN_CHECKS_START_BYTES, step - 1, b[step - 1]);
+                return ST_OK;
+            }
+            continue;
+        }
         if (grew == allowed)
             continue;
         *violated = 1;

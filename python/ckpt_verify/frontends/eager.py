@@ -16,6 +16,7 @@ parameters at the end, with memory and time per phase. Results are named
 by the plain model's parameter and buffer names, whatever names prepare()
 gives them. A baseline's warm-up step is watched by the recompute probe
 (frontends/probe.py): a baseline that recomputes is refused."""
+import contextlib
 import gc
 import statistics
 import time
@@ -27,7 +28,7 @@ import torch
 from ..errors import BadInput, CheckpointInBaseline, ModelNotReproducible, NameCollision, NonScalarLoss, RunError
 from ..progress import QuietProgress
 from ..schema import checksum, storable
-from . import probe
+from . import memory_map, probe
 
 
 def seed_all(seed):
@@ -152,11 +153,20 @@ class Run:
                                       built model (None: changed in place)
     step(model, batch) -> loss        the step; default: the baseline's
 
+    memory="judged"                   the run's bytes held at the end of forward
+                                      are judged against the statement drawn
+                                      from the baseline's memory map; None:
+                                      a plain control run, memory not judged
+
     `Run(step=fn)` is the same as giving fn itself."""
 
-    def __init__(self, prepare: Callable | None = None, step: Callable | None = None):
+    def __init__(self, prepare: Callable | None = None, step: Callable | None = None, *,
+                 memory: str | None = "judged"):
         if prepare is None and step is None:
             raise BadInput("Run() needs prepare=, step= or both")
+        if memory not in ("judged", None):
+            raise BadInput(f"Run(memory={memory!r}): 'judged' (the default) or None (a plain control run)")
+        self.memory = memory
         for what, fn in (("prepare", prepare), ("step", step)):
             if fn is not None and not callable(fn):
                 raise BadInput(f"Run({what}=...): {type(fn).__name__} is not callable")
@@ -183,6 +193,15 @@ class Spec:
         # C runner warms up once per process. Its model is thrown away, so
         # no per-model state carries over either way.
         self.warmed: dict[int, tuple[object, int | None]] = {}
+        # id(Run) -> the MemoryMap of its warm-up step (frontends/memory_map.py);
+        # the baseline's, and baseline_0's measured held bytes, are what every
+        # run's memory statement is drawn from.
+        self.maps: dict[int, memory_map.MemoryMap] = {}
+        self.baseline_map: memory_map.MemoryMap | None = None
+        self.baseline_held: int | None = None
+        # The bytes of one CPU RNG stash (torch.get_rng_state(): what torch's
+        # checkpoints keep per region), made through the metered allocator.
+        self.rng_state_bytes = torch.get_rng_state().nbytes
 
 
 def build_model(spec, run_name):
@@ -198,13 +217,15 @@ def build_model(spec, run_name):
     return model
 
 
-def prepared_model(spec, run, run_name):
+def prepared_model(spec, run, run_name, names=None):
     """(model to train, [(name, parameter)], [(name, buffer)]): the plain
     model after the run's prepare(), with the plain model's names. prepare()
     may wrap modules (which renames what it wraps) but must keep training
     the model's own parameters: the results are compared by name."""
     plain = build_model(spec, run_name)
     params, buffers = list(plain.named_parameters()), [(n, b) for n, b in plain.named_buffers() if b is not None]
+    if names is not None:  # {id(module): path} of the plain model, whatever prepare() wraps
+        names.update((id(m), n) for n, m in plain.named_modules() if n)
     if run.prepare is None:
         return plain, params, buffers
     try:
@@ -296,16 +317,31 @@ def warm_up(spec, run, run_name, watch=False):
     Returns the bytes it left allocated (one-time bytes), or None."""
     meter = spec.meter
     before = meter.live() if meter.source else 0
-    model, _, _ = prepared_model(spec, run, run_name)
+    names: dict[int, str] = {}
+    model, params, buffers = prepared_model(spec, run, run_name, names)
     step_fn = run.step
+    mapper = None
+    if meter.source:
+        # The memory map of this step (frontends/memory_map.py); a
+        # baseline's also notes who saves each tensor.
+        existing = [t for _, t in params] + [t for _, t in buffers] + list(tensor_leaves(spec.batches[0], "").values())
+        mapper = memory_map.MemoryMap(names, existing, saves=watch)
+        spec.maps[id(run)] = mapper
     if watch:
         watcher = probe.RecomputeProbe()
-        with watcher:
+        with watcher, (mapper or contextlib.nullcontext()):
             loss = _call(step_fn, model, spec.batches[0], run_name, 0)
             check_loss(loss, run_name, 0)
             grad = torch.ones_like(loss)  # made here: only the engine's work is backward
+            if mapper:
+                mapper.mark_end_forward()
+                mapper.backward_starts()
             watcher.backward_starts()
             _backward(loss, run_name, 0, grad)
+            del loss, grad
+            if mapper:
+                gc.collect()
+                mapper.after_backward()
         seen = watcher.finding()
         if seen:
             raise CheckpointInBaseline(
@@ -313,12 +349,60 @@ def warm_up(spec, run, run_name, watch=False):
                 f"give the checkpoint as a run instead, e.g. runs={{'mine': ckpt_verify.Run(prepare=enable)}} "
                 f"with model_fn building the plain model")
     else:
-        loss = _call(step_fn, model, spec.batches[0], run_name, 0)
-        check_loss(loss, run_name, 0)
-        _backward(loss, run_name, 0)
-    del loss, model
+        with mapper or contextlib.nullcontext():
+            loss = _call(step_fn, model, spec.batches[0], run_name, 0)
+            check_loss(loss, run_name, 0)
+            grad = torch.ones_like(loss)
+            if mapper:
+                mapper.mark_end_forward()
+                mapper.backward_starts()
+            _backward(loss, run_name, 0, grad)
+            del loss, grad
+            if mapper:
+                gc.collect()
+                mapper.after_backward()
+    del model, params, buffers
     meter.sync()
     return meter.live() - before if meter.source else None
+
+
+def statement_attrs(spec, run, baseline, held):
+    """The run's memory statement as report attributes (docs/schema.md,
+    "Memory statement of a user's run"): for a baseline, its map's size
+    (baseline_0's held bytes become the statement's base); for a run, what
+    a correct checkpoint of the regions it recomputes holds at the end of
+    forward, what its recompute did, and which of its tensors the statement
+    says it should not hold (names for the judge's reason). Nothing when
+    no map was taken (no meter) or the run is a plain control run."""
+    mapper = spec.maps.get(id(run))
+    if mapper is None or held is None:
+        return {}
+    if baseline:
+        if spec.baseline_held is None:
+            spec.baseline_map, spec.baseline_held = mapper, held
+        tensors = mapper.held()
+        return {"memory.map_tensors": len(tensors), "memory.map_bytes": sum(h.nbytes for h in tensors)}
+    if run.memory is None:
+        return {"memory.control": 1}
+    if spec.baseline_map is None:
+        return {}
+    rng_bytes = spec.rng_state_bytes if spec.meter.source and spec.device.type == "cpu" else 0
+    stmt = memory_map.statement(spec.baseline_map, mapper, spec.baseline_held, rng_bytes)
+    still = memory_map.still_held(stmt, mapper)
+    dropped = {(h.module, h.op, h.index) for h in stmt.dropped}
+    after = mapper.kept_after()
+    kept = [h for h in after if (h.module, h.op, h.index) in dropped]  # activations, not bookkeeping
+    attrs = {"memory.stated_end_forward_bytes": stmt.bytes, "memory.recomputed_ops": stmt.recomputed_ops,
+             "memory.recompute_regions": stmt.regions, "memory.stated_recomputed_bytes": stmt.recomputed_bytes,
+             "memory.still_held_bytes": sum(h.nbytes for h in still),
+             "memory.kept_after_backward_bytes": sum(h.nbytes for h in kept),
+             "memory.kept_other_after_backward_bytes": sum(h.nbytes for h in after) - sum(h.nbytes for h in kept),
+             "memory_statement": stmt.text()}
+    if still:
+        attrs["memory_still_held"] = memory_map.describe(still)
+    if kept:
+        attrs["memory_kept"] = memory_map.describe(kept)
+    return attrs
 
 
 def train(spec, run, sink, baseline=False):
@@ -405,6 +489,7 @@ def train(spec, run, sink, baseline=False):
         for key, value in mem.items():
             sink.attrs[f"memory.{key}"] = value
         sink.attrs["memory.one_time_bytes"] = one_time
+        sink.attrs.update(statement_attrs(spec, run, baseline, mem.get("end_forward_bytes")))
     sink.attrs["timing.forward_ms"] = statistics.median(fwd_ms)
     sink.attrs["timing.backward_ms"] = statistics.median(bwd_ms)
     sink.attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(fwd_ms, bwd_ms))

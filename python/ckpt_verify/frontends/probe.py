@@ -21,7 +21,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 
 def _saved_tensor_hooks_active() -> bool:
-    return torch._C._autograd._top_saved_tensors_default_hooks(False) is not None
+    top = torch._C._autograd._top_saved_tensors_default_hooks(False)
+    # The memory map's own hooks (frontends/memory_map.py) only note who
+    # saves what and hand every tensor back: they are not the step's.
+    return top is not None and not getattr(top[0], "_ckpt_verify_memory_map", False)
 
 
 class RecomputeProbe(TorchDispatchMode):
