@@ -36,6 +36,7 @@ from .frontends.eager import (
     to_device,
 )
 from .frontends.eager import train as train_eager
+from .frontends.memory_map import write_map
 from .memory import NoMeter, meter_for
 from .recorder import Recorder, RunWriter
 from .report import Report
@@ -287,6 +288,8 @@ def _train_all(spec, baseline, runs, noise_runs, recorder, cfg=None, against_sin
 def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single):
     train = _frontend_train(spec.device)
     _train_baseline(spec, baseline, 0, recorder, train)
+    if spec.baseline_map is not None:  # every run's memory statement is drawn from it
+        write_map(recorder.file, spec.baseline_map, _baseline_name(0))
     second = _train_baseline(spec, baseline, 1, recorder, train)
     singles = [_baseline_name(0), _baseline_name(1)]
     if not second.identical:

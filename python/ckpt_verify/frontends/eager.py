@@ -321,9 +321,10 @@ def warm_up(spec, run, run_name, watch=False):
     model, params, buffers = prepared_model(spec, run, run_name, names)
     step_fn = run.step
     mapper = None
-    if meter.source:
+    if meter.source and spec.device.type in ("cpu", "cuda"):
         # The memory map of this step (frontends/memory_map.py); a
-        # baseline's also notes who saves each tensor.
+        # baseline's also notes who saves each tensor. (XLA runs are
+        # judged from the compiler's own evidence instead.)
         existing = [t for _, t in params] + [t for _, t in buffers] + list(tensor_leaves(spec.batches[0], "").values())
         mapper = memory_map.MemoryMap(names, existing, saves=watch)
         spec.maps[id(run)] = mapper
@@ -332,9 +333,10 @@ def warm_up(spec, run, run_name, watch=False):
         with watcher, (mapper or contextlib.nullcontext()):
             loss = _call(step_fn, model, spec.batches[0], run_name, 0)
             check_loss(loss, run_name, 0)
-            grad = torch.ones_like(loss)  # made here: only the engine's work is backward
             if mapper:
                 mapper.mark_end_forward()
+            grad = torch.ones_like(loss)  # made here: only the engine's work is backward
+            if mapper:
                 mapper.backward_starts()
             watcher.backward_starts()
             _backward(loss, run_name, 0, grad)
@@ -352,9 +354,10 @@ def warm_up(spec, run, run_name, watch=False):
         with mapper or contextlib.nullcontext():
             loss = _call(step_fn, model, spec.batches[0], run_name, 0)
             check_loss(loss, run_name, 0)
-            grad = torch.ones_like(loss)
             if mapper:
                 mapper.mark_end_forward()
+            grad = torch.ones_like(loss)
+            if mapper:
                 mapper.backward_starts()
             _backward(loss, run_name, 0, grad)
             del loss, grad

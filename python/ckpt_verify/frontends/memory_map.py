@@ -298,3 +298,25 @@ def describe(tensors: list[Held], limit: int = 400) -> str:
             break
         parts.append(part)
     return f"{len(tensors)} tensor(s), {total} B: " + ", ".join(parts) if tensors else ""
+
+
+def write_map(file, mapper: MemoryMap, run: str) -> None:
+    """The baseline's map into the report at /memory_map (docs/schema.md):
+    one row per storage alive at the end of its forward, in the order the
+    ops made them: module, op, index, bytes, saved_by (';'-joined)."""
+    import h5py
+    import numpy as np
+    held = mapper.held()
+    group = file.require_group("memory_map")
+    group.attrs["run"] = run
+    group.attrs["step"] = "the warm-up step (unrecorded), batch 1"
+    group.attrs["tensors"] = len(held)
+    group.attrs["bytes"] = sum(h.nbytes for h in held)
+    text = h5py.string_dtype()
+    for name, values, dtype in (("module", [h.module for h in held], text), ("op", [h.op for h in held], text),
+                                ("index", [h.index for h in held], np.int64),
+                                ("bytes", [h.nbytes for h in held], np.int64),
+                                ("saved_by", [";".join(h.saved_by) for h in held], text)):
+        if name in group:
+            del group[name]
+        group.create_dataset(name, data=np.array(values, dtype=dtype), dtype=dtype)
