@@ -129,6 +129,8 @@ static void put_testcase(FILE *out, const json_t *rec, double seconds)
     /* the verdict's distance, and the raw element-wise one beside it */
     put_number_property(out, "        ", rec, "max_scaled_ulp");
     put_number_property(out, "        ", rec, "raw_max_ulp");
+    put_number_property(out, "        ", rec, "held_cut");
+    put_number_property(out, "        ", rec, "peak_cut");
     put_number_property(out, "        ", rec, "memory_saved");
     put_number_property(out, "        ", rec, "overhead");
     if (divergence[0])

@@ -12,7 +12,8 @@
  *                                    first divergence</failure>
  * Every testcase carries properties verdict, expected, max_scaled_ulp (the
  * verdict's distance, as the table prints it; absent where none was
- * measured), raw_max_ulp, memory_saved, overhead (and first_divergence when there is one) and the
+ * measured), raw_max_ulp, held_cut, peak_cut, memory_saved (peak_cut's older name), overhead (and
+ * first_divergence when there is one) and the
  * reason as system-out. A testcase's time is its case's wall time shared
  * equally by the case's impls (the runs are timed as a case). Every text is
  * XML-escaped; characters XML 1.0 cannot hold become U+FFFD. Each entry

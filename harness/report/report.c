@@ -293,6 +293,10 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
             json_object_set_new(rec, "max_scaled_ulp", isinf(distance) ? json_null() : json_real(distance));
         json_object_set_new(rec, "raw_max_ulp",
                             x->max_ulp == ULP_INFINITE ? json_null() : json_integer((json_int_t)x->max_ulp));
+        /* The two cuts by their names; memory_saved and end_forward_saved
+         * are their older names, kept for summaries compared across versions. */
+        json_object_set_new(rec, "peak_cut", json_number(x->memory_saved));
+        json_object_set_new(rec, "held_cut", json_number(x->end_forward_saved));
         json_object_set_new(rec, "memory_saved", json_number(x->memory_saved));
         json_object_set_new(rec, "overhead", json_number(x->overhead));
         json_object_set_new(rec, "overhead_stable", json_boolean(x->timing_stable));

@@ -36,7 +36,8 @@ static const char *check_numbers(const json_t *rec, char *why, size_t len)
     const json_t *v;
     json_object_foreach((json_t *)rec, key, v) {
         int measured = is_nonnegative_field(key);
-        if (!measured && strcmp(key, "memory_saved") != 0 && strcmp(key, "end_forward_saved") != 0)
+        if (!measured && strcmp(key, "memory_saved") != 0 && strcmp(key, "end_forward_saved") != 0 &&
+            strcmp(key, "peak_cut") != 0 && strcmp(key, "held_cut") != 0)
             continue;
         if (json_is_null(v))
             continue; /* not measured (a distance: infinite) */

@@ -81,7 +81,8 @@ struct ckpt_case {
     int segments;          /* number of segments; 0 = every layer its own */
     double lr;
     double tolerance;       /* max ULP allowed for PASS; 0 = bitwise */
-    double min_memory_saving; /* fraction 0..1; <0 = no requirement */
+    double min_memory_saving; /* the peak cut required: fraction 0..1; <0 = no requirement */
+    double min_held_cut;      /* the cut in bytes held at the end of forward required: 0..1; <0 = none */
     int preserve_rng_state; /* bool, default 1 */
     int input_requires_grad; /* bool, default 1 */
     enum rng_devices rng_devices;

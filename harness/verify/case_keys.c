@@ -297,6 +297,15 @@ static int set_min_memory_saving(struct case_builder *b, const char *v, const st
     return ST_OK;
 }
 
+static int set_min_held_cut(struct case_builder *b, const char *v, const struct where *at)
+{
+    double x = -1.0;
+    if (strcmp(v, "none") != 0 && text_parse_real(v, 0.0, 1.0, &x))
+        return bad_value(at, v);
+    b->c.min_held_cut = x;
+    return ST_OK;
+}
+
 /* A comma list of distinct words, each passing `is_ok`, into out[0..*count).
  * An empty value is the empty list. */
 static int parse_word_list(const char *value, char (*out)[CASE_WORD_MAX], int max,
@@ -516,6 +525,15 @@ static void format_min_memory_saving(const struct ckpt_case *c, const struct key
         text_format_real(c->min_memory_saving, buf, n);
 }
 
+static void format_min_held_cut(const struct ckpt_case *c, const struct key_spec *spec, char *buf, size_t n)
+{
+    (void)spec;
+    if (c->min_held_cut < 0)
+        snprintf(buf, n, "none");
+    else
+        text_format_real(c->min_held_cut, buf, n);
+}
+
 void case_format_words(const char (*words)[CASE_WORD_MAX], int count, char *buf, size_t n)
 {
     buf[0] = '\0';
@@ -603,6 +621,8 @@ static const struct key_spec key_specs[K_COUNT] = {
     [K_MIN_MEMORY_SAVING] = {.name = "min_memory_saving", .parse = set_min_memory_saving,
                              .format = format_min_memory_saving,
                              .allowed = "a fraction 0..1 or none"},
+    [K_MIN_HELD_CUT] = {.name = "min_held_cut", .parse = set_min_held_cut, .format = format_min_held_cut,
+                        .allowed = "a fraction 0..1 or none"},
     [K_PRESERVE_RNG_STATE] = {.name = "preserve_rng_state", .parse = set_bool,
                               .format = format_bool, .offset = FIELD(preserve_rng_state),
                               .allowed = "true, false, yes, no, 1 or 0"},
@@ -707,6 +727,7 @@ void case_defaults(struct ckpt_case *c)
     c->lr = 0.01;
     c->tolerance = 0.0;
     c->min_memory_saving = -1.0;
+    c->min_held_cut = -1.0;
     c->preserve_rng_state = 1;
     c->input_requires_grad = 1;
     c->rng_devices = RNG_ARGS_AND_CURRENT;

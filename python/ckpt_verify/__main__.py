@@ -2,7 +2,7 @@
 
 Runs verify() on what SCRIPT.py defines at module level: model_fn,
 batch_fn and runs (required); baseline, expect, steps, seed, lr,
-tolerance, min_memory_saving, noise_runs, name, model_definition, and for
+tolerance, min_memory_saving, min_held_cut, noise_runs, name, model_definition, and for
 distributed runs world_size, parallel, backend, parallel_options, timeout,
 against_single (docs/distributed.md) (optional; command-line options win). Options go before SCRIPT.py, as
 for `python -m pdb`: everything after it is the script's own arguments
@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 REQUIRED = ("model_fn", "batch_fn", "runs")
-OPTIONAL = ("baseline", "expect", "steps", "seed", "lr", "tolerance", "min_memory_saving", "noise_runs", "name",
+OPTIONAL = ("baseline", "expect", "steps", "seed", "lr", "tolerance", "min_memory_saving", "min_held_cut", "noise_runs", "name",
             "model_definition", "world_size", "parallel", "backend", "parallel_options", "timeout", "against_single")
 
 

@@ -68,7 +68,7 @@ def _check_name(name, what):
 
 
 def _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, tolerance, min_memory_saving,
-                  seed, lr):
+                  seed, lr, min_held_cut=None):
     if not isinstance(runs, dict) or not runs:
         raise BadInput("runs must be a non-empty dict {name: step_fn(model, batch) -> loss}")
     for run, fn in runs.items():
@@ -90,9 +90,13 @@ def _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, 
         raise BadInput(f"steps must be an integer >= 1, not {steps!r}")
     if not isinstance(noise_runs, int) or noise_runs < 0:
         raise BadInput(f"noise_runs must be an integer >= 0, not {noise_runs!r}")
-    for key, value in (("tolerance", tolerance), ("min_memory_saving", min_memory_saving)):
+    for key, value in (("tolerance", tolerance), ("min_memory_saving", min_memory_saving),
+                       ("min_held_cut", min_held_cut)):
         if value is not None and not (_is_number(value) and math.isfinite(value) and value >= 0):
             raise BadInput(f"{key} must be a finite number >= 0, not {value!r}")
+    for key, value in (("min_memory_saving", min_memory_saving), ("min_held_cut", min_held_cut)):
+        if value is not None and value > 1:
+            raise BadInput(f"{key} is a fraction 0..1 of the baseline's bytes, not {value!r}")
     if not (_is_number(lr) and math.isfinite(lr) and lr > 0):
         raise BadInput(f"lr must be a finite number > 0, not {lr!r}")
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
@@ -135,7 +139,8 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
            runs: dict[str, StepFn | Run | Skipped], *, baseline: StepFn | None = None, steps: int = 2,
            seed: int = 0, device: str | torch.device = "cpu", out: str | None = None,
            expect: dict[str, str] | None = None, lr: float = 0.01, tolerance: float | None = None,
-           min_memory_saving: float | None = None, noise_runs: int = 4, name: str | None = None,
+           min_memory_saving: float | None = None, min_held_cut: float | None = None, noise_runs: int = 4,
+           name: str | None = None,
            judge: str | None = None, model_definition: str | None = None, world_size: int | None = None,
            parallel: str = "ddp", backend: str = "gloo", parallel_options: dict | None = None,
            timeout: float | None = None, against_single: bool = True) -> "Report":
@@ -156,6 +161,13 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
                           (CheckpointInBaseline), so a checkpoint applied inside model_fn
                           cannot check itself
     expect                {name: "FAIL" or "FAIL|MEMFAIL"} for runs expected not to pass
+    memory                judged by default for every run (a Run(memory=None) is a plain
+                          control run): bytes held at the end of forward against the
+                          statement drawn from the baseline's memory map and the run's own
+                          recompute (docs/memory.md, "A user's checkpoint"). Explicit
+                          requirements on top: min_held_cut (the cut in bytes held at the
+                          end of forward, a fraction 0..1 of baseline_0's) and
+                          min_memory_saving (the cut in peak bytes, a fraction 0..1)
     world_size            None: one process. N: every run (a step_fn, Run or
                           frontends.distributed.DistRun) is trained by N ranks of
                           torch.distributed (`parallel` "ddp", "fsdp" or "fsdp2" over
@@ -168,7 +180,7 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
     name = name or (os.path.splitext(os.path.basename(out))[0].replace("-", "_").replace(".", "_") if out
                     else "external")
     dev = _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, tolerance,
-                        min_memory_saving, seed, lr)
+                        min_memory_saving, seed, lr, min_held_cut)
     baseline = Run(step=baseline or default_baseline)
     runs = {run: (fn if isinstance(fn, (Run, Skipped)) else Run(step=fn)) for run, fn in runs.items()}
     for fn in runs.values():
@@ -176,8 +188,9 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
             fn.step = baseline.step
     judge_path = judge_mod.find_judge(judge)
     meter = _xla().XlaMeter() if dev.type == "xla" else meter_for(dev, judge_path)
-    if min_memory_saving is not None and isinstance(meter, NoMeter):
-        raise BadInput(f"min_memory_saving is set but memory cannot be measured: {meter.why}")
+    for key, value in (("min_memory_saving", min_memory_saving), ("min_held_cut", min_held_cut)):
+        if value is not None and isinstance(meter, NoMeter):
+            raise BadInput(f"{key} is set but memory cannot be measured: {meter.why}")
 
     # The batches, made once and shared: no run's RNG stream depends on them.
     seed_all(seed)
@@ -220,6 +233,8 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
         case_attrs["tolerance"] = float(tolerance)
     if min_memory_saving is not None:
         case_attrs["min_memory_saving"] = float(min_memory_saving)
+    if min_held_cut is not None:
+        case_attrs["min_held_cut"] = float(min_held_cut)
     if cfg is not None:
         case_attrs.update({"world_size": world_size, "parallel": parallel, "backend": backend})
     skipped = {run: fn.reason for run, fn in runs.items() if isinstance(fn, Skipped)}

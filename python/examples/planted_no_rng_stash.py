@@ -8,8 +8,10 @@ in its own autograd.backward): its gradients come out bitwise right, but
 every parameter's gradient hook fires twice in one backward, which breaks
 DDP's "mark ready once" (PyTorch #24005); the hook count catches it. A
 fourth keeps each recompute's output (and so its graph) after backward, a
-leak across steps (PyTorch #80151): right gradients, and every step starts
-with more live bytes than step 1 did, beyond what the baseline grew.
+leak across steps (PyTorch #80151): right gradients, and each step starts
+with more live bytes than the one before, beyond what the baseline grew;
+for a user's model that takes two consecutive steps of growth to tell from
+bounded state allocated once, so this example trains 3 steps.
 
     python -m ckpt_verify python/examples/planted_no_rng_stash.py"""
 import torch
@@ -76,6 +78,7 @@ def python_checkpoint(stash_rng, halves=False, keep_recompute=False):
 
 
 baseline = adapters.with_stack(step, adapters.stack_of(adapters.plain))
+steps = 3  # the leak check of a user's model needs 3 (docs/schema.md, run checks)
 runs = {
     "py_reentrant": adapters.with_stack(step, adapters.stack_of(python_checkpoint(stash_rng=True))),
     "py_reentrant_no_rng_stash": adapters.with_stack(step, adapters.stack_of(python_checkpoint(stash_rng=False))),

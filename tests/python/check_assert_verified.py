@@ -18,8 +18,10 @@ def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="ckpt_verify_assert.")
     os.makedirs(out_dir, exist_ok=True)
     args = (ex.model_fn, ex.batch_fn, ex.runs)
+    kwargs = {"steps": ex.steps}
     try:
-        ckpt_verify.assert_verified(*args, baseline=ex.baseline, out=os.path.join(out_dir, "undeclared.h5"))
+        ckpt_verify.assert_verified(*args, baseline=ex.baseline, out=os.path.join(out_dir, "undeclared.h5"),
+                                     **kwargs)
         print("check_assert_verified: an undeclared FAIL passed assert_verified", file=sys.stderr)
         return 1
     except AssertionError as e:
@@ -28,7 +30,7 @@ def main():
             return 1
         print(f"undeclared: {e}")
     report = ckpt_verify.assert_verified(*args, baseline=ex.baseline, expect=ex.expect,
-                                         out=os.path.join(out_dir, "declared.h5"))
+                                         out=os.path.join(out_dir, "declared.h5"), **kwargs)
     print(f"declared:\n{report}")
     return 0
 

@@ -44,7 +44,7 @@ def main():
     out = os.path.join(out_dir, f"{args.example}_{args.device.replace(':', '')}.h5")
     report = ckpt_verify.verify(ex.model_fn, ex.batch_fn, ex.runs, baseline=ex.baseline,
                                 expect=getattr(ex, "expect", None), device=args.device, out=out,
-                                name=args.example)
+                                name=args.example, steps=getattr(ex, "steps", 2))
     print(report.table.rstrip())
     print(report)
     want = EXPECTED[args.example]
