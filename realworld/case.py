@@ -44,7 +44,9 @@ class RunSpec:
     bug's verdict must point at its cause). `variant` names the patch set
     (realworld.patching) active while this run trains. `known_bug` cites
     the upstream issue/PR a bug version reproduces; `fixed_by` names the
-    run that is its fixed version."""
+    run that is its fixed version. `control`: a run that checkpoints
+    nothing on purpose (a compiled plain model beside the eager one): its
+    memory is not judged (ckpt_verify.Run(memory=None))."""
 
     name: str
     implementation: str
@@ -57,6 +59,7 @@ class RunSpec:
     known_bug: str | None = None
     fixed_by: str | None = None
     skip: str | None = None
+    control: bool = False
 
 
 @dataclass

@@ -47,9 +47,10 @@ class Row:
 
 def _run_value(spec: RunSpec, variant: str | None, baseline: Any) -> Any:
     step = patching.selecting(spec.step or baseline, variant)
+    memory = None if spec.control else "judged"
     if spec.prepare is None:
-        return step
-    return ckpt_verify.Run(prepare=patching.preparing(spec.prepare, variant), step=step)
+        return step if memory else ckpt_verify.Run(step=step, memory=None)
+    return ckpt_verify.Run(prepare=patching.preparing(spec.prepare, variant), step=step, memory=memory)
 
 
 def _row(case: Case, spec: RunSpec, verdict: str, reason: str, ok: bool, seconds: float) -> Row:

@@ -203,7 +203,7 @@ def cases() -> list[Case]:
                     noise_runs=0, tolerance=COMPILE_TOLERANCE_ULP, runs=[
         RunSpec("torch_compile_plain", "torch.compile(inductor), no checkpoint: the compiler's own distance",
                 "inductor's fused kernels round differently from eager: within the declared tolerance",
-                prepare=_compiled(lambda m: None)),
+                prepare=_compiled(lambda m: None), control=True),
         RunSpec("torch_compile_apply_ac", "torch.compile(inductor) over apply_activation_checkpointing",
                 "compiled recompute against the eager baseline: within the declared tolerance",
                 prepare=_compiled(_apply_ac)),

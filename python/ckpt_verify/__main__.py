@@ -20,8 +20,9 @@ import sys
 import tempfile
 
 REQUIRED = ("model_fn", "batch_fn", "runs")
-OPTIONAL = ("baseline", "expect", "steps", "seed", "lr", "tolerance", "min_memory_saving", "min_held_cut", "noise_runs", "name",
-            "model_definition", "world_size", "parallel", "backend", "parallel_options", "timeout", "against_single")
+OPTIONAL = ("baseline", "expect", "steps", "seed", "lr", "tolerance", "min_memory_saving", "min_held_cut",
+            "noise_runs", "name", "model_definition", "world_size", "parallel", "backend", "parallel_options",
+            "timeout", "against_single")
 
 
 def _load(script, script_args):

@@ -199,9 +199,6 @@ class Spec:
         self.maps: dict[int, memory_map.MemoryMap] = {}
         self.baseline_map: memory_map.MemoryMap | None = None
         self.baseline_held: int | None = None
-        # The bytes of one CPU RNG stash (torch.get_rng_state(): what torch's
-        # checkpoints keep per region), made through the metered allocator.
-        self.rng_state_bytes = torch.get_rng_state().nbytes
 
 
 def build_model(spec, run_name):
@@ -331,10 +328,12 @@ def warm_up(spec, run, run_name, watch=False):
     if watch:
         watcher = probe.RecomputeProbe()
         with watcher, (mapper or contextlib.nullcontext()):
+            before_forward = meter.live() if mapper else 0
             loss = _call(step_fn, model, spec.batches[0], run_name, 0)
             check_loss(loss, run_name, 0)
             if mapper:
-                mapper.mark_end_forward()
+                meter.sync()
+                mapper.mark_end_forward(meter.live() - before_forward)
             grad = torch.ones_like(loss)  # made here: only the engine's work is backward
             if mapper:
                 mapper.backward_starts()
@@ -352,10 +351,12 @@ def warm_up(spec, run, run_name, watch=False):
                 f"with model_fn building the plain model")
     else:
         with mapper or contextlib.nullcontext():
+            before_forward = meter.live() if mapper else 0
             loss = _call(step_fn, model, spec.batches[0], run_name, 0)
             check_loss(loss, run_name, 0)
             if mapper:
-                mapper.mark_end_forward()
+                meter.sync()
+                mapper.mark_end_forward(meter.live() - before_forward)
             grad = torch.ones_like(loss)
             if mapper:
                 mapper.backward_starts()
@@ -389,14 +390,14 @@ def statement_attrs(spec, run, baseline, held):
         return {"memory.control": 1}
     if spec.baseline_map is None:
         return {}
-    rng_bytes = spec.rng_state_bytes if spec.meter.source and spec.device.type == "cpu" else 0
-    stmt = memory_map.statement(spec.baseline_map, mapper, spec.baseline_held, rng_bytes)
+    stmt = memory_map.statement(spec.baseline_map, mapper, spec.baseline_held)
     still = memory_map.still_held(stmt, mapper)
     dropped = {(h.module, h.op, h.index) for h in stmt.dropped}
     after = mapper.kept_after()
     kept = [h for h in after if (h.module, h.op, h.index) in dropped]  # activations, not bookkeeping
     attrs = {"memory.stated_end_forward_bytes": stmt.bytes, "memory.recomputed_ops": stmt.recomputed_ops,
              "memory.recompute_regions": stmt.regions, "memory.stated_recomputed_bytes": stmt.recomputed_bytes,
+             "memory.outside_ops_bytes": stmt.outside_ops_bytes,
              "memory.still_held_bytes": sum(h.nbytes for h in still),
              "memory.kept_after_backward_bytes": sum(h.nbytes for h in kept),
              "memory.kept_other_after_backward_bytes": sum(h.nbytes for h in after) - sum(h.nbytes for h in kept),

@@ -103,6 +103,7 @@ class MemoryMap(TorchDispatchMode):
         self._recomputed: dict[int, _Made] = {}   # storage key -> what the recompute made
         self.recomputed_keys: set[tuple[str, str, int]] = set()  # (module, op, index) the recompute made
         self._held: list[Held] | None = None
+        self.forward_live: int | None = None
         self._kept: list[Held] | None = None
         self._hooks = []
         self._saves = saves
@@ -196,7 +197,10 @@ class MemoryMap(TorchDispatchMode):
         self.counts[key] += 1
 
     # -- phases -----------------------------------------------------------------
-    def mark_end_forward(self) -> None:
+    def mark_end_forward(self, live: int | None = None) -> None:
+        """Forward is done; `live`: the bytes the step's forward left live
+        by the meter (what outside_ops_bytes() compares the map with)."""
+        self.forward_live = live
         self._held = [Held(m.module, m.op, m.index, m.nbytes, tuple(sorted(self.saved_by.get(k, ()))), m)
                       for k, m in self.made.items() if not m.ref.expired()]
 
@@ -209,6 +213,13 @@ class MemoryMap(TorchDispatchMode):
         self._kept = [Held(m.module, m.op, m.index, m.nbytes, ())
                       for k, m in self._recomputed.items() if not m.ref.expired() and k not in self.existing
                       and k not in self.made]
+
+    def outside_ops_bytes(self) -> int:
+        """The forward's live bytes that no op's output accounts for (0
+        when no meter reading was given)."""
+        if self.forward_live is None:
+            return 0
+        return max(0, self.forward_live - sum(h.nbytes for h in self.held()))
 
     def held(self) -> list[Held]:
         return list(self._held or [])
@@ -227,7 +238,7 @@ class Statement:
     end of forward, from the baseline's map (see the module docstring)."""
     baseline_held: int          # measured: baseline_0's bytes held at the end of forward
     recomputed_bytes: int       # what only the recomputed regions' ops saved, made inside them
-    rng_bytes: int              # the regions' RNG stashes
+    outside_ops_bytes: int      # what the run's forward allocated outside every op (RNG stashes, bookkeeping)
     regions: int
     recomputed_ops: int
     modules: tuple[str, ...]    # region roots, in order, once each
@@ -241,21 +252,26 @@ class Statement:
 
     @property
     def bytes(self) -> int:
-        return self.baseline_held - self.recomputed_bytes + self.rng_bytes + self.policy_bytes + self.input_bytes
+        return (self.baseline_held - self.recomputed_bytes + self.outside_ops_bytes + self.policy_bytes
+                + self.input_bytes)
 
     def text(self) -> str:
         mods = ", ".join(self.modules[:6]) + (f" and {len(self.modules) - 6} more" if len(self.modules) > 6 else "")
         return (f"baseline_0 holds {self.baseline_held} B at the end of forward; {self.recomputed_bytes} B of it "
                 f"({len(self.dropped)} tensor(s)) are made and saved only inside the {self.regions} region(s) "
                 f"this run recomputes ({mods or 'none'}); plus {self.input_bytes} B of region inputs the baseline "
-                f"lets go, {self.rng_bytes} B of RNG state and "
+                f"lets go, {self.outside_ops_bytes} B its forward allocated outside every op (RNG stashes) and "
                 f"{self.policy_bytes} B the run keeps there instead of recomputing "
                 f"({len(self.kept_not_recomputed)} tensor(s)): {self.bytes} B stated")
 
 
-def statement(baseline: MemoryMap, run: MemoryMap, baseline_held: int, rng_state_bytes: int) -> Statement:
+def statement(baseline: MemoryMap, run: MemoryMap, baseline_held: int) -> Statement:
     """The statement for `run` from `baseline`'s map (both maps of one
-    step each, the baseline's with saves=True)."""
+    step each, the baseline's with saves=True). Only op outputs are
+    activations: what the run's mapped forward allocated outside every op
+    (its live bytes at the end of forward less its map's, set by
+    mark_end_forward(live=...)) is its bookkeeping, RNG stashes first, and
+    is counted as it is."""
     roots = list(dict.fromkeys(run.regions))
     recomputed = set(run.recomputed_modules) | set(roots)
     inputs: dict[int, _Made] = {}
@@ -276,7 +292,7 @@ def statement(baseline: MemoryMap, run: MemoryMap, baseline_held: int, rng_state
     policy = [h for h in run.held()
               if _inside(h.module, recomputed) and (h.module, h.op, h.index) not in run.recomputed_keys
               and (h.module, h.op, h.index) not in base_keys]
-    return Statement(baseline_held, sum(h.nbytes for h in dropped), len(run.regions) * rng_state_bytes,
+    return Statement(baseline_held, sum(h.nbytes for h in dropped), run.outside_ops_bytes(),
                      len(run.regions), run.recomputed_ops, tuple(roots), dropped, policy,
                      sum(m.nbytes for m in extra_inputs))
 
