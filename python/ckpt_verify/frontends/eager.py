@@ -196,8 +196,8 @@ class Spec:
         # id(Run) -> the MemoryMap of its warm-up step (frontends/memory_map.py);
         # the baseline's, and baseline_0's measured held bytes, are what every
         # run's memory statement is drawn from.
-        self.maps: dict[int, memory_map.MemoryMap] = {}
-        self.baseline_map: memory_map.MemoryMap | None = None
+        self.maps: dict[int, memory_map.Summary] = {}
+        self.baseline_map: memory_map.Summary | None = None
         self.baseline_held: int | None = None
 
 
@@ -324,7 +324,6 @@ def warm_up(spec, run, run_name, watch=False):
         # judged from the compiler's own evidence instead.)
         existing = [t for _, t in params] + [t for _, t in buffers] + list(tensor_leaves(spec.batches[0], "").values())
         mapper = memory_map.MemoryMap(names, existing, saves=watch)
-        spec.maps[id(run)] = mapper
     if watch:
         watcher = probe.RecomputeProbe()
         with watcher, (mapper or contextlib.nullcontext()):
@@ -365,6 +364,8 @@ def warm_up(spec, run, run_name, watch=False):
             if mapper:
                 gc.collect()
                 mapper.after_backward()
+    if mapper:
+        spec.maps[id(run)] = memory_map.summarize(mapper)
     del model, params, buffers
     meter.sync()
     return meter.live() - before if meter.source else None
@@ -378,35 +379,18 @@ def statement_attrs(spec, run, baseline, held):
     forward, what its recompute did, and which of its tensors the statement
     says it should not hold (names for the judge's reason). Nothing when
     no map was taken (no meter) or the run is a plain control run."""
-    mapper = spec.maps.get(id(run))
-    if mapper is None or held is None:
+    summary = spec.maps.get(id(run))
+    if summary is None or held is None:
         return {}
     if baseline:
         if spec.baseline_held is None:
-            spec.baseline_map, spec.baseline_held = mapper, held
-        tensors = mapper.held()
-        return {"memory.map_tensors": len(tensors), "memory.map_bytes": sum(h.nbytes for h in tensors)}
+            spec.baseline_map, spec.baseline_held = summary, held
+        return {"memory.map_tensors": len(summary.held), "memory.map_bytes": sum(h.nbytes for h in summary.held)}
     if run.memory is None:
         return {"memory.control": 1}
     if spec.baseline_map is None:
         return {}
-    stmt = memory_map.statement(spec.baseline_map, mapper, spec.baseline_held)
-    still = memory_map.still_held(stmt, mapper)
-    dropped = {(h.module, h.op, h.index) for h in stmt.dropped}
-    after = mapper.kept_after()
-    kept = [h for h in after if (h.module, h.op, h.index) in dropped]  # activations, not bookkeeping
-    attrs = {"memory.stated_end_forward_bytes": stmt.bytes, "memory.recomputed_ops": stmt.recomputed_ops,
-             "memory.recompute_regions": stmt.regions, "memory.stated_recomputed_bytes": stmt.recomputed_bytes,
-             "memory.outside_ops_bytes": stmt.outside_ops_bytes,
-             "memory.still_held_bytes": sum(h.nbytes for h in still),
-             "memory.kept_after_backward_bytes": sum(h.nbytes for h in kept),
-             "memory.kept_other_after_backward_bytes": sum(h.nbytes for h in after) - sum(h.nbytes for h in kept),
-             "memory_statement": stmt.text()}
-    if still:
-        attrs["memory_still_held"] = memory_map.describe(still)
-    if kept:
-        attrs["memory_kept"] = memory_map.describe(kept)
-    return attrs
+    return memory_map.statement_attrs(spec.baseline_map, summary, spec.baseline_held)
 
 
 def train(spec, run, sink, baseline=False):

@@ -232,6 +232,35 @@ def _inside(path: str, roots) -> bool:
     return any(path == r or path.startswith(r + ".") for r in roots)
 
 
+Key = tuple[str, str, int]   # (module, op, index): one storage a step's forward made
+
+
+@dataclasses.dataclass
+class Summary:
+    """A map once its step is done, as plain data (it crosses processes:
+    a distributed rank's map goes to the launcher)."""
+    held: list[Held]
+    inputs: dict[str, dict[Key, int]]   # module path -> {its inputs made by forward ops: bytes}
+    regions: list[str]
+    recomputed_modules: set[str]
+    recomputed_keys: set[Key]
+    recomputed_ops: int
+    kept: list[Held]
+    outside_ops_bytes: int
+
+
+def _key(h) -> Key:
+    return (h.module, h.op, h.index)
+
+
+def summarize(m: MemoryMap) -> Summary:
+    held = [dataclasses.replace(h, made=None) for h in m.held()]
+    inputs = {path: {(x.module, x.op, x.index): x.nbytes for x in made.values()}
+              for path, made in m.module_inputs.items()}
+    return Summary(held, inputs, list(m.regions), set(m.recomputed_modules), set(m.recomputed_keys),
+                   m.recomputed_ops, m.kept_after(), m.outside_ops_bytes())
+
+
 @dataclasses.dataclass
 class Statement:
     """What a correct checkpoint of a run's recomputed regions holds at the
@@ -257,7 +286,7 @@ class Statement:
 
     def text(self) -> str:
         mods = ", ".join(self.modules[:6]) + (f" and {len(self.modules) - 6} more" if len(self.modules) > 6 else "")
-        return (f"baseline_0 holds {self.baseline_held} B at the end of forward; {self.recomputed_bytes} B of it "
+        return (f"the baseline holds {self.baseline_held} B at the end of forward; {self.recomputed_bytes} B of it "
                 f"({len(self.dropped)} tensor(s)) are made and saved only inside the {self.regions} region(s) "
                 f"this run recomputes ({mods or 'none'}); plus {self.input_bytes} B of region inputs the baseline "
                 f"lets go, {self.outside_ops_bytes} B its forward allocated outside every op (RNG stashes) and "
@@ -265,43 +294,60 @@ class Statement:
                 f"({len(self.kept_not_recomputed)} tensor(s)): {self.bytes} B stated")
 
 
-def statement(baseline: MemoryMap, run: MemoryMap, baseline_held: int) -> Statement:
-    """The statement for `run` from `baseline`'s map (both maps of one
-    step each, the baseline's with saves=True). Only op outputs are
-    activations: what the run's mapped forward allocated outside every op
-    (its live bytes at the end of forward less its map's, set by
-    mark_end_forward(live=...)) is its bookkeeping, RNG stashes first, and
-    is counted as it is."""
+def statement(baseline: Summary, run: Summary, baseline_held: int) -> Statement:
+    """The statement for `run` from `baseline`'s map (summaries of one
+    mapped step each, the baseline's taken with saves=True). Only op
+    outputs are activations: what the run's mapped forward allocated
+    outside every op (its live bytes at the end of forward less its map's)
+    is its bookkeeping, RNG stashes first, and is counted as it is."""
     roots = list(dict.fromkeys(run.regions))
     recomputed = set(run.recomputed_modules) | set(roots)
-    inputs: dict[int, _Made] = {}
+    inputs: dict[Key, int] = {}
     for root in roots:
-        inputs.update(baseline.module_inputs.get(root, {}))
-    held = baseline.held()
-    dropped = [h for h in held
-               if (h.module, h.op, h.index) in run.recomputed_keys and h.saved_by
-               and all(_inside(s, recomputed) for s in h.saved_by) and id(h.made) not in inputs]
+        inputs.update(baseline.inputs.get(root, {}))
+    held_keys = {_key(h) for h in baseline.held}
+    dropped = [h for h in baseline.held
+               if _key(h) in run.recomputed_keys and h.saved_by
+               and all(_inside(s, recomputed) for s in h.saved_by) and _key(h) not in inputs]
     # A region keeps its inputs; one the baseline let go before the end of
     # forward (it saved a copy, say) is held by the checkpoint alone.
-    held_ids = {id(h.made) for h in held}
-    extra_inputs = [m for k, m in inputs.items() if k not in held_ids]
+    extra_inputs = sum(nbytes for k, nbytes in inputs.items() if k not in held_keys)
     # What the run keeps instead of recomputing (a selective policy's saves):
     # made inside a recomputed region, not made again by its recompute, and
     # not held by the plain baseline (which already counts what it holds).
-    base_keys = {(h.module, h.op, h.index) for h in baseline.held()}
-    policy = [h for h in run.held()
-              if _inside(h.module, recomputed) and (h.module, h.op, h.index) not in run.recomputed_keys
-              and (h.module, h.op, h.index) not in base_keys]
-    return Statement(baseline_held, sum(h.nbytes for h in dropped), run.outside_ops_bytes(),
-                     len(run.regions), run.recomputed_ops, tuple(roots), dropped, policy,
-                     sum(m.nbytes for m in extra_inputs))
+    policy = [h for h in run.held
+              if _inside(h.module, recomputed) and _key(h) not in run.recomputed_keys and _key(h) not in held_keys]
+    return Statement(baseline_held, sum(h.nbytes for h in dropped), run.outside_ops_bytes,
+                     len(run.regions), run.recomputed_ops, tuple(roots), dropped, policy, extra_inputs)
 
 
-def still_held(stmt: Statement, run: MemoryMap) -> list[Held]:
+def statement_attrs(baseline: Summary, run: Summary, baseline_held: int) -> dict:
+    """The run's statement as report attributes (docs/schema.md, "Memory
+    statement of a user's run"), with the names of what it should not hold
+    and of the recomputed activations it kept after backward."""
+    stmt = statement(baseline, run, baseline_held)
+    still = still_held(stmt, run)
+    dropped = {_key(h) for h in stmt.dropped}
+    kept = [h for h in run.kept if _key(h) in dropped]  # activations, not bookkeeping
+    attrs = {"memory.stated_end_forward_bytes": stmt.bytes, "memory.recomputed_ops": stmt.recomputed_ops,
+             "memory.recompute_regions": stmt.regions, "memory.stated_recomputed_bytes": stmt.recomputed_bytes,
+             "memory.outside_ops_bytes": stmt.outside_ops_bytes,
+             "memory.still_held_bytes": sum(h.nbytes for h in still),
+             "memory.kept_after_backward_bytes": sum(h.nbytes for h in kept),
+             "memory.kept_other_after_backward_bytes": sum(h.nbytes for h in run.kept) - sum(h.nbytes for h in kept),
+             "memory_statement": stmt.text()}
+    if still:
+        attrs["memory_still_held"] = describe(still)
+    if kept:
+        attrs["memory_kept"] = describe(kept)
+    return attrs
+
+
+def still_held(stmt: Statement, run: Summary) -> list[Held]:
     """The run's tensors alive at the end of forward that the statement
     says a checkpoint recomputes (matched by module, op and occurrence)."""
-    dropped = {(h.module, h.op, h.index) for h in stmt.dropped}
-    return sorted((h for h in run.held() if (h.module, h.op, h.index) in dropped), key=lambda h: -h.nbytes)
+    dropped = {_key(h) for h in stmt.dropped}
+    return sorted((h for h in run.held if _key(h) in dropped), key=lambda h: -h.nbytes)
 
 
 def describe(tensors: list[Held], limit: int = 400) -> str:
@@ -316,13 +362,13 @@ def describe(tensors: list[Held], limit: int = 400) -> str:
     return f"{len(tensors)} tensor(s), {total} B: " + ", ".join(parts) if tensors else ""
 
 
-def write_map(file, mapper: MemoryMap, run: str) -> None:
+def write_map(file, summary: Summary, run: str) -> None:
     """The baseline's map into the report at /memory_map (docs/schema.md):
     one row per storage alive at the end of its forward, in the order the
     ops made them: module, op, index, bytes, saved_by (';'-joined)."""
     import h5py
     import numpy as np
-    held = mapper.held()
+    held = summary.held
     group = file.require_group("memory_map")
     group.attrs["run"] = run
     group.attrs["step"] = "the warm-up step (unrecorded), batch 1"
