@@ -73,8 +73,8 @@ class DistRun(Run):
                          apply_activation_checkpointing after wrapping)"""
 
     def __init__(self, prepare: Callable | None = None, step: Callable | None = None, *, options: dict | None = None,
-                 wrap: Callable | None = None, after_wrap: Callable | None = None):
-        self.prepare, self.step = prepare, step
+                 wrap: Callable | None = None, after_wrap: Callable | None = None, memory: str | None = "judged"):
+        self.prepare, self.step, self.memory = prepare, step, memory
         self.options, self.wrap, self.after_wrap = dict(options or {}), wrap, after_wrap
         for what, fn in (("prepare", prepare), ("step", step), ("wrap", wrap), ("after_wrap", after_wrap)):
             if fn is not None and not callable(fn):
@@ -84,7 +84,7 @@ class DistRun(Run):
 def as_dist_run(run: Run) -> DistRun:
     if isinstance(run, DistRun):
         return run
-    return DistRun(prepare=run.prepare, step=run.step)
+    return DistRun(prepare=run.prepare, step=run.step, memory=getattr(run, "memory", "judged"))
 
 
 class Config:
@@ -285,11 +285,21 @@ def _kill_group(procs):
         p.join(timeout=10)
 
 
+# A run's statement, per rank: never reduced to a maximum over ranks.
+STATEMENT_ATTRS = ("memory.stated_end_forward_bytes", "memory.recomputed_ops", "memory.recompute_regions",
+                   "memory.stated_recomputed_bytes", "memory.outside_ops_bytes", "memory.still_held_bytes",
+                   "memory.kept_after_backward_bytes", "memory.kept_other_after_backward_bytes")
+
+
 def _assemble(record, results, cfg):
     """One RunRecord from the ranks' results: rank 0's global view first
     (what the judge compares with the single-process runs), then each
     rank's tensors and figures under ranks/<r>/."""
     record.tensors.update(results[0]["global"])
+    # Each rank's memory map (DDP): the first baseline's are every later
+    # run's statement basis, rank by rank (train_all keeps them).
+    record.memory_maps = [res.get("memory_map") for res in results]
+    texts = {}
     # No checks/step_start_bytes (the judge's leak check): a rank's live
     # bytes as a step starts include the process group's in-flight work,
     # whose buffers are freed when gloo's threads let go of them. Two
@@ -300,12 +310,25 @@ def _assemble(record, results, cfg):
             if not key.startswith("checks/"):
                 record.tensors[f"ranks/{rank}/{key}"] = t
         for key, value in res["attrs"].items():
+            if key.startswith("memory_"):  # the statement's names: the worst rank's, below
+                continue
             if value is not None:
                 record.attrs[f"ranks/{rank}/{key}"] = value
     for key in results[0]["attrs"]:
         values = [res["attrs"].get(key) for res in results if res["attrs"].get(key) is not None]
+        if key in STATEMENT_ATTRS:
+            continue  # judged rank by rank (ranks/<r>/memory), never as a maximum over ranks
         if values and (key.startswith("memory.") or key.startswith("timing.")):
             record.attrs[key] = max(values)  # the rank that needs most bounds the job
+    stated = [(res["attrs"].get("memory.end_forward_bytes", 0) - res["attrs"]["memory.stated_end_forward_bytes"],
+               rank, res["attrs"]) for rank, res in enumerate(results)
+              if res["attrs"].get("memory.stated_end_forward_bytes") is not None]
+    if stated:
+        _, rank, worst = max(stated, key=lambda s: s[0])
+        for key in ("memory_statement", "memory_still_held", "memory_kept"):
+            if worst.get(key):
+                texts[key] = f"rank {rank}: {worst[key]}"[:500]
+    record.attrs.update(texts)
     record.attrs["world_size"] = cfg.world_size
     record.attrs["parallel"] = cfg.parallel
     record.attrs["backend"] = cfg.backend
@@ -352,6 +375,8 @@ def train_all(spec, cfg: Config, baseline: Run, runs: dict, noise_runs: int, rec
         rec = launch(spec, cfg, plain, f"{fam}_{k}")
         if "outcome" in rec.attrs:
             raise RunError(f"the plain distributed baseline failed: {rec.attrs['message']}")
+        if k == 0 and any(getattr(rec, "memory_maps", None) or []):
+            spec.dist_baseline_maps = {r: m for r, m in enumerate(rec.memory_maps) if m is not None}
         recorder.add(rec, {"producer": f"ckpt_verify distributed ({cfg.parallel}, {cfg.backend})"})
         bases.append(rec.name)
         del rec

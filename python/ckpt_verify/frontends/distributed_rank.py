@@ -17,6 +17,7 @@ Seeding: every rank builds the model after seeding with the run's seed
 (identical parameters on every rank, as a data-parallel trainer starts);
 then its random stream is seeded with seed + rank, so dropout draws its own
 masks on every rank (per-rank RNG), the same masks in every run."""
+import contextlib
 import datetime
 import gc
 import os
@@ -28,6 +29,7 @@ import torch
 import torch.distributed as dist
 
 from ..errors import RunError
+from . import memory_map
 from .eager import _backward, _call, check_loss, check_same_model, seed_all
 
 # Names wrappers add to the plain model's parameter names.
@@ -161,13 +163,16 @@ def rank_context() -> "RankContext | None":
     return _context
 
 
-def build(spec, cfg, run, rank, say):
-    """(wrapped model, {wrapped name: plain name}, plain params)."""
+def build(spec, cfg, run, rank, say, module_names=None):
+    """(wrapped model, {wrapped name: plain name}, plain params); fills
+    module_names, when given, with {id(module): path} of the plain model."""
     seed_all(spec.seed)
     model = spec.model_fn()
     model.train()
     check_same_model(spec.reference, model, cfg.run_name)
     plain_params = list(model.named_parameters())
+    if module_names is not None:
+        module_names.update((id(m), n) for n, m in model.named_modules() if n)
     if run.prepare is not None:
         say("prepare(model)")
         model = run.prepare(model) or model
@@ -192,14 +197,34 @@ def train_rank(spec, cfg, run, rank, world, say):
     meter, measured = spec.meter, spec.meter.source is not None
     before_warm = meter.live() if measured else 0
     say("warm-up step")
-    model, names, _ = build(spec, cfg, run, rank, say)
+    modules: dict[int, str] = {}
+    model, names, plain_params = build(spec, cfg, run, rank, say, modules)
     seed_all(spec.seed + rank)
+    batch = local_slice(spec.batches[0], rank, world)
+    # This rank's memory map of its warm-up step (frontends/memory_map.py):
+    # DDP only (FSDP's sharded parameters and DTensors are not mapped yet).
+    maps = measured and cfg.parallel == "ddp" and spec.device.type in ("cpu", "cuda")
+    bases = getattr(spec, "dist_baseline_maps", None)
+    mapper = memory_map.MemoryMap(modules, [p for _, p in plain_params] + [b for b in model.buffers()]
+                                  + list(_tensor_leaves(batch)), saves=bases is None) if maps else None
     say("warm-up step: forward")
-    loss = _call(run.step, model, local_slice(spec.batches[0], rank, world), cfg.run_name, 0)
-    check_loss(loss, cfg.run_name, 0)
-    say("warm-up step: backward")
-    _backward(loss, cfg.run_name, 0)
-    del loss, model
+    with mapper or contextlib.nullcontext():
+        before_forward = meter.live() if measured else 0
+        loss = _call(run.step, model, batch, cfg.run_name, 0)
+        check_loss(loss, cfg.run_name, 0)
+        if mapper:
+            mapper.mark_end_forward(meter.live() - before_forward)
+        say("warm-up step: backward")
+        grad = torch.ones_like(loss)
+        if mapper:
+            mapper.backward_starts()
+        _backward(loss, cfg.run_name, 0, grad)
+        del loss, grad
+        gc.collect()
+        if mapper:
+            mapper.after_backward()
+    summary = memory_map.summarize(mapper) if mapper else None
+    del model, mapper
     gc.collect()
     one_time = meter.live() - before_warm if measured else None
 
@@ -284,13 +309,32 @@ def train_rank(spec, cfg, run, rank, world, say):
     if measured:
         attrs.update({f"memory.{k}": v for k, v in mem.items()})
         attrs["memory.one_time_bytes"] = one_time
+    if summary is not None and "end_forward_bytes" in mem:
+        if bases is not None and rank in bases and not cfg.run_name.startswith(f"{cfg.parallel}_baseline_"):
+            if getattr(run, "memory", "judged") is None:
+                attrs["memory.control"] = 1
+            else:
+                base_summary, base_held = bases[rank]
+                attrs.update(memory_map.statement_attrs(base_summary, summary, base_held))
     attrs["timing.forward_ms"] = statistics.median(fwd_ms)
     attrs["timing.backward_ms"] = statistics.median(bwd_ms)
     attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(fwd_ms, bwd_ms))
     attrs["collectives.forward_all_gathers"] = gathers[0][0]
     attrs["collectives.backward_all_gathers"] = gathers[0][1]
     attrs["collectives.all_gather_bytes"] = gathers[0][2]
-    return {"tensors": tensors, "attrs": attrs, "global": glob}
+    return {"tensors": tensors, "attrs": attrs, "global": glob,
+            "memory_map": (summary, mem.get("end_forward_bytes")) if summary is not None else None}
+
+
+def _tensor_leaves(obj):
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (tuple, list)):
+        for o in obj:
+            yield from _tensor_leaves(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensor_leaves(o)
 
 
 def rank_main(spec, cfg, run, rank, world, port, conn, folder):
