@@ -232,8 +232,6 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
     progress = progress_mod.for_stderr(runs_hint=est.runs_best)
     progress.note(est.line())
     spec = Spec(model_fn, batches, steps, seed, lr, dev, meter, reference, progress)
-    # What every run's copy of the batches must still be after the run.
-    spec.batch_sums = batch_checksums(batches)
 
     framework = f"pytorch {torch.__version__}"
     if dev.type == "xla":
@@ -360,19 +358,21 @@ def check_same_tensors(recorder: Recorder, first: str, other: str) -> None:
             f"random.Random() or np.random.default_rng() of its own, no clock, no counter kept across runs)")
 
 
-def _own_batches(spec: Spec) -> Spec:
-    """The spec one run trains with: every field shared but the batches, of
-    which the run gets its own copy (copy_batch): what a run does to its
-    batch, requires_grad included, reaches no other run."""
+def _own_batches(spec: Spec) -> tuple[Spec, dict]:
+    """(the spec one run trains with, the batches' checksums): every field
+    shared but the batches, of which the run gets its own copy
+    (copy_batch), so what a run does to its batch, requires_grad included,
+    reaches no other run. The checksums (CRC-32 of every batch tensor,
+    batch_checksums) are what the copy must still hold after the run."""
     own = copy.copy(spec)
     own.batches = [copy_batch(b) for b in spec.batches]
-    return own
+    return own, batch_checksums(spec.batches)
 
 
-def _changed_batches(spec: Spec, own: Spec, run_name: str) -> str | None:
+def _changed_batches(before: dict, own: Spec, run_name: str) -> str | None:
     """The message for a run that changed its copy of the batches in place
-    (CRC-32 of every batch tensor before and after), or None."""
-    what = changed_batch(spec.batch_sums, own.batches)
+    (their checksums before and after the run), or None."""
+    what = changed_batch(before, own.batches)
     return None if what is None else (
         f"run {run_name} changed {what}: a step must leave its batch as it found it (a training loop that "
         f"reuses the batch, for gradient accumulation or a retry, would train on the changed one; each run "
@@ -385,10 +385,10 @@ def _train_baseline(spec: Spec, baseline: Run, k: int, recorder: Recorder, train
     does one that changes its batches in place (BadInput: every run would
     be compared on an input that the plain step itself does not keep)."""
     writer = recorder.begin_run(_baseline_name(k))
-    own = _own_batches(spec)
+    own, before = _own_batches(spec)
     try:
         train(own, baseline, writer, baseline=True)
-        changed = _changed_batches(spec, own, _baseline_name(k))
+        changed = _changed_batches(before, own, _baseline_name(k))
         if changed:
             raise BadInput(f"the plain baseline changes its batch: {changed}")
     except BaseException:
@@ -422,7 +422,7 @@ def _train_or_error(spec: Spec, run: Run, run_name: str, recorder: Recorder,
     removes the run from the file before it propagates, so no run is left
     half-written."""
     writer = recorder.begin_run(run_name)
-    own = _own_batches(spec)
+    own, before = _own_batches(spec)
     try:
         (train or train_eager)(own, run, writer)
     except RunError as e:
@@ -434,7 +434,7 @@ def _train_or_error(spec: Spec, run: Run, run_name: str, recorder: Recorder,
     except BaseException:
         writer.abort()
         raise
-    changed = _changed_batches(spec, own, run_name)
+    changed = _changed_batches(before, own, run_name)
     if changed:  # judged ERROR with this message; a run that raised says so first
         writer.attrs["message"] = f"{writer.attrs['message']}; {changed}" if "outcome" in writer.attrs else changed
         writer.attrs["outcome"] = "error"

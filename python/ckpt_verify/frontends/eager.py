@@ -64,7 +64,10 @@ def copy_batch(obj):
     anything else is shared. A run that sets requires_grad on its input or
     changes it in place does so on its copy, never on the next run's."""
     if isinstance(obj, torch.Tensor):
-        copy = obj.detach().clone()
+        if obj.device.type in ("cpu", "cuda"):
+            copy = obj.detach().clone()
+        else:  # a lazy device (XLA): through the host, so no clone joins the step's compiled graph
+            copy = obj.detach().cpu().to(obj.device)
         return copy.requires_grad_() if obj.requires_grad else copy
     if isinstance(obj, tuple):
         return tuple(copy_batch(o) for o in obj)
