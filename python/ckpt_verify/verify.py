@@ -7,6 +7,7 @@ BadInput, before any training. The Report is a read-only mapping of run name
 to verdict whose truth is `.ok`, so `assert verify(...)` is a real check."""
 import copy
 import gc
+import importlib.util
 import math
 import os
 import re
@@ -114,11 +115,10 @@ def _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, 
     except (RuntimeError, TypeError) as e:
         raise BadInput(f"device {device!r}: {e}") from e
     if dev.type == "xla":
-        try:
-            import torch_xla  # noqa: F401 - only whether it is there
-        except ImportError as e:
+        # Looked up, not imported: frontends/xla.py sets XLA_HLO_DEBUG before torch_xla is imported.
+        if importlib.util.find_spec("torch_xla") is None:
             raise MissingFrontend(f"device={device!r} needs torch_xla: run it with scripts/python-xla "
-                                  f"(docs/xla.md; here: {e})") from None
+                                  f"(docs/xla.md; this Python, {sys.executable}, has no torch_xla)")
         xla = _xla()
         xla.start()
         dev = xla.device()
@@ -345,8 +345,9 @@ def check_same_tensors(recorder: Recorder, first: str, other: str) -> None:
     one of them recorded."""
     f = recorder.file
     a, b = result_paths(f[f"runs/{first}"]), result_paths(f[f"runs/{other}"])
-    only_a = [p for p in a if p not in set(b)]
-    only_b = [p for p in b if p not in set(a)]
+    in_a, in_b = set(a), set(b)
+    only_a = [p for p in a if p not in in_b]
+    only_b = [p for p in b if p not in in_a]
     if only_a or only_b:
         path, has, lacks = (only_a[0], first, other) if only_a else (only_b[0], other, first)
         more = len(only_a) + len(only_b) - 1
