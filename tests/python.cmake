@@ -77,7 +77,10 @@ add_test(NAME lint.ruff
 set_tests_properties(lint.ruff PROPERTIES LABELS "lint;python" SKIP_RETURN_CODE 77)
 
 # pytest specifications of the Python API (tests/python/test_*.py): the
-# Report's truthiness, mapping and repr; up-front refusals; temporary reports.
+# Report's truthiness, mapping and repr; up-front refusals; temporary reports;
+# the CLI's exit statuses (test_cli_contract), the writer's room on a full or
+# read-only disk (test_report_room), runs isolated on their own batches
+# (test_run_isolation) and every generator seeded (test_reproducible_steps).
 add_test(NAME python.pytest
   COMMAND ${CKPT_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/python
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})

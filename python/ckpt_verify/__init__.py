@@ -20,9 +20,11 @@ from .errors import (
     BadRunName,
     CheckpointInBaseline,
     JudgeError,
+    MissingFrontend,
     ModelNotReproducible,
     NameCollision,
     NonScalarLoss,
+    ReportNotWritable,
     RunError,
     VerificationFailed,
     VerifyError,
@@ -32,7 +34,8 @@ from .report import Report
 
 __all__ = ["Report", "Verdict", "find_judge",
            "VerifyError", "BadInput", "NonScalarLoss", "ModelNotReproducible", "NameCollision", "BadRunName",
-           "RunError", "JudgeError", "VerificationFailed", "CheckpointInBaseline"]
+           "RunError", "JudgeError", "VerificationFailed", "CheckpointInBaseline", "MissingFrontend",
+           "ReportNotWritable"]
 
 # The torch API. The JAX environment (env/jax-requirements.txt) has no
 # torch: there the package is the recorder, the schema, the judge and the

@@ -1,13 +1,18 @@
 """Exceptions of ckpt_verify. BadInput and its subclasses mean "your
-inputs are wrong, nothing was written" (the CLI exits 2); JudgeError means
-the C judge could not give verdicts (exit 3). A checkpointed run that
-raises is not an exception of verify(): it is recorded with outcome=error
-and judged ERROR, as the harness does; only a baseline that raises stops
-verify() with RunError (nothing written; the CLI exits 2)."""
+inputs (or the place given for the report) cannot be verified, nothing was
+left behind" (the CLI exits 2); JudgeError means the C judge could not give
+verdicts (exit 3). A checkpointed run that raises is not an exception of
+verify(): it is recorded with outcome=error and judged ERROR, as the
+harness does; only a baseline that raises stops verify() with RunError
+(nothing written; the CLI exits 2). Every message is one line that says
+what and where; `.traceback`, where set, is the full Python traceback of
+the user's code that raised (`python -m ckpt_verify --verbose` prints it)."""
 
 
 class VerifyError(Exception):
     """Base of every error ckpt_verify raises on purpose."""
+
+    traceback: str | None = None
 
 
 class BadInput(VerifyError):
@@ -43,12 +48,25 @@ class CheckpointInBaseline(BadInput):
     baseline is not plain. Give the checkpoint as a run (Run(prepare=...))."""
 
 
+class MissingFrontend(BadInput):
+    """The framework a device or frontend needs is not installed in this
+    Python (device='xla' needs torch_xla, verify_jax needs jax): the message
+    names the script of the environment that has it (scripts/python-xla,
+    scripts/python-jax)."""
+
+
+class ReportNotWritable(BadInput):
+    """The report cannot be written where out= points: a read-only or full
+    file system, a file size limit (RLIMIT_FSIZE, `ulimit -f`), no
+    permission. Room is reserved before each write (recorder.py), so this is
+    raised before HDF5 meets the full disk; the temporary file is removed
+    and a previous report at the path is left as it was."""
+
+
 class RunError(VerifyError):
     """A run raised while training; the message names the run and the step,
     .traceback holds the full traceback of what raised (or None).
     Raised out of verify() only for a baseline (the plain step must run)."""
-
-    traceback: str | None = None
 
 
 class JudgeError(VerifyError):

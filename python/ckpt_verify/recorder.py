@@ -21,21 +21,38 @@ creates carries `crc32` (zlib CRC-32 of the stored bytes, int64). So a run
 that is bitwise its reference adds almost no bytes, and the writer knows,
 without keeping anything, whether the run was (RunWriter.identical).
 
-A new report is written under a temporary name ("<path>.tmp") and renamed
-into place by commit(): a failure, or leaving the `with` block by an
-exception, leaves any previous file at the path untouched. Appending to an
-existing report (Recorder.append) writes in place and refuses a run name
-the file already has, before writing anything."""
+A new report is written under a temporary name of its own
+("<path>.XXXXXXXX.tmp", made by tempfile in the report's directory, so two
+recorders writing to one path never open one file) and renamed into place
+by commit(): a failure, or leaving the `with` block by an exception, removes
+the temporary and leaves any previous file at the path untouched. Appending
+to an existing report (Recorder.append) writes in place and refuses a run
+name the file already has, before writing anything.
+
+Room on disk is reserved before each write, as the C writer does
+(harness/storage/disk_room.c): HDF5 cannot recover from a write that fails
+on a full disk (it reports "Disable slist on flush dest failure failed ...
+errno = 28" and leaves the file half-closed). Before a dataset is written,
+the file's end plus the data plus a margin for HDF5's metadata (256 KiB and
+1/64 of the file) must fit under the file size limit (RLIMIT_FSIZE) and be
+reserved on disk (fallocate without changing the size; where the file
+system has no fallocate, the free space statvfs reports must hold it). A
+report that does not fit, and a directory it cannot be created in, is
+ReportNotWritable (a BadInput) with one line naming the file and the
+reason; nothing is left behind."""
 import ctypes
+import errno
 import os
+import resource
+import tempfile
 import time
 from typing import TYPE_CHECKING
 
 import h5py
 import numpy as np
 
-from .errors import BadInput
-from .schema import SCHEMA_VERSION, attr_text, host_array, set_attr, write_array, write_attrs, write_tensor
+from .errors import BadInput, ReportNotWritable
+from .schema import SCHEMA_VERSION, attr_text, host_array, set_attr, write_array, write_attrs
 
 if TYPE_CHECKING:  # the recorder itself needs no torch (the JAX frontend has none)
     import torch
@@ -75,6 +92,79 @@ def _libc_memcmp():
 
 
 _MEMCMP = _libc_memcmp()  # a constant: libc's memcmp (several GB/s), or None
+
+
+# Metadata HDF5 may still write after the last data (object headers,
+# B-trees, heaps at flush), kept free beyond every reservation: a fixed
+# part and a part proportional to the file (harness/storage/disk_room.h).
+ROOM_MARGIN_BYTES = 256 << 10
+ROOM_MARGIN_SHARE = 64
+_FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
+
+
+def _libc_fallocate():
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).fallocate
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
+    return fn
+
+
+_FALLOCATE = _libc_fallocate()  # Linux's fallocate(2), or None
+
+
+def _size_limit() -> int | None:
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+class DiskRoom:
+    """Room on disk reserved for a file before HDF5 writes into it
+    (harness/storage/disk_room.c, the same rule): ensure(end) makes sure the
+    file can grow to `end` bytes plus the margin, or raises
+    ReportNotWritable while nothing has been handed to HDF5. Reserves in
+    steps of at least 1/8 of the file, so many small writes cost few system
+    calls; release() gives back what was reserved past the file's end."""
+
+    def __init__(self, fd: int, name: str):
+        self.fd, self.name, self.reserved = fd, name, 0
+        self.size_limit = _size_limit()
+
+    def _refuse(self, code: int, need: int) -> ReportNotWritable:
+        return ReportNotWritable(f"{self.name}: cannot write the report: {os.strerror(code)} (room for {need} bytes "
+                                 f"is reserved before each write, HDF5's metadata included; nothing is left "
+                                 f"behind)")
+
+    def ensure(self, end: int) -> None:
+        need = end + ROOM_MARGIN_BYTES + end // ROOM_MARGIN_SHARE
+        if self.size_limit is not None and need > self.size_limit:
+            raise self._refuse(errno.EFBIG, need)
+        if need <= self.reserved:
+            return
+        target = need + need // 8
+        if self.size_limit is not None:
+            target = min(target, self.size_limit)
+        code = errno.EOPNOTSUPP
+        if _FALLOCATE is not None:
+            code = 0 if _FALLOCATE(self.fd, _FALLOC_FL_KEEP_SIZE, 0, target) == 0 else ctypes.get_errno()
+        if code in (errno.EOPNOTSUPP, errno.ENOSYS):
+            # No reservation here: the free space must at least hold it now.
+            vfs, size = os.fstatvfs(self.fd), os.fstat(self.fd).st_size
+            if size + vfs.f_bavail * vfs.f_frsize < need:
+                raise self._refuse(errno.ENOSPC, need)
+        elif code:
+            raise self._refuse(code, need)
+        self.reserved = target
+
+    def release(self) -> None:
+        """Punching past the end frees what KEEP_SIZE reserved; a file system
+        without it keeps the blocks until the file is removed."""
+        size = os.fstat(self.fd).st_size
+        if _FALLOCATE is not None and self.reserved > size:
+            _FALLOCATE(self.fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, size, self.reserved - size)
+        self.reserved = 0
 
 
 def _bytes_equal(a: np.ndarray, b: np.ndarray) -> bool:
@@ -117,12 +207,13 @@ class RunWriter:
             self._results.add(path)
         ref = self._ref.get(path) if self._ref is not None else None
         if isinstance(ref, h5py.Dataset) and self._same(ref, data, kind):
+            self._recorder.reserve(0)  # a link adds metadata only: the margin
             self._group[path] = ref  # a hard link: h5py and h5dump read it as a dataset
             self.linked_bytes += data.nbytes
             return
         if not fact:
             self._differs = True
-        write_array(self._group, path, data, kind)
+        self._recorder.write(self._group, path, data, kind)
         self.new_bytes += data.nbytes
 
     @staticmethod
@@ -150,6 +241,7 @@ class RunWriter:
         """Writes the run's attributes (self.attrs, then extra_attrs): the
         run is complete."""
         try:
+            self._recorder.reserve(0)
             write_attrs(self._group, self.attrs)
             for key, value in (extra_attrs or {}).items():
                 set_attr(self._group, key, value)
@@ -159,10 +251,13 @@ class RunWriter:
         self.open = False
 
     def abort(self) -> None:
-        """Removes the run from the file: no half-written run is left."""
+        """Removes the run from the file: no half-written run is left. After
+        a write HDF5 refused, the file is not touched again: the recorder
+        removes all of it."""
         if self.open:
             self.open = False
-            del self._recorder.file[f"runs/{self.name}"]
+            if not self._recorder.broken:
+                del self._recorder.file[f"runs/{self.name}"]
 
 
 def result_paths(group: h5py.Group) -> list:
@@ -196,50 +291,105 @@ def same_results(file: h5py.File, a: str, b: str, skip: tuple = ()) -> bool:
     return True
 
 
+def _hdf5_failure(path: str, e: BaseException) -> ReportNotWritable:
+    """One line for a write HDF5 refused in spite of the reservation (an I/O
+    error, a file system that lied about its room): its errno's words where
+    HDF5 gives one, else the last line of its error stack."""
+    code = getattr(e, "errno", None)
+    text = os.strerror(code) if code else str(e).strip().split("\n")[-1]
+    return ReportNotWritable(f"{path}: cannot write the report: {text}; nothing is left behind")
+
+
 class Recorder:
     """Streams runs into one report; use as a context manager."""
 
-    def __init__(self, path: str, file: h5py.File, final_path: str | None):
+    def __init__(self, path: str, file: h5py.File, final_path: str | None, fd: int | None = None):
         self.path, self._file, self._final = path, file, final_path
+        self._fd = fd
+        self._room = DiskRoom(fd, final_path or path) if fd is not None else None
+        self.broken = False  # a write failed inside HDF5: the file is only closed and removed
+
+    def reserve(self, nbytes: int) -> None:
+        """Room for `nbytes` more data past the file's end (plus the margin
+        for metadata), before they are handed to HDF5; ReportNotWritable
+        when there is none."""
+        if self._room is not None:
+            self._room.ensure(self._file.id.get_filesize() + nbytes)
+
+    def write(self, group: h5py.Group, path: str, data: np.ndarray, kind: str) -> None:
+        """A new dataset (schema.write_array), its room reserved first; a
+        write that HDF5 refuses anyway is ReportNotWritable, in one line."""
+        self.reserve(data.nbytes)
+        try:
+            write_array(group, path, data, kind)
+        except (OSError, RuntimeError) as e:
+            self.broken = True
+            raise _hdf5_failure(self._final or self.path, e) from e
 
     @classmethod
     def create(cls, path: str, root_attrs: dict, case_attrs: dict | None = None, inputs: dict | None = None,
                params_init: dict | None = None, copy_from: h5py.File | None = None) -> "Recorder":
-        """A new report at `path` (written as path + ".tmp" until commit()).
-        /case, /inputs and /params_init come from the arguments, or are
-        copied whole from `copy_from` (a report whose case is re-run)."""
-        tmp = path + ".tmp"
-        f = h5py.File(tmp, "w", track_order=True)
-        rec = cls(tmp, f, path)
+        """A new report at `path` (written as path.XXXXXXXX.tmp, a name of its
+        own, until commit()). /case, /inputs and /params_init come from the
+        arguments, or are copied whole from `copy_from` (a report whose case
+        is re-run). A directory the file cannot be made in, or a disk
+        without room, is ReportNotWritable; no temporary is left."""
+        directory, base = os.path.split(os.path.abspath(path))
         try:
+            fd, tmp = tempfile.mkstemp(prefix=f"{base}.", suffix=".tmp", dir=directory)
+        except OSError as e:
+            raise ReportNotWritable(f"{path}: cannot write the report: cannot create a file in {directory}: "
+                                    f"{e.strerror}") from None
+        rec = None
+        try:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(fd, 0o666 & ~umask)  # a report is an ordinary file, not mkstemp's 0600
+            try:
+                f = h5py.File(tmp, "w", track_order=True)
+            except OSError as e:
+                raise _hdf5_failure(path, e) from e
+            rec = cls(tmp, f, path, fd)
+            rec.reserve(0)
             set_attr(f, "schema_version", SCHEMA_VERSION)
             for key, value in root_attrs.items():
                 set_attr(f, key, value)
             set_attr(f, "created_utc", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
             if copy_from is not None:
                 for name in ("case", "inputs", "params_init"):
+                    rec.reserve(_stored_bytes(copy_from[name]))
                     copy_from.copy(copy_from[name], f, name=name)
             else:
                 case = f.create_group("case", track_order=True)
                 for key, value in (case_attrs or {}).items():
                     set_attr(case, key, value)
                 for key, t in (inputs or {}).items():
-                    write_tensor(f, f"inputs/{key}", t)
+                    rec.write(f, f"inputs/{key}", *host_array(t))
                 for key, t in (params_init or {}).items():
-                    write_tensor(f, f"params_init/{key}", t)
+                    rec.write(f, f"params_init/{key}", *host_array(t))
         except BaseException:
-            rec.abort()
+            if rec is not None:
+                rec.abort()
+            else:
+                os.close(fd)
+                os.unlink(tmp)
             raise
         return rec
 
     @classmethod
     def append(cls, path: str) -> "Recorder":
-        """An existing report, to which runs are added in place."""
+        """An existing report, to which runs are added in place (room
+        reserved before each write as for a new one)."""
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except OSError as e:
+            raise BadInput(f"{path}: cannot open the report for appending ({e.strerror})") from e
         try:
             f = h5py.File(path, "r+")
         except OSError as e:
+            os.close(fd)
             raise BadInput(f"{path}: cannot open the report for appending ({e})") from e
-        return cls(path, f, None)
+        return cls(path, f, None, fd)
 
     @property
     def file(self) -> h5py.File:
@@ -254,6 +404,7 @@ class Recorder:
         the reference run its identical tensors link to."""
         if self.has_run(name):
             raise BadInput(f"{self._final or self.path}: /runs/{name} exists already")
+        self.reserve(0)
         writer = RunWriter(self, name, baselines)
         if baselines:
             writer.attrs["baselines"] = baselines
@@ -278,21 +429,45 @@ class Recorder:
     def set_case_attr(self, key: str, value) -> None:
         """A /case attribute known only once the runs are done (for example
         the runs that were skipped)."""
+        self.reserve(0)
         set_attr(self._file["case"], key, value)
 
+    def _close_fd(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
     def commit(self) -> str:
-        """Closes the file and, for a new report, renames it into place."""
-        self._file.close()
+        """Closes the file and, for a new report, renames it into place. A
+        close that HDF5 fails (its last metadata did not fit after all) is
+        ReportNotWritable, and the temporary is removed."""
+        self.reserve(0)
+        try:
+            self._file.close()
+        except (OSError, RuntimeError) as e:
+            self.broken = True
+            self.abort()
+            raise _hdf5_failure(self._final or self.path, e) from e
+        try:
+            if self._room is not None:
+                self._room.release()
+        finally:
+            self._close_fd()
         if self._final is not None:
             os.replace(self.path, self._final)
             self.path = self._final
         return self.path
 
     def abort(self) -> None:
-        """Closes the file; a new report's temporary file is removed."""
+        """Closes the file; a new report's temporary file is removed (also
+        when HDF5 cannot close it cleanly)."""
         try:
-            self._file.close()
+            if self._file.id.valid:
+                self._file.close()
+        except (OSError, RuntimeError):
+            pass  # the file goes anyway
         finally:
+            self._close_fd()
             if self._final is not None and os.path.exists(self.path):
                 os.unlink(self.path)
 
@@ -305,3 +480,12 @@ class Recorder:
         elif self._file.id.valid:
             self.commit()
         return False
+
+
+def _stored_bytes(obj: h5py.HLObject) -> int:
+    """Bytes of the datasets in a group (or of one dataset)."""
+    if isinstance(obj, h5py.Dataset):
+        return obj.id.get_storage_size()
+    sizes: list = []
+    obj.visititems(lambda _, o: sizes.append(o.id.get_storage_size()) if isinstance(o, h5py.Dataset) else None)
+    return sum(sizes)

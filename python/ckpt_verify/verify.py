@@ -5,13 +5,16 @@ assert_verified(): the same, raising when a verdict is not the expected one.
 Every argument the judge or the report would refuse is refused here, with
 BadInput, before any training. The Report is a read-only mapping of run name
 to verdict whose truth is `.ok`, so `assert verify(...)` is a real check."""
+import copy
 import gc
+import importlib.util
 import math
 import os
 import re
 import shutil
 import sys
 import tempfile
+import traceback
 import types
 import weakref
 from collections.abc import Callable
@@ -22,14 +25,25 @@ import torch
 from . import judge as judge_mod
 from . import progress as progress_mod
 from .adapters import Skipped
-from .errors import BadInput, BadRunName, JudgeError, RunError, VerificationFailed
+from .errors import (
+    BadInput,
+    BadRunName,
+    JudgeError,
+    MissingFrontend,
+    ModelNotReproducible,
+    RunError,
+    VerificationFailed,
+)
 from .estimate import check_fits
 from .estimate import estimate as estimate_run
 from .frontends import distributed
 from .frontends.eager import (
     Run,
     Spec,
+    batch_checksums,
+    changed_batch,
     check_report_names,
+    copy_batch,
     model_state,
     seed_all,
     tensor_leaves,
@@ -38,7 +52,7 @@ from .frontends.eager import (
 from .frontends.eager import train as train_eager
 from .frontends.memory_map import write_map
 from .memory import NoMeter, meter_for
-from .recorder import Recorder, RunWriter
+from .recorder import Recorder, RunWriter, result_paths
 from .report import Report
 
 VERDICTS = ("PASS", "NOISE", "FAIL", "MEMFAIL", "ERROR")
@@ -106,11 +120,11 @@ def _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, 
     except (RuntimeError, TypeError) as e:
         raise BadInput(f"device {device!r}: {e}") from e
     if dev.type == "xla":
-        try:
-            xla = _xla()
-        except ImportError as e:
-            raise BadInput(f"device {device!r}: torch_xla is not importable here ({e}); run under "
-                           f"scripts/python-xla (docs/xla.md)") from e
+        # Looked up, not imported: frontends/xla.py sets XLA_HLO_DEBUG before torch_xla is imported.
+        if importlib.util.find_spec("torch_xla") is None:
+            raise MissingFrontend(f"device={device!r} needs torch_xla: run it with scripts/python-xla "
+                                  f"(docs/xla.md; this Python, {sys.executable}, has no torch_xla)")
+        xla = _xla()
         xla.start()
         dev = xla.device()
     if dev.type == "cuda" and not torch.cuda.is_available():
@@ -122,6 +136,19 @@ def _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, 
         if os.path.isdir(out):
             raise BadInput(f"out {out!r} is a directory; give the report's file name (for example {out}/report.h5)")
     return dev
+
+
+def _user_call(fn: Callable, what: str, *args: Any) -> Any:
+    """fn(*args) for a function of the user's called before any run
+    (batch_fn, model_fn): one that raises is BadInput naming it, with the
+    traceback kept on the exception (`python -m ckpt_verify --verbose`)."""
+    try:
+        return fn(*args)
+    except Exception as e:
+        call = f"{what}({', '.join(map(repr, args))})"
+        err = BadInput(f"{call} raised {type(e).__name__}: {e}")
+        err.traceback = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+        raise err from e
 
 
 def _is_number(value):
@@ -192,9 +219,10 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
         if value is not None and isinstance(meter, NoMeter):
             raise BadInput(f"{key} is set but memory cannot be measured: {meter.why}")
 
-    # The batches, made once and shared: no run's RNG stream depends on them.
+    # The batches, made once, before any run: no run's RNG stream depends on
+    # them. Each run trains on its own copy of them (_own_batches).
     seed_all(seed)
-    batches = [to_device(batch_fn(k), dev) for k in range(1, steps + 1)]
+    batches = [to_device(_user_call(batch_fn, "batch_fn", k), dev) for k in range(1, steps + 1)]
     seed_all(seed)
     cfg = None
     if world_size is not None and dev.type == "xla":
@@ -205,7 +233,7 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
         cfg = distributed.Config(world_size, parallel, backend, parallel_options, timeout)
         twins = distributed.twin_names([r for r, fn in runs.items() if not isinstance(fn, Skipped)], against_single)
         expect = {**(expect or {}), **{twins[r]: v for r, v in (expect or {}).items() if r in twins}}
-    first = model_fn()
+    first = _user_call(model_fn, "model_fn")
     if not isinstance(first, torch.nn.Module):
         raise BadInput(f"model_fn returned {type(first).__name__}, not a torch.nn.Module")
     check_report_names(first)
@@ -306,10 +334,12 @@ def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single)
     if spec.baseline_map is not None:  # every run's memory statement is drawn from it
         write_map(recorder.file, spec.baseline_map, _baseline_name(0))
     second = _train_baseline(spec, baseline, 1, recorder, train)
+    check_same_tensors(recorder, _baseline_name(0), _baseline_name(1))
     singles = [_baseline_name(0), _baseline_name(1)]
     if not second.identical:
         for k in range(2, 2 + noise_runs):
             _train_baseline(spec, baseline, k, recorder, train)
+            check_same_tensors(recorder, _baseline_name(0), _baseline_name(k))
             singles.append(_baseline_name(k))
     if cfg is not None:  # the runs are trained by ranks (frontends/distributed.py)
         skipped = {run for run, fn in runs.items() if isinstance(fn, Skipped)}
@@ -325,12 +355,61 @@ def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single)
             writer = _train_or_error(spec, run, f"{run_name}_rerun_{k}", recorder, train)
 
 
+def check_same_tensors(recorder: Recorder, first: str, other: str) -> None:
+    """Two plain baselines, trained from the same seed with every generator
+    seeded, must record the same tensors (which gradients, buffers and
+    steps exist); otherwise every run would be judged FAIL for what the
+    model does by itself. ModelNotReproducible names the first tensor only
+    one of them recorded."""
+    f = recorder.file
+    a, b = result_paths(f[f"runs/{first}"]), result_paths(f[f"runs/{other}"])
+    in_a, in_b = set(a), set(b)
+    only_a = [p for p in a if p not in in_b]
+    only_b = [p for p in b if p not in in_a]
+    if only_a or only_b:
+        path, has, lacks = (only_a[0], first, other) if only_a else (only_b[0], other, first)
+        more = len(only_a) + len(only_b) - 1
+        raise ModelNotReproducible(
+            f"the plain baseline is not reproducible: {path} is recorded by {has} but not by {lacks}"
+            f"{f' (and {more} more tensor(s) differ)' if more else ''}, although both trained from seed "
+            f"{recorder.file['case'].attrs.get('seed', '?')} with torch's, Python's random and numpy's global "
+            f"generators seeded; the model must choose what it computes from nothing but the seed (no "
+            f"random.Random() or np.random.default_rng() of its own, no clock, no counter kept across runs)")
+
+
+def _own_batches(spec: Spec) -> tuple[Spec, dict]:
+    """(the spec one run trains with, the batches' checksums): every field
+    shared but the batches, of which the run gets its own copy
+    (copy_batch), so what a run does to its batch, requires_grad included,
+    reaches no other run. The checksums (CRC-32 of every batch tensor,
+    batch_checksums) are what the copy must still hold after the run."""
+    own = copy.copy(spec)
+    own.batches = [copy_batch(b) for b in spec.batches]
+    return own, batch_checksums(spec.batches)
+
+
+def _changed_batches(before: dict, own: Spec, run_name: str) -> str | None:
+    """The message for a run that changed its copy of the batches in place
+    (their checksums before and after the run), or None."""
+    what = changed_batch(before, own.batches)
+    return None if what is None else (
+        f"run {run_name} changed {what}: a step must leave its batch as it found it (a training loop that "
+        f"reuses the batch, for gradient accumulation or a retry, would train on the changed one; each run "
+        f"here had its own copy, so no other run saw the change)")
+
+
 def _train_baseline(spec: Spec, baseline: Run, k: int, recorder: Recorder, train: Callable) -> RunWriter:
     """A baseline streamed into the report; one that raises is removed from
-    it and stops verify() (RunError: the whole report is abandoned)."""
+    it and stops verify() (RunError: the whole report is abandoned), and so
+    does one that changes its batches in place (BadInput: every run would
+    be compared on an input that the plain step itself does not keep)."""
     writer = recorder.begin_run(_baseline_name(k))
+    own, before = _own_batches(spec)
     try:
-        train(spec, baseline, writer, baseline=True)
+        train(own, baseline, writer, baseline=True)
+        changed = _changed_batches(before, own, _baseline_name(k))
+        if changed:
+            raise BadInput(f"the plain baseline changes its batch: {changed}")
     except BaseException:
         writer.abort()
         raise
@@ -352,15 +431,19 @@ def _frontend_train(dev: torch.device) -> Callable:
 
 def _train_or_error(spec: Spec, run: Run, run_name: str, recorder: Recorder,
                     train: Callable | None = None) -> RunWriter:
-    """A run streamed into the report. One whose prepare, step_fn or
-    backward raised (RunError) is kept as it stands, what it wrote before
-    it raised, with outcome=error, its message and its traceback: the
-    judge's ERROR verdict, as for a harness run (the traceback's last
-    frames go to stderr). Any other exception removes the run from the
-    file before it propagates, so no run is left half-written."""
+    """A run streamed into the report, trained on its own copy of the
+    batches. One whose prepare, step_fn or backward raised (RunError) is
+    kept as it stands, what it wrote before it raised, with outcome=error,
+    its message and its traceback: the judge's ERROR verdict, as for a
+    harness run (the traceback's last frames go to stderr). So is one that
+    changed its batches in place (their CRC-32 before and after): "run X
+    changed batch 1 in place (inputs/1/0): ...". Any other exception
+    removes the run from the file before it propagates, so no run is left
+    half-written."""
     writer = recorder.begin_run(run_name)
+    own, before = _own_batches(spec)
     try:
-        (train or train_eager)(spec, run, writer)
+        (train or train_eager)(own, run, writer)
     except RunError as e:
         writer.attrs["outcome"] = "error"
         writer.attrs["message"] = str(e)
@@ -370,6 +453,10 @@ def _train_or_error(spec: Spec, run: Run, run_name: str, recorder: Recorder,
     except BaseException:
         writer.abort()
         raise
+    changed = _changed_batches(before, own, run_name)
+    if changed:  # judged ERROR with this message; a run that raised says so first
+        writer.attrs["message"] = f"{writer.attrs['message']}; {changed}" if "outcome" in writer.attrs else changed
+        writer.attrs["outcome"] = "error"
     writer.finish()
     return writer
 

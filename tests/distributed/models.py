@@ -194,7 +194,7 @@ rng_stash_own = _stash_step(from_rank0=False)
 rng_stash_from_rank0 = _stash_step(from_rank0=True)
 
 
-# ---- ranks that die or hang ----
+# ---- ranks that die, hang or raise ----
 
 def _on_rank(rank, action):
     def step(model, batch):
@@ -217,8 +217,13 @@ def _sleep_long():
     time.sleep(3600)
 
 
+def _raise():
+    raise ValueError("rank 1's own mistake")
+
+
 rank1_killed = _on_rank(1, _kill_self)
 rank1_hangs = _on_rank(1, _sleep_long)
+rank1_raises = _on_rank(1, _raise)
 
 
 class Normed(torch.nn.Module):

@@ -17,10 +17,14 @@ saved into one RunRecord:
 
 A launch that does not end well is an ERROR run, never a hang: a rank that
 raises (DDP's "Expected to mark a variable ready only once" included) gives
-its message; a rank that dies gives its signal or exit status and its last
-progress message; when `timeout` seconds pass first, every rank still
-running is named with its last message. Then the ranks' process group is
-killed (SIGKILL), so nothing is left behind.
+its message, and of several, the one that raised first is named first (the
+others' gloo errors, a peer lost, follow from it); a rank that dies gives
+its signal or exit status and its last progress message, before any other;
+when `timeout` seconds pass first, every rank still running is named with
+its last message. Then the ranks' process group is killed (SIGKILL), so
+nothing is left behind. A run whose step changed its batch in place (each
+rank trains on its own copy, checksummed before and after) is an ERROR
+naming the batch, the tensor and the rank.
 
 verify(world_size=N, parallel=...) calls train_all(), which adds to the
 single-process baselines (baseline_0, baseline_1, the same global batches
@@ -189,16 +193,13 @@ def launch(spec, cfg: Config, run: DistRun, run_name: str) -> RunRecord:
                 if rank not in done and rank not in errors:
                     how = (f"killed by {_signal_name(p.exitcode)}" if p.exitcode < 0
                            else f"exited with status {p.exitcode}")
-                    errors[rank] = (f"rank {rank} died ({how}); its last message: {last[rank]!r}", None)
+                    errors[rank] = (f"rank {rank} died ({how}); its last message: {last[rank]!r}", None, None)
             if errors and failed_at is None:
                 failed_at = time.monotonic()
         if len(done) < world:
             if errors:
-                # A rank that died is the cause of the others' errors (their
-                # collectives lost a peer): it is named first.
-                died = [r for r in errors if errors[r][1] is None and errors[r][0].startswith(f"rank {r} died")]
-                rank = min(died) if died else min(errors)
-                message, tb = errors[rank]
+                rank = _cause(errors)
+                message, tb, _ = errors[rank]
                 if not message.startswith(f"rank {rank} "):
                     message = f"rank {rank}: {message}"
                 others = [f"rank {r}: {errors[r][0]}" for r in sorted(errors) if r != rank]
@@ -216,7 +217,15 @@ def launch(spec, cfg: Config, run: DistRun, run_name: str) -> RunRecord:
             record.attrs["outcome"] = "error"
             record.attrs["message"] = _short(record.attrs["message"])
             return record
-        return _assemble(record, [torch.load(done[r], weights_only=False) for r in range(world)], cfg)
+        results = [torch.load(done[r], weights_only=False) for r in range(world)]
+        changed = [(r, res["changed"]) for r, res in enumerate(results) if res.get("changed")]
+        if changed:  # the run's ERROR, named; its tensors are kept as for a run that raised
+            rank, what = changed[0]
+            record.attrs["outcome"] = "error"
+            record.attrs["message"] = _short(f"run {run_name} changed {what} on rank {rank}: a step must leave its "
+                                             f"batch as it found it (each run had its own copy)")
+            record.changed_batch = what  # for train_all: a baseline that does this is refused
+        return _assemble(record, results, cfg)
     finally:
         if procs:
             _kill_group(procs)
@@ -224,6 +233,17 @@ def launch(spec, cfg: Config, run: DistRun, run_name: str) -> RunRecord:
             c.close()
         del store
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _cause(errors):
+    """The rank whose error caused the others': a rank that died (the
+    others' collectives lost a peer), else the rank that raised first (by
+    the time each rank sent with its error; rank 0's gloo "Connection
+    closed by peer" comes after the peer that raised has gone)."""
+    died = [r for r in errors if errors[r][1] is None and errors[r][0].startswith(f"rank {r} died")]
+    if died:
+        return min(died)
+    return min(errors, key=lambda r: (errors[r][2] if errors[r][2] is not None else float("inf"), r))
 
 
 def _short(text, limit=500):
@@ -261,7 +281,7 @@ def _drain(rank, conn, last, done, errors):
             elif kind == "done":
                 done[rank] = rest[0]
             elif kind == "error":
-                errors[rank] = (rest[0], rest[1])
+                errors[rank] = (rest[0], rest[1], rest[2] if len(rest) > 2 else None)
     except (EOFError, OSError):
         conn.close()
 
@@ -373,6 +393,8 @@ def train_all(spec, cfg: Config, baseline: Run, runs: dict, noise_runs: int, rec
         if k >= 2 and same_results(recorder.file, bases[0], bases[1]):
             break
         rec = launch(spec, cfg, plain, f"{fam}_{k}")
+        if getattr(rec, "changed_batch", None):
+            raise BadInput(f"the plain distributed baseline changes its batch: {rec.attrs['message']}")
         if "outcome" in rec.attrs:
             raise RunError(f"the plain distributed baseline failed: {rec.attrs['message']}")
         if k == 0 and any(getattr(rec, "memory_maps", None) or []):
@@ -380,6 +402,8 @@ def train_all(spec, cfg: Config, baseline: Run, runs: dict, noise_runs: int, rec
         recorder.add(rec, {"producer": f"ckpt_verify distributed ({cfg.parallel}, {cfg.backend})"})
         bases.append(rec.name)
         del rec
+        if k >= 1:
+            _check_same_tensors(recorder, bases[0], bases[-1])
     if against_single:
         sources = [*singles, *bases]
         for k, source in enumerate(sources):
@@ -407,6 +431,14 @@ def train_all(spec, cfg: Config, baseline: Run, runs: dict, noise_runs: int, rec
                 else:
                     _link_run(recorder, sample, name, drop_ranks=True,
                               extra={"baselines": single_family(cfg.parallel)})
+
+
+def _check_same_tensors(recorder, first, other):
+    """verify.check_same_tensors (ModelNotReproducible naming the tensor
+    one plain distributed baseline recorded and the other did not),
+    imported here: verify imports this module."""
+    from ..verify import check_same_tensors
+    check_same_tensors(recorder, first, other)
 
 
 def _link_run(recorder, source, name, drop_ranks, extra=None):

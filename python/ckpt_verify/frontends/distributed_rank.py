@@ -4,7 +4,11 @@ TCPStore on 127.0.0.1, build the seeded model, apply the run's checkpoint,
 wrap it for the parallelism (DDP, FSDP, FSDP2), train `steps` steps on its
 slice of each global batch, and save what it recorded to `rank<r>.pt` in
 the launch folder. Progress goes to the launcher as one-line messages on a
-pipe, so a rank that dies or hangs is reported with its last message.
+pipe, so a rank that dies or hangs is reported with its last message; a
+rank that raises sends its error with the time it raised (the system-wide
+monotonic clock), so the launcher names the first one as the cause. A rank
+trains on its own copy of the batches and says whether its step changed
+them in place (their CRC-32 before and after).
 
 A rank records, per step, its own loss and gradients (DDP: the averaged
 full gradient every rank holds; FSDP/FSDP2: its local shard) and its
@@ -15,7 +19,8 @@ by the plain model's parameter names, whatever the wrappers call them.
 
 Seeding: every rank builds the model after seeding with the run's seed
 (identical parameters on every rank, as a data-parallel trainer starts);
-then its random stream is seeded with seed + rank, so dropout draws its own
+then its random streams (torch's, Python's random, numpy's global
+generator: eager.seed_all) are seeded with seed + rank, so dropout draws its own
 masks on every rank (per-rank RNG), the same masks in every run."""
 import contextlib
 import datetime
@@ -30,7 +35,16 @@ import torch.distributed as dist
 
 from ..errors import RunError
 from . import memory_map
-from .eager import _backward, _call, check_loss, check_same_model, seed_all
+from .eager import (
+    _backward,
+    _call,
+    batch_checksums,
+    changed_batch,
+    check_loss,
+    check_same_model,
+    copy_batch,
+    seed_all,
+)
 
 # Names wrappers add to the plain model's parameter names.
 _WRAPPER_PARTS = ("_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod")
@@ -195,12 +209,17 @@ def train_rank(spec, cfg, run, rank, world, say):
     global _context
     _context = RankContext(rank, world, cfg.parallel, spec.seed)
     meter, measured = spec.meter, spec.meter.source is not None
+    # The run's own copy of the global batches (the rank is a forked
+    # process, so no other run could see a change anyway), checked against
+    # their checksums at the end: a step that changes its batch is named.
+    batch_sums = batch_checksums(spec.batches)
+    batches = [copy_batch(b) for b in spec.batches]
     before_warm = meter.live() if measured else 0
     say("warm-up step")
     modules: dict[int, str] = {}
     model, names, plain_params = build(spec, cfg, run, rank, say, modules)
     seed_all(spec.seed + rank)
-    batch = local_slice(spec.batches[0], rank, world)
+    batch = local_slice(batches[0], rank, world)
     # This rank's memory map of its warm-up step (frontends/memory_map.py):
     # DDP only (FSDP's sharded parameters and DTensors are not mapped yet).
     maps = measured and cfg.parallel == "ddp" and spec.device.type in ("cpu", "cuda")
@@ -240,7 +259,7 @@ def train_rank(spec, cfg, run, rank, world, say):
     fwd_ms, bwd_ms, gathers = [], [], []
     start_bytes = []
     for step in range(1, spec.steps + 1):
-        batch = local_slice(spec.batches[step - 1], rank, world)
+        batch = local_slice(batches[step - 1], rank, world)
         for _, p in params:
             p.grad = None
         if measured:
@@ -322,7 +341,7 @@ def train_rank(spec, cfg, run, rank, world, say):
     attrs["collectives.forward_all_gathers"] = gathers[0][0]
     attrs["collectives.backward_all_gathers"] = gathers[0][1]
     attrs["collectives.all_gather_bytes"] = gathers[0][2]
-    return {"tensors": tensors, "attrs": attrs, "global": glob,
+    return {"tensors": tensors, "attrs": attrs, "global": glob, "changed": changed_batch(batch_sums, batches),
             "memory_map": (summary, mem.get("end_forward_bytes")) if summary is not None else None}
 
 
@@ -365,8 +384,8 @@ def rank_main(spec, cfg, run, rank, world, port, conn, folder):
     except BaseException as e:  # noqa: BLE001 - everything a rank raises is its run's ERROR
         text = getattr(e, "traceback", None) or "".join(traceback.format_exception(type(e), e, e.__traceback__))
         line = str(e) if isinstance(e, RunError) else f"{type(e).__name__}: {e}"
-        try:
-            conn.send(("error", line.strip().split("\n")[0], text))
+        try:  # with when it raised: the first rank to raise is the cause, the others' lost peers follow
+            conn.send(("error", line.strip().split("\n")[0], text, time.monotonic()))
         except Exception:  # noqa: BLE001 - the launcher may be gone; exit anyway
             pass
     finally:

@@ -18,25 +18,32 @@ gives them. A baseline's warm-up step is watched by the recompute probe
 (frontends/probe.py): a baseline that recomputes is refused."""
 import contextlib
 import gc
+import random
 import statistics
 import time
 import traceback
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from ..errors import BadInput, CheckpointInBaseline, ModelNotReproducible, NameCollision, NonScalarLoss, RunError
 from ..progress import QuietProgress
-from ..schema import checksum, storable
+from ..schema import checksum, host_array, storable
 from . import memory_map, probe
 
 
 def seed_all(seed):
-    """Seeds the default generator of every device (torch.manual_seed seeds
-    the CPU and all CUDA devices), as the harness does before every run."""
+    """Seeds every generator a model may draw from, as the harness seeds
+    before every run: the default generator of every device
+    (torch.manual_seed seeds the CPU and all CUDA devices), Python's
+    `random` (LayerDrop, random crops) and numpy's global generator
+    (np.random.seed takes 32 bits: a larger seed's two halves are its key)."""
     torch.manual_seed(seed)
     if torch.cuda.is_available():
         torch.cuda.manual_seed_all(seed)
+    random.seed(seed)
+    np.random.seed(seed if seed < 2**32 else [seed & 0xFFFFFFFF, seed >> 32])
 
 
 def to_device(obj, device):
@@ -50,6 +57,47 @@ def to_device(obj, device):
     if isinstance(obj, dict):
         return {k: to_device(v, device) for k, v in obj.items()}
     return obj
+
+
+def copy_batch(obj):
+    """A run's own copy of a batch: every tensor cloned (same device, dtype,
+    strides and requires_grad, a new leaf), tuples, lists and dicts rebuilt;
+    anything else is shared. A run that sets requires_grad on its input or
+    changes it in place does so on its copy, never on the next run's."""
+    if isinstance(obj, torch.Tensor):
+        if obj.device.type in ("cpu", "cuda"):
+            copy = obj.detach().clone()
+        else:  # a lazy device (XLA): through the host, so no clone joins the step's compiled graph
+            copy = obj.detach().cpu().to(obj.device)
+        return copy.requires_grad_() if obj.requires_grad else copy
+    if isinstance(obj, tuple):
+        return tuple(copy_batch(o) for o in obj)
+    if isinstance(obj, list):
+        return [copy_batch(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: copy_batch(v) for k, v in obj.items()}
+    return obj
+
+
+def batch_checksums(batches):
+    """{report path: CRC-32} of every tensor of the batches, as /inputs
+    stores it (inputs/<step>/<position or key>; schema.checksum of the
+    stored bytes)."""
+    sums = {}
+    for k, batch in enumerate(batches, start=1):
+        for name, t in tensor_leaves(batch, str(k)).items():
+            sums[f"inputs/{name}"] = checksum(host_array(t)[0])
+    return sums
+
+
+def changed_batch(before, batches):
+    """"batch K in place (inputs/K/...)" for the first tensor of `batches`
+    whose checksum is not `before`'s (batch_checksums of the batches the
+    run was given), or None when the run left them as they were."""
+    for path, crc in batch_checksums(batches).items():
+        if before.get(path) != crc:
+            return f"batch {path.split('/')[1]} in place ({path})"
+    return None
 
 
 def tensor_leaves(obj, prefix):
@@ -205,7 +253,10 @@ def build_model(spec, run_name):
     """A fresh model from model_fn, on the device, in training mode, proven
     to be the reference model (the first one model_fn built) bit for bit."""
     seed_all(spec.seed)
-    model = spec.model_fn()
+    try:
+        model = spec.model_fn()
+    except Exception as e:  # the user's code: this run's error (a baseline's stops verify())
+        raise _raised(e, f"run {run_name}: model_fn() raised") from e
     if not isinstance(model, torch.nn.Module):
         raise ModelNotReproducible(f"run {run_name}: model_fn returned {type(model).__name__}, not a torch.nn.Module")
     model = model.to(spec.device)

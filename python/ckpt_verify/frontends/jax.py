@@ -44,7 +44,7 @@ import numpy as np
 
 from .. import judge as judge_mod
 from .. import xla_evidence
-from ..errors import BadInput, BadRunName, CheckpointInBaseline, RunError
+from ..errors import BadInput, BadRunName, CheckpointInBaseline, MissingFrontend, RunError
 from ..recorder import Recorder, RunRecord
 from ..report import Report
 
@@ -229,9 +229,13 @@ def verify_jax(init_fn: Callable, batch_fn: Callable, runs: dict, *, baseline: C
     times (JAX on the CPU is deterministic: one re-run shows it)."""
     name = name or (os.path.splitext(os.path.basename(out))[0].replace("-", "_").replace(".", "_") if out else "jax")
     _check(runs, baseline, expect, steps, noise_runs, lr, seed, name, out)
+    try:
+        import jax
+    except ImportError as e:
+        why = f"verify_jax needs jax: run it with scripts/python-jax (docs/xla.md; here: {e})"
+        raise MissingFrontend(why) from None
     judge_path = judge_mod.find_judge(judge)
     start()
-    import jax
     params = init_fn(jax.random.PRNGKey(seed))
     batches = [batch_fn(k) for k in range(1, steps + 1)]
     spec = _Spec(params, batches, steps, lr)
