@@ -135,11 +135,12 @@ def test_each_run_warms_up_once_and_its_later_runs_find_the_process_warm(tmp_pat
     baseline = Run(step=counted)
     with _recorder(tmp_path) as rec:
         _train_baseline(spec, baseline, 0, rec, train_eager)
-        assert len(calls) == 1 + spec.steps  # the warm-up, then the recorded steps
+        # the warm-up, the probe run (every step, unrecorded), then the recorded steps
+        assert len(calls) == 1 + 2 * spec.steps
         _train_baseline(spec, baseline, 1, rec, train_eager)
-        assert len(calls) == 1 + 2 * spec.steps  # baseline_1: no second warm-up
+        assert len(calls) == 1 + 3 * spec.steps  # baseline_1: no second warm-up nor probe run
         _train_baseline(spec, Run(step=counted), 2, rec, train_eager)
-        assert len(calls) == 2 + 3 * spec.steps  # another Run warms up for itself
+        assert len(calls) == 2 + 5 * spec.steps  # another Run warms up and is probed for itself
 
 
 def test_a_run_stopped_by_anything_else_leaves_no_trace_in_the_report(tmp_path):
