@@ -143,6 +143,29 @@ def test_each_run_warms_up_once_and_its_later_runs_find_the_process_warm(tmp_pat
         assert len(calls) == 2 + 5 * spec.steps  # another Run warms up and is probed for itself
 
 
+def _baseline_figures(path):
+    with h5py.File(path, "r") as f:
+        run = f["runs/baseline_0"]
+        memory = {k: int(v) for k, v in run["memory"].attrs.items()} if "memory" in run else {}
+        starts = run["checks/step_start_bytes"][()].tolist() if "checks/step_start_bytes" in run else None
+        return memory, starts, sorted(run["timing"].attrs)
+
+
+def test_the_probe_run_changes_no_recorded_figure(tmp_path, monkeypatch):
+    """baseline_0's memory figures (the counting allocator's exact bytes)
+    and step-start bytes are those of a verify() without the probe run,
+    and its timing has the same figures: the probe run is not measured."""
+    from ckpt_verify.frontends import eager
+    with_probe = ckpt_verify.verify(model_fn, batch_fn, {"same": plain}, baseline=plain, noise_runs=1,
+                                    out=str(tmp_path / "with.h5"))
+    if with_probe.memory_source is None or "counting" not in with_probe.memory_source:
+        pytest.skip(f"no exact memory figures here: {with_probe.memory_source}")
+    monkeypatch.setattr(eager, "probe_run", lambda spec, run, run_name: None)
+    without = ckpt_verify.verify(model_fn, batch_fn, {"same": plain}, baseline=plain, noise_runs=1,
+                                 out=str(tmp_path / "without.h5"))
+    assert _baseline_figures(with_probe.path) == _baseline_figures(without.path)
+
+
 def test_a_run_stopped_by_anything_else_leaves_no_trace_in_the_report(tmp_path):
     def interrupted(model, batch):
         raise KeyboardInterrupt
