@@ -405,8 +405,11 @@ def train(spec, run, sink, baseline=False):
     """One run (a Run with its step set) as the harness runs it, streamed
     into `sink` (a RunWriter, or a RunRecord: anything with .name, .attrs
     and add(path, tensor)). A baseline's warm-up is watched by the recompute
-    probe. A RunError leaves in the sink what was recorded before it raised
-    (the caller keeps it as an ERROR run or drops it)."""
+    probe, its first training is preceded by an unrecorded probe run of every
+    step (probe_run), and the generators are compared around each of its
+    recorded backwards (probe.GeneratorWatch). A RunError leaves in the
+    sink what was recorded before it raised (the caller keeps it as an
+    ERROR run or drops it)."""
     meter, measured = spec.meter, spec.meter.source is not None
     run_name = sink.name
     step_fn = run.step
