@@ -166,6 +166,22 @@ def test_the_probe_run_changes_no_recorded_figure(tmp_path, monkeypatch):
     assert _baseline_figures(with_probe.path) == _baseline_figures(without.path)
 
 
+def test_the_probe_run_trains_on_copies_of_the_batches(tmp_path):
+    """A step that changes its batch in place changes batch 2 once in
+    baseline_0's training (its recorded step 2; the warm-up takes batch 1),
+    not a second time in the probe run before it."""
+    def shifts_its_input(model, batch):
+        batch[0].add_(1.0)
+        return plain(model, batch)
+
+    spec = _spec(tmp_path)
+    second = spec.batches[1][0].clone()
+    from ckpt_verify.verify import _train_baseline
+    with _recorder(tmp_path) as rec:
+        _train_baseline(spec, Run(step=shifts_its_input), 0, rec, train_eager)
+    assert torch.equal(spec.batches[1][0], second + 1.0)
+
+
 def test_a_run_stopped_by_anything_else_leaves_no_trace_in_the_report(tmp_path):
     def interrupted(model, batch):
         raise KeyboardInterrupt

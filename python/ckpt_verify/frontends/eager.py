@@ -324,7 +324,9 @@ def probe_run(spec, run, run_name):
     seed_all(spec.seed)  # as train() seeds: the same stream, the same masks
     watcher = probe.RecomputeProbe()
     for step in range(1, spec.steps + 1):
-        batch = spec.batches[step - 1]
+        # A copy of the batch: what the probe run's step does to it (an
+        # in-place change, a gradient) is not left for the recorded runs.
+        batch = _copied(spec.batches[step - 1])
         for _, p in params:
             p.grad = None
         with watcher:
@@ -343,9 +345,21 @@ def probe_run(spec, run, run_name):
             for _, p in params:
                 if p.grad is not None:
                     p.add_(p.grad, alpha=-spec.lr)
-    for t in (t for batch in spec.batches for t in input_leaves(batch).values()):
-        t.grad = None
     del model, params
+
+
+def _copied(obj):
+    """The batch with each tensor copied (a leaf, with its requires_grad)
+    inside the same tuples, lists and dicts."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().clone().requires_grad_(obj.requires_grad)
+    if isinstance(obj, tuple):
+        return tuple(_copied(o) for o in obj)
+    if isinstance(obj, list):
+        return [_copied(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _copied(v) for k, v in obj.items()}
+    return obj
 
 
 def _clock(meter):
