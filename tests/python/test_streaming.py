@@ -153,14 +153,17 @@ def _baseline_figures(path):
 
 def test_the_probe_run_changes_no_recorded_figure(tmp_path, monkeypatch):
     """baseline_0's memory figures (the counting allocator's exact bytes)
-    and step-start bytes are those of a verify() without the probe run,
-    and its timing has the same figures: the probe run is not measured."""
-    from ckpt_verify.frontends import eager
+    and step-start bytes are those of a verify() without the probe run
+    and without the generator watch of its recorded steps, and its timing
+    has the same figures: neither is measured."""
+    from ckpt_verify.frontends import eager, probe
     with_probe = ckpt_verify.verify(model_fn, batch_fn, {"same": plain}, baseline=plain, noise_runs=1,
                                     out=str(tmp_path / "with.h5"))
     if with_probe.memory_source is None or "counting" not in with_probe.memory_source:
         pytest.skip(f"no exact memory figures here: {with_probe.memory_source}")
     monkeypatch.setattr(eager, "probe_run", lambda spec, run, run_name: None)
+    monkeypatch.setattr(probe.GeneratorWatch, "before", lambda self: None)
+    monkeypatch.setattr(probe.GeneratorWatch, "changed", lambda self: [])
     without = ckpt_verify.verify(model_fn, batch_fn, {"same": plain}, baseline=plain, noise_runs=1,
                                  out=str(tmp_path / "without.h5"))
     assert _baseline_figures(with_probe.path) == _baseline_figures(without.path)
