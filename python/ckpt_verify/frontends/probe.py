@@ -152,15 +152,6 @@ class RecomputeProbe(TorchDispatchMode):
         self.seen = Sightings()
         self._generators = GeneratorWatch()
 
-    # Lists of what was seen, as before the sightings carried their step.
-    @property
-    def recomputed(self) -> list[str]:
-        return [op for _, op in self.seen.recomputed]
-
-    @property
-    def hooked(self) -> list[str]:
-        return [op for _, op in self.seen.hooked]
-
     def step_starts(self, step: int) -> None:
         self.step = step
 
