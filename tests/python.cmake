@@ -82,9 +82,22 @@ set_tests_properties(lint.ruff PROPERTIES LABELS "lint;python" SKIP_RETURN_CODE 
 # read-only disk (test_report_room), runs isolated on their own batches
 # (test_run_isolation) and every generator seeded (test_reproducible_steps).
 add_test(NAME python.pytest
-  COMMAND ${CKPT_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/python
+  COMMAND ${CKPT_PYTHON} -m pytest -q -p no:cacheprovider --ignore=${CMAKE_SOURCE_DIR}/tests/python/adversarial
+    ${CMAKE_SOURCE_DIR}/tests/python
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(python.pytest PROPERTIES LABELS "python" ENVIRONMENT "${PY_ENV}")
+
+# The adversarial suite (issue 42, tests/python/adversarial): one module per
+# bug class a user's checkpoint may hide (a checkpoint in the baseline that
+# evades the probe, a lost input gradient, module state outside buffers),
+# each its own test so that CTest runs them side by side.
+foreach(bug ckpt_from_second_forward ckpt_for_long_sequences recompute_on_worker_thread fused_dropout_redraw
+            ckpt_off_under_dispatch_mode probe_findings_alone input_grads module_state)
+  add_test(NAME python.adversarial.${bug}
+    COMMAND ${CKPT_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/python/adversarial/test_${bug}.py
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(python.adversarial.${bug} PROPERTIES LABELS "python" ENVIRONMENT "${PY_ENV}")
+endforeach()
 
 # The scale benchmark (issue 30, docs/scale.md) at its smallest size: the
 # figures come from scripts/bench_scale.py; here --check holds the planted

@@ -135,11 +135,54 @@ def test_each_run_warms_up_once_and_its_later_runs_find_the_process_warm(tmp_pat
     baseline = Run(step=counted)
     with _recorder(tmp_path) as rec:
         _train_baseline(spec, baseline, 0, rec, train_eager)
-        assert len(calls) == 1 + spec.steps  # the warm-up, then the recorded steps
+        # the warm-up, the probe run (every step, unrecorded), then the recorded steps
+        assert len(calls) == 1 + 2 * spec.steps
         _train_baseline(spec, baseline, 1, rec, train_eager)
-        assert len(calls) == 1 + 2 * spec.steps  # baseline_1: no second warm-up
+        assert len(calls) == 1 + 3 * spec.steps  # baseline_1: no second warm-up nor probe run
         _train_baseline(spec, Run(step=counted), 2, rec, train_eager)
-        assert len(calls) == 2 + 3 * spec.steps  # another Run warms up for itself
+        assert len(calls) == 2 + 5 * spec.steps  # another Run warms up and is probed for itself
+
+
+def _baseline_figures(path):
+    with h5py.File(path, "r") as f:
+        run = f["runs/baseline_0"]
+        memory = {k: int(v) for k, v in run["memory"].attrs.items()} if "memory" in run else {}
+        starts = run["checks/step_start_bytes"][()].tolist() if "checks/step_start_bytes" in run else None
+        return memory, starts, sorted(run["timing"].attrs)
+
+
+def test_the_probe_run_changes_no_recorded_figure(tmp_path, monkeypatch):
+    """baseline_0's memory figures (the counting allocator's exact bytes)
+    and step-start bytes are those of a verify() without the probe run
+    and without the generator watch of its recorded steps, and its timing
+    has the same figures: neither is measured."""
+    from ckpt_verify.frontends import eager, probe
+    with_probe = ckpt_verify.verify(model_fn, batch_fn, {"same": plain}, baseline=plain, noise_runs=1,
+                                    out=str(tmp_path / "with.h5"))
+    if with_probe.memory_source is None or "counting" not in with_probe.memory_source:
+        pytest.skip(f"no exact memory figures here: {with_probe.memory_source}")
+    monkeypatch.setattr(eager, "probe_run", lambda spec, run, run_name: None)
+    monkeypatch.setattr(probe.GeneratorWatch, "before", lambda self: None)
+    monkeypatch.setattr(probe.GeneratorWatch, "changed", lambda self: [])
+    without = ckpt_verify.verify(model_fn, batch_fn, {"same": plain}, baseline=plain, noise_runs=1,
+                                 out=str(tmp_path / "without.h5"))
+    assert _baseline_figures(with_probe.path) == _baseline_figures(without.path)
+
+
+def test_the_probe_run_trains_on_copies_of_the_batches(tmp_path):
+    """A step that changes its batch in place changes batch 2 once in
+    baseline_0's training (its recorded step 2; the warm-up takes batch 1),
+    not a second time in the probe run before it."""
+    def shifts_its_input(model, batch):
+        batch[0].add_(1.0)
+        return plain(model, batch)
+
+    spec = _spec(tmp_path)
+    second = spec.batches[1][0].clone()
+    from ckpt_verify.verify import _train_baseline
+    with _recorder(tmp_path) as rec:
+        _train_baseline(spec, Run(step=shifts_its_input), 0, rec, train_eager)
+    assert torch.equal(spec.batches[1][0], second + 1.0)
 
 
 def test_a_run_stopped_by_anything_else_leaves_no_trace_in_the_report(tmp_path):

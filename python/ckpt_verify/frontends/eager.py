@@ -247,6 +247,9 @@ class Spec:
         self.maps: dict[int, memory_map.Summary] = {}
         self.baseline_map: memory_map.Summary | None = None
         self.baseline_held: int | None = None
+        # ids of the baseline Runs whose probe run (probe_run) has run:
+        # once per verify() call, before the first recorded baseline.
+        self.probed: set[int] = set()
 
 
 def build_model(spec, run_name):
@@ -265,17 +268,20 @@ def build_model(spec, run_name):
     return model
 
 
-def prepared_model(spec, run, run_name, names=None):
+def prepared_model(spec, run, run_name, names=None, with_modules=False):
     """(model to train, [(name, parameter)], [(name, buffer)]): the plain
     model after the run's prepare(), with the plain model's names. prepare()
     may wrap modules (which renames what it wraps) but must keep training
-    the model's own parameters: the results are compared by name."""
+    the model's own parameters: the results are compared by name.
+    with_modules=True adds [(name, module)] of the plain model, whose
+    tensor attributes are module state (module_state())."""
     plain = build_model(spec, run_name)
     params, buffers = list(plain.named_parameters()), [(n, b) for n, b in plain.named_buffers() if b is not None]
     if names is not None:  # {id(module): path} of the plain model, whatever prepare() wraps
         names.update((id(m), n) for n, m in plain.named_modules() if n)
+    modules = list(plain.named_modules()) if with_modules else None
     if run.prepare is None:
-        return plain, params, buffers
+        return (plain, params, buffers, modules) if with_modules else (plain, params, buffers)
     try:
         model = run.prepare(plain)
     except Exception as e:
@@ -290,7 +296,7 @@ def prepared_model(spec, run, run_name, names=None):
         raise BadInput(f"run {run_name}: prepare(model) returned a model that no longer trains parameter "
                        f"{lost[0]!r}{f' (and {len(lost) - 1} more)' if len(lost) > 1 else ''}; it must wrap the "
                        f"model's modules, not replace their parameters")
-    return model, params, buffers
+    return (model, params, buffers, modules) if with_modules else (model, params, buffers)
 
 
 def _raised(e, what):
@@ -336,6 +342,93 @@ class HookCounts:
             h.remove()
         return {f"checks/hook_fires/{name}": torch.tensor(fires, dtype=torch.int64).reshape(len(fires), 1)
                 for name, fires in self.fires.items() if name in self.every_step and fires}
+
+
+def input_leaves(batch) -> dict[str, torch.Tensor]:
+    """{name: tensor} of the batch's tensors that require grad, whose
+    gradients are recorded as steps/<k>/input_grads/<name> (docs/schema.md).
+    Names are tensor_leaves()'s inside the batch, as under /inputs/<k>/:
+    tuple positions and dict keys joined by '/' ("0", "x/ids"), and
+    "batch" for a batch that is one tensor. A non-leaf is made to keep its
+    gradient (retain_grad) as a leaf does."""
+    out = {}
+    for name, t in tensor_leaves(batch, "").items():
+        if t.requires_grad:
+            if not t.is_leaf:
+                t.retain_grad()
+            out[name.lstrip("/") or "batch"] = t
+    return out
+
+
+def module_state(modules) -> list[tuple[str, torch.Tensor]]:
+    """[(name, tensor)] of the module state that is neither a parameter nor
+    a buffer: every attribute of every module (the plain model's
+    named_modules(), shared modules once) whose value is a plain
+    torch.Tensor (not a subclass), strided, not on the meta device, of a
+    type the schema holds. Named "<module path>.<attribute>" ("<attribute>"
+    on the root module), as a buffer would be. Read again at every step: a
+    forward may assign a new tensor to the attribute (an EMA, an fp8 amax
+    tracker). Tensors held in lists, dicts or other objects are not module
+    state here (docs/external.md)."""
+    out = []
+    for path, module in modules:
+        for attr, value in vars(module).items():
+            if (type(value) is torch.Tensor and value.layout == torch.strided and not value.is_meta
+                    and storable(value)):
+                out.append((f"{path}.{attr}" if path else attr, value))
+    return out
+
+
+def probe_run(spec, run, run_name):
+    """The baseline's whole training, unrecorded, on a fresh model, under
+    the recompute probe (probe.py): every step on its real batch, forward,
+    backward (the generators compared before and after) and the SGD
+    update, as train() trains it, so a checkpoint that turns on only in a
+    later step, for a later batch's shapes or for the model's second
+    forward is seen as well. Nothing of it is recorded, timed or measured
+    (it runs before the first recorded baseline, after the warm-up whose
+    bytes are one_time_bytes). A step in which anything was seen is
+    refused (CheckpointInBaseline) as it ends."""
+    model, params, _ = prepared_model(spec, run, run_name)
+    seed_all(spec.seed)  # as train() seeds: the same stream, the same masks
+    watcher = probe.RecomputeProbe()
+    for step in range(1, spec.steps + 1):
+        # A copy of the batch: what the probe run's step does to it (an
+        # in-place change, a gradient) is not left for the recorded runs.
+        batch = _copied(spec.batches[step - 1])
+        for _, p in params:
+            p.grad = None
+        with watcher:
+            watcher.step_starts(step)
+            loss = _call(run.step, model, batch, run_name, step)
+            check_loss(loss, run_name, step)
+            grad = torch.ones_like(loss)  # made here: only the engine's work is backward
+            watcher.backward_starts()
+            _backward(loss, run_name, step, grad)
+            watcher.backward_ends()
+        seen = watcher.finding()
+        if seen:
+            raise probe.refusal(run_name, seen)
+        del loss, grad
+        with torch.no_grad():
+            for _, p in params:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-spec.lr)
+    del model, params
+
+
+def _copied(obj):
+    """The batch with each tensor copied (a leaf, with its requires_grad)
+    inside the same tuples, lists and dicts."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().clone().requires_grad_(obj.requires_grad)
+    if isinstance(obj, tuple):
+        return tuple(_copied(o) for o in obj)
+    if isinstance(obj, list):
+        return [_copied(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _copied(v) for k, v in obj.items()}
+    return obj
 
 
 def _clock(meter):
@@ -389,6 +482,7 @@ def warm_up(spec, run, run_name, watch=False):
                 mapper.backward_starts()
             watcher.backward_starts()
             _backward(loss, run_name, 0, grad)
+            watcher.backward_ends()
             del loss, grad
             if mapper:
                 gc.collect()
@@ -448,17 +542,24 @@ def train(spec, run, sink, baseline=False):
     """One run (a Run with its step set) as the harness runs it, streamed
     into `sink` (a RunWriter, or a RunRecord: anything with .name, .attrs
     and add(path, tensor)). A baseline's warm-up is watched by the recompute
-    probe. A RunError leaves in the sink what was recorded before it raised
-    (the caller keeps it as an ERROR run or drops it)."""
+    probe, its first training is preceded by an unrecorded probe run of every
+    step (probe_run), and the generators are compared around each of its
+    recorded backwards (probe.GeneratorWatch). A RunError leaves in the
+    sink what was recorded before it raised (the caller keeps it as an
+    ERROR run or drops it)."""
     meter, measured = spec.meter, spec.meter.source is not None
     run_name = sink.name
     step_fn = run.step
     if id(run) not in spec.warmed:
         spec.warmed[id(run)] = (run, warm_up(spec, run, run_name, watch=baseline))
     one_time = spec.warmed[id(run)][1]
-    model, params, buffers = prepared_model(spec, run, run_name)
+    if baseline and id(run) not in spec.probed:
+        probe_run(spec, run, run_name)  # unrecorded: the whole training under the probe
+        spec.probed.add(id(run))
+    model, params, buffers, modules = prepared_model(spec, run, run_name, with_modules=True)
     seed_all(spec.seed)  # after construction: every run draws the same stream
     hooks = HookCounts(params)
+    generators = probe.GeneratorWatch() if baseline else None  # a baseline's every backward draws nothing
     start_bytes = []
     fwd_ms, bwd_ms = [], []
     mem = {"peak_bytes": 0, "forward_peak_bytes": 0, "backward_peak_bytes": 0}
@@ -466,6 +567,9 @@ def train(spec, run, sink, baseline=False):
         batch = spec.batches[step - 1]
         for _, p in params:
             p.grad = None
+        inputs = input_leaves(batch)
+        for t in inputs.values():
+            t.grad = None
         if measured:
             # Live bytes as the step starts (checks/step_start_bytes): what
             # only a collection would free is not live, so collect first.
@@ -485,6 +589,11 @@ def train(spec, run, sink, baseline=False):
                 mem["end_forward_bytes"] = meter.live() - before
                 mem["step_start_bytes"] = before
             meter.reset_peak()
+        if generators is not None:
+            generators.before()
+            t1_backward = _clock(meter)  # the clones are in neither phase's time
+        else:
+            t1_backward = t1
         hooks.start_backward()
         _backward(loss, run_name, step)
         hooks.end_backward(params)
@@ -495,7 +604,11 @@ def train(spec, run, sink, baseline=False):
             mem["backward_peak_bytes"] = max(mem["backward_peak_bytes"], bwd_peak)
             mem["peak_bytes"] = max(mem["peak_bytes"], fwd_peak, bwd_peak)
         fwd_ms.append((t1 - t0) * 1e3)
-        bwd_ms.append((t2 - t1) * 1e3)
+        bwd_ms.append((t2 - t1_backward) * 1e3)
+        if generators is not None:
+            redrawn = generators.changed()  # after the step's figures: its reads allocate
+            if redrawn:
+                raise probe.refusal(run_name, probe.Sightings(redrawn=[(step, g) for g in redrawn]).finding())
         if step == 1 and measured:
             mem["grad_bytes"] = sum(p.grad.numel() * p.grad.element_size() for _, p in params if p.grad is not None)
         # Written before the update changes nothing they hold: the sink
@@ -510,12 +623,19 @@ def train(spec, run, sink, baseline=False):
                 raise BadInput(f"run {run_name}: buffer {name} is {b.dtype}, which the report schema "
                                f"cannot hold (docs/schema.md lists the types)")
             sink.add(f"steps/{step}/buffers/{name}", b)
+        for name, t in inputs.items():  # compared like a parameter's gradient
+            if t.grad is not None:
+                sink.add(f"steps/{step}/input_grads/{name}", t.grad)
+        for name, t in module_state(modules):  # compared like a buffer
+            sink.add(f"steps/{step}/module_state/{name}", t)
         del loss
         spec.progress.step(run_name, step, spec.steps)
         with torch.no_grad():
             for _, p in params:
                 if p.grad is not None:
                     p.add_(p.grad, alpha=-spec.lr)  # the harness's SGD update
+    for t in (t for batch in spec.batches for t in input_leaves(batch).values()):
+        t.grad = None  # the batches are every run's: no gradient carries over
     for name, p in params:
         sink.add(f"final_params/{name}", p)
     for path, t in hooks.record().items():
