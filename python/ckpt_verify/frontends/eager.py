@@ -245,8 +245,9 @@ class Spec:
         # the baseline's, and baseline_0's measured held bytes, are what every
         # run's memory statement is drawn from.
         self.maps: dict[int, memory_map.Summary] = {}
-        self.baseline_map: memory_map.Summary | None = None
-        self.baseline_held: int | None = None
+        # "map" and "held": baseline_0's. A dict, shared by the copies of
+        # the Spec each run trains with (verify._own_batches).
+        self.baseline_memory: dict = {}
         # ids of the baseline Runs whose probe run (probe_run) has run:
         # once per verify() call, before the first recorded baseline.
         self.probed: set[int] = set()
@@ -528,14 +529,14 @@ def statement_attrs(spec, run, baseline, held):
     if summary is None or held is None:
         return {}
     if baseline:
-        if spec.baseline_held is None:
-            spec.baseline_map, spec.baseline_held = summary, held
+        spec.baseline_memory.setdefault("map", summary)
+        spec.baseline_memory.setdefault("held", held)
         return {"memory.map_tensors": len(summary.held), "memory.map_bytes": sum(h.nbytes for h in summary.held)}
     if run.memory is None:
         return {"memory.control": 1}
-    if spec.baseline_map is None:
+    if "map" not in spec.baseline_memory:
         return {}
-    return memory_map.statement_attrs(spec.baseline_map, summary, spec.baseline_held)
+    return memory_map.statement_attrs(spec.baseline_memory["map"], summary, spec.baseline_memory["held"])
 
 
 def train(spec, run, sink, baseline=False):
@@ -626,8 +627,16 @@ def train(spec, run, sink, baseline=False):
         for name, t in inputs.items():  # compared like a parameter's gradient
             if t.grad is not None:
                 sink.add(f"steps/{step}/input_grads/{name}", t.grad)
-        for name, t in module_state(modules):  # compared like a buffer
-            sink.add(f"steps/{step}/module_state/{name}", t)
+        # Compared like a buffer: the model's state, so the attributes the
+        # plain baseline has. One only a run has is its checkpoint's own
+        # bookkeeping (an RNG stash or a staging buffer kept on a module),
+        # judged by memory, not compared; one the run lacks is still missing.
+        model_state_names = spec.baseline_memory.setdefault("module_state", {}).setdefault(step, set())
+        for name, t in module_state(modules):
+            if baseline:
+                model_state_names.add(name)
+            if name in model_state_names:
+                sink.add(f"steps/{step}/module_state/{name}", t)
         del loss
         spec.progress.step(run_name, step, spec.steps)
         with torch.no_grad():
