@@ -1,0 +1,330 @@
+"""torch.compile's own account of a run's recompute: what AOTAutograd's
+partitioner saved for backward and what it recomputes, per compiled region,
+read from the partitioned forward and backward graphs the compiler hands
+its own compilers (docs/compile.md). Nothing here partitions a graph or
+estimates a byte: every number is read off the graphs the partitioner made.
+
+The contract:
+
+- `backend(name)` is a torch.compile backend that compiles as `name` does
+  ("aot_eager": AOTAutograd with min_cut_rematerialization_partition and no
+  code generation; "inductor": torch._inductor.compile_fx.compile_fx, whose
+  own partitioner is min_cut_rematerialization_partition(compiler="inductor"))
+  and, through the compiler's hooks only, keeps for each Dynamo graph (a
+  *region*):
+    - the joint graph's checkpoint tags, seen by a chained
+      torch._functorch.config.joint_custom_pass (which AOTAutograd runs just
+      before its partition_fn): ops tagged MUST/PREFER_RECOMPUTE and their
+      checkpoint regions (the `ac_graph_id` of each tag);
+    - the partitioned forward and backward graphs, as AOTAutograd hands them
+      to fw_compiler and bw_compiler (aot_eager) or to inner_compile
+      (Inductor): the backward's inputs other than tangents are the tensors
+      saved for backward (count, bytes of shape x dtype, the forward op that
+      made each: an `input` is a parameter or model input the forward was
+      given), and a backward op that is also a forward op (same node name:
+      the partitioner copies the joint graph's nodes into both) is a
+      recompute, counted with its checkpoint tag when it has one;
+    - the partitioner and its settings (activation_memory_budget, cse).
+  `partition_fn=` replaces the partitioner (a planted bug, or a user's own).
+- `collect()` is active while the frontend trains one run; a region's
+  compiled forward marks the active collection each time it runs, so a run
+  that reuses a region another run compiled (Dynamo's cache) still reports
+  it. `Collection.attrs()` gives the run's `compile.*` attributes
+  (docs/schema.md), summed over the regions that ran; none when no region
+  of this module's backend ran.
+- Graph breaks are Dynamo's own count (torch._dynamo.utils.counters) while
+  the regions were compiled; a run that compiled nothing reports the count
+  of the run that compiled the same regions.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+BACKENDS = ("aot_eager", "inductor")
+_RECOMPUTE_TAGS = ("MUST_RECOMPUTE", "PREFER_RECOMPUTE")
+
+
+@dataclass
+class Saved:
+    """One tensor the partitioned forward saves for the backward."""
+    name: str
+    op: str          # the forward op that made it ("input": a parameter or model input)
+    nbytes: int      # its shape x dtype
+
+    @property
+    def is_input(self) -> bool:
+        return self.op == "input"
+
+
+@dataclass
+class Region:
+    """One Dynamo graph compiled by `backend()`: its joint graph's tags and
+    its partitioned graphs' saved tensors and recompute."""
+    id: int
+    backend: str
+    partitioner: str
+    activation_memory_budget: float
+    cse: bool
+    tagged_ops: int = 0                # joint-graph ops tagged MUST/PREFER_RECOMPUTE
+    ckpt_regions: set = field(default_factory=set)   # their ac_graph_id values
+    forward_ops: int = 0
+    saved: list = field(default_factory=list)        # [Saved], the backward's inputs but tangents
+    backward_compiled: bool = False
+    recompute_tagged: int = 0          # backward ops that are forward ops with a recompute tag
+    recompute_untagged: int = 0        # ... without one: the partitioner's own choice
+    recomputed_regions: set = field(default_factory=set)  # ac_graph_id of the tagged recompute
+
+
+_REGIONS: dict[int, Region] = {}
+_IDS = itertools.count(1)
+_BREAKS: dict[tuple, tuple[int, str]] = {}  # region ids that ran -> the graph breaks counted compiling them
+
+
+def _tag(node: torch.fx.Node) -> str | None:
+    policy = node.meta.get("recompute")
+    return getattr(policy, "name", None) if policy is not None else None
+
+
+def _nbytes(val: Any) -> int:
+    if not isinstance(val, torch.Tensor):
+        return 0
+    numel = 1
+    for s in val.shape:
+        numel *= int(s)
+    return numel * val.element_size()
+
+
+def _op_name(node: torch.fx.Node) -> str:
+    if node.op == "placeholder":
+        return "input"
+    target = node.target
+    return str(getattr(target, "__name__", target)) if node.op == "call_function" else node.op
+
+
+def read_joint(region: Region, joint: torch.fx.GraphModule) -> None:
+    """The checkpoint's tags as the partitioner is handed them."""
+    for node in joint.graph.nodes:
+        if node.op == "call_function" and _tag(node) in _RECOMPUTE_TAGS:
+            region.tagged_ops += 1
+            region.ckpt_regions.add(node.meta.get("ac_graph_id", 0))
+
+
+def read_forward(region: Region, fw: torch.fx.GraphModule) -> None:
+    region.forward_ops = sum(1 for n in fw.graph.nodes if n.op == "call_function")
+    region._forward = {n.name: n for n in fw.graph.nodes}  # type: ignore[attr-defined]
+
+
+def read_backward(region: Region, bw: torch.fx.GraphModule) -> None:
+    """Saved tensors and recompute from the partitioned backward, matched by
+    node name with the forward read before it."""
+    forward = getattr(region, "_forward", {})
+    region.saved, region.recompute_tagged, region.recompute_untagged = [], 0, 0
+    region.recomputed_regions = set()
+    for node in bw.graph.nodes:
+        if node.op == "placeholder":
+            if node.name.startswith("tangents"):
+                continue
+            val = node.meta.get("val")
+            if not isinstance(val, torch.Tensor):
+                continue  # a saved SymInt: no tensor bytes
+            made_by = forward.get(node.name)
+            region.saved.append(Saved(node.name, _op_name(made_by) if made_by is not None else "?", _nbytes(val)))
+        elif node.op == "call_function" and node.name in forward and forward[node.name].op == "call_function":
+            if _tag(node) in _RECOMPUTE_TAGS:
+                region.recompute_tagged += 1
+                region.recomputed_regions.add(node.meta.get("ac_graph_id", 0))
+            else:
+                region.recompute_untagged += 1
+    region.backward_compiled = True
+
+
+class Collection:
+    """The regions one run ran, and Dynamo's graph-break count meanwhile."""
+
+    def __init__(self) -> None:
+        self.ran: dict[int, Region] = {}
+        self.compiled: set[int] = set()
+        self._breaks0 = _graph_breaks()
+
+    def mark(self, region: Region) -> None:
+        self.ran.setdefault(region.id, region)
+
+    def attrs(self) -> dict:
+        """The run's compile.* attributes (docs/schema.md); {} when no region
+        of `backend()` ran."""
+        if not self.ran:
+            return {}
+        key = tuple(sorted(self.ran))
+        now = _graph_breaks()
+        if self.compiled & set(self.ran):
+            diff = now - self._breaks0
+            _BREAKS[key] = (sum(diff.values()), "; ".join(f"{r} ({n})" for r, n in diff.most_common(4)))
+        breaks, reasons = _BREAKS.get(key, (0, ""))
+        regions = list(self.ran.values())
+        saved = [s for r in regions for s in r.saved]
+        acts = [s for s in saved if not s.is_input]
+        by_op = Counter()
+        bytes_by_op = Counter()
+        for s in acts:
+            by_op[s.op] += 1
+            bytes_by_op[s.op] += s.nbytes
+        ckpt = sum(len(r.ckpt_regions) for r in regions)
+        recomputed = sum(len(r.recomputed_regions & r.ckpt_regions) for r in regions)
+        first = regions[0]
+        return {
+            "compile.backend": first.backend,
+            "compile.partitioner": first.partitioner,
+            "compile.activation_memory_budget": float(first.activation_memory_budget),
+            "compile.cse": int(first.cse),
+            "compile.regions": len(regions),
+            "compile.regions_without_backward": sum(not r.backward_compiled for r in regions),
+            "compile.graph_breaks": breaks,
+            "compile.graph_break_reasons": reasons or "(none)",
+            "compile.forward_ops": sum(r.forward_ops for r in regions),
+            "compile.saved_tensors": len(saved),
+            "compile.saved_bytes": sum(s.nbytes for s in saved),
+            "compile.saved_activation_tensors": len(acts),
+            "compile.saved_activation_bytes": sum(s.nbytes for s in acts),
+            "compile.saved_by_op": "; ".join(f"{op}: {by_op[op]} ({bytes_by_op[op]} B)"
+                                             for op, _ in bytes_by_op.most_common()) or "(none)",
+            "compile.ckpt_tagged_ops": sum(r.tagged_ops for r in regions),
+            "compile.ckpt_regions": ckpt,
+            "compile.ckpt_regions_recomputed": recomputed,
+            "compile.recompute_ops": sum(r.recompute_tagged for r in regions),
+            "compile.recompute_ops_untagged": sum(r.recompute_untagged for r in regions),
+        }
+
+
+_ACTIVE: list[Collection] = []
+
+
+def _graph_breaks() -> Counter:
+    from torch._dynamo.utils import counters
+    return Counter(dict(counters["graph_break"]))
+
+
+@contextlib.contextmanager
+def collect() -> Iterator[Collection]:
+    """The regions of `backend()` that run inside the block (one run)."""
+    col = Collection()
+    _ACTIVE.append(col)
+    try:
+        yield col
+    finally:
+        _ACTIVE.remove(col)
+
+
+def _mark(region: Region) -> None:
+    for col in _ACTIVE:
+        col.mark(region)
+
+
+def _recording(region: Region, read: Callable, compiler: Callable) -> Callable:
+    def compile_graph(gm: torch.fx.GraphModule, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        read(region, gm)
+        return compiler(gm, example_inputs, *args, **kwargs)
+    return compile_graph
+
+
+@contextlib.contextmanager
+def _joint_pass(region: Region) -> Iterator[None]:
+    """Chains a joint_custom_pass that reads the tags, then runs the one set before."""
+    before = torch._functorch.config.joint_custom_pass
+
+    def read(joint: torch.fx.GraphModule, joint_inputs: Any) -> torch.fx.GraphModule:
+        read_joint(region, joint)
+        return before(joint, joint_inputs) if callable(before) else joint
+    with torch._functorch.config.patch(joint_custom_pass=read):
+        yield
+
+
+def _name(fn: Callable) -> str:
+    if isinstance(fn, functools.partial):
+        kw = ", ".join(f"{k}={v!r}" for k, v in fn.keywords.items())
+        return f"{_name(fn.func)}({kw})" if kw else _name(fn.func)
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+class Backend:
+    """A torch.compile backend: `name`'s compilation, recorded per region."""
+
+    def __init__(self, name: str = "aot_eager", partition_fn: Callable | None = None):
+        if name not in BACKENDS:
+            raise ValueError(f"compile_evidence.backend: {name!r} is not one of {', '.join(BACKENDS)}")
+        self.name, self.partition_fn = name, partition_fn
+        self.__name__ = f"ckpt_verify_{name}"
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: Any) -> Callable:
+        from functorch.compile import min_cut_rematerialization_partition
+        cfg = torch._functorch.config
+        if self.name == "aot_eager":
+            part = self.partition_fn or min_cut_rematerialization_partition
+        else:
+            part = self.partition_fn or functools.partial(min_cut_rematerialization_partition, compiler="inductor")
+        region = Region(next(_IDS), self.name, _name(part), cfg.activation_memory_budget, bool(cfg.cse))
+        _REGIONS[region.id] = region
+        for col in _ACTIVE:
+            col.compiled.add(region.id)
+        with _joint_pass(region):
+            compiled = self._compile(region, gm, example_inputs)
+        return _marking(region, compiled)
+
+    def _compile(self, region: Region, gm: torch.fx.GraphModule, example_inputs: Any) -> Callable:
+        if self.name == "aot_eager":
+            from functorch.compile import min_cut_rematerialization_partition
+            from torch._dynamo.backends.common import aot_autograd
+            from torch._dynamo.backends.debugging import boxed_nop  # what aot_eager compiles with
+            return aot_autograd(fw_compiler=_recording(region, read_forward, boxed_nop),
+                                bw_compiler=_recording(region, read_backward, boxed_nop),
+                                partition_fn=self.partition_fn or min_cut_rematerialization_partition,
+                                keep_inference_input_mutations=True)(gm, example_inputs)
+        from torch._inductor import compile_fx
+
+        def inner(graph: torch.fx.GraphModule, inputs: Any, **kwargs: Any) -> Any:
+            (read_backward if kwargs.get("is_backward") else read_forward)(region, graph)
+            return compile_fx.compile_fx_inner(graph, inputs, **kwargs)
+        if self.partition_fn is None:
+            return compile_fx.compile_fx(gm, example_inputs, inner_compile=inner)
+        raise ValueError("compile_evidence.backend('inductor', partition_fn=...): Inductor chooses its own "
+                         "partitioner; plant a partitioner with 'aot_eager'")
+
+
+def _marking(region: Region, compiled: Callable) -> Callable:
+    """The region's compiled forward, marking the active collection as it
+    runs (Dynamo calls a backend's result with the graph's inputs)."""
+    def run(*args: Any) -> Any:
+        _mark(region)
+        return compiled(*args)
+    return run
+
+
+def backend(name: str = "aot_eager", partition_fn: Callable | None = None) -> Backend:
+    """torch.compile(model, backend=compile_evidence.backend("aot_eager")):
+    compiles as `name` does and records each region's evidence."""
+    return Backend(name, partition_fn)
+
+
+def ignoring_checkpoint_tags(partition_fn: Callable | None = None) -> Callable:
+    """A partition_fn that drops every checkpoint tag from the joint graph,
+    then partitions as `partition_fn` (default min_cut_rematerialization_partition):
+    the user's checkpoint regions are ignored and the partitioner saves what
+    it would save without them. A planted bug (the class of PR #147561's
+    report): the recompute is dropped, the gradients stay right."""
+    from functorch.compile import min_cut_rematerialization_partition
+    inner = partition_fn or min_cut_rematerialization_partition
+
+    def partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
+        for node in joint.graph.nodes:
+            node.meta.pop("recompute", None)
+            node.meta.pop("ac_graph_id", None)
+        return inner(joint, joint_inputs, **kwargs)
+    partition.__qualname__ = f"ignoring_checkpoint_tags({_name(inner)})"
+    return partition
