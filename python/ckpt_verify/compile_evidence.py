@@ -26,12 +26,18 @@ The contract:
       recompute, counted with its checkpoint tag when it has one;
     - the partitioner and its settings (activation_memory_budget, cse).
   `partition_fn=` replaces the partitioner (a planted bug, or a user's own).
+- `backend(name, partition_fn)` returns one Backend per arguments: Dynamo
+  guards on the backend object, and a new one per model would recompile
+  every model (BACKEND_MATCH).
 - `collect()` is active while the frontend trains one run; a region's
-  compiled forward marks the active collection each time it runs, so a run
-  that reuses a region another run compiled (Dynamo's cache) still reports
-  it. `Collection.attrs()` gives the run's `compile.*` attributes
-  (docs/schema.md), summed over the regions that ran; none when no region
-  of this module's backend ran.
+  compiled forward marks the active collection each time it runs outside
+  the autograd engine's backward, so a run that reuses a region another run
+  compiled (Dynamo's cache) still reports it. `Collection.step()` wraps the
+  run's step function: each call opens a forward. `Collection.attrs()`
+  gives the run's `compile.*` attributes (docs/schema.md) for its last
+  forward: summed over the region calls it made (a region compiled once and
+  called for four blocks counts four times); none when no region of this
+  module's backend ran.
 - Graph breaks are Dynamo's own count (torch._dynamo.utils.counters) while
   the regions were compiled; a run that compiled nothing reports the count
   of the run that compiled the same regions.
@@ -151,11 +157,24 @@ class Collection:
 
     def __init__(self) -> None:
         self.ran: dict[int, Region] = {}
+        self.forwards: list[list[Region]] = []   # per call of the step: the region calls it made
         self.compiled: set[int] = set()
         self._breaks0 = _graph_breaks()
 
     def mark(self, region: Region) -> None:
         self.ran.setdefault(region.id, region)
+        if torch._C._current_graph_task_id() != -1:
+            return  # run again by the autograd engine (an eager checkpoint's recompute): not a forward's call
+        if not self.forwards:
+            self.forwards.append([])
+        self.forwards[-1].append(region)
+
+    def step(self, step_fn: Callable) -> Callable:
+        """step_fn, each call of which opens a new forward."""
+        def step(*args: Any, **kwargs: Any) -> Any:
+            self.forwards.append([])
+            return step_fn(*args, **kwargs)
+        return step
 
     def attrs(self) -> dict:
         """The run's compile.* attributes (docs/schema.md); {} when no region
@@ -168,7 +187,8 @@ class Collection:
             diff = now - self._breaks0
             _BREAKS[key] = (sum(diff.values()), "; ".join(f"{r} ({n})" for r, n in diff.most_common(4)))
         breaks, reasons = _BREAKS.get(key, (0, ""))
-        regions = list(self.ran.values())
+        calls = next((f for f in reversed(self.forwards) if f), [])
+        regions = calls or list(self.ran.values())
         saved = [s for r in regions for s in r.saved]
         acts = [s for s in saved if not s.is_input]
         by_op = Counter()
@@ -184,8 +204,9 @@ class Collection:
             "compile.partitioner": first.partitioner,
             "compile.activation_memory_budget": float(first.activation_memory_budget),
             "compile.cse": int(first.cse),
-            "compile.regions": len(regions),
-            "compile.regions_without_backward": sum(not r.backward_compiled for r in regions),
+            "compile.regions": len({r.id for r in regions}),
+            "compile.region_calls": len(regions),
+            "compile.regions_without_backward": len({r.id for r in regions if not r.backward_compiled}),
             "compile.graph_breaks": breaks,
             "compile.graph_break_reasons": reasons or "(none)",
             "compile.forward_ops": sum(r.forward_ops for r in regions),
@@ -306,10 +327,17 @@ def _marking(region: Region, compiled: Callable) -> Callable:
     return run
 
 
+_BACKENDS: dict[tuple, Backend] = {}
+
+
 def backend(name: str = "aot_eager", partition_fn: Callable | None = None) -> Backend:
     """torch.compile(model, backend=compile_evidence.backend("aot_eager")):
-    compiles as `name` does and records each region's evidence."""
-    return Backend(name, partition_fn)
+    compiles as `name` does and records each region's evidence. The same
+    arguments give the same Backend (Dynamo's cache guards on it)."""
+    key = (name, partition_fn)
+    if key not in _BACKENDS:
+        _BACKENDS[key] = Backend(name, partition_fn)
+    return _BACKENDS[key]
 
 
 def ignoring_checkpoint_tags(partition_fn: Callable | None = None) -> Callable:

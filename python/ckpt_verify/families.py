@@ -91,9 +91,12 @@ def train_with_evidence(train: Callable, spec, run: Run, writer: RunWriter, **kw
     """train(spec, run, writer, **kwargs) with its compile evidence (if any)
     added to the run's attributes, also when the run raised."""
     with compile_evidence.collect() as col:
+        step = run.step
+        run.step = col.step(step)  # the same Run (warm-ups are kept per Run), its step bracketed
         try:
             train(spec, run, writer, **kwargs)
         finally:
+            run.step = step
             writer.attrs.update(col.attrs())
 
 
