@@ -160,6 +160,32 @@ static void without_a_compiled_baseline_only_a_dropped_recompute_is_judged(void 
     assert_non_null(strstr(r.reason, "torch.compile recomputed 39 op(s) in 4 of 4 checkpoint region(s)"));
 }
 
+static void must_save_op_recomputed_is_memfail_naming_the_policy(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 4, 4, 43, 3, 196608);
+    run_record_set_attr(&f.runs[1], "compile.policy_must_save_ops", 8);
+    run_record_set_attr(&f.runs[1], "compile.policy_must_save_recomputed", 8);
+    struct impl_result r = judge(&f);
+    assert_int_equal(r.verdict, V_MEMFAIL);
+    assert_non_null(strstr(r.reason, "gradients right, but torch.compile's partitioner does not hold the "
+                                     "checkpoint's policy: it recomputes 8 of the 8 op(s) the policy marks "
+                                     "MUST_SAVE"));
+}
+
+static void policy_held_keeps_the_verdict(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 4, 4, 35, 8, 1310720);
+    run_record_set_attr(&f.runs[1], "compile.policy_must_save_ops", 8);
+    run_record_set_attr(&f.runs[1], "compile.policy_must_save_recomputed", 0);
+    struct impl_result r = judge(&f);
+    assert_int_equal(r.verdict, V_PASS);
+    assert_non_null(strstr(r.reason, "torch.compile recomputed 35 op(s) in 4 of 4 checkpoint region(s)"));
+}
+
 static void run_without_compile_evidence_is_judged_as_before(void **state)
 {
     (void)state;
@@ -196,6 +222,8 @@ int main(void)
         cmocka_unit_test(partly_dropped_recompute_that_saves_is_a_finding),
         cmocka_unit_test(compiled_run_without_checkpoint_regions_keeps_its_verdict),
         cmocka_unit_test(without_a_compiled_baseline_only_a_dropped_recompute_is_judged),
+        cmocka_unit_test(must_save_op_recomputed_is_memfail_naming_the_policy),
+        cmocka_unit_test(policy_held_keeps_the_verdict),
         cmocka_unit_test(run_without_compile_evidence_is_judged_as_before),
         cmocka_unit_test(a_failing_run_stays_fail_whatever_the_partitioner_did),
     };

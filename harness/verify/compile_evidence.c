@@ -46,6 +46,17 @@ void compile_evidence_judge(const struct run_record *base, const struct run_reco
         snprintf(cmp, sizeof cmp, "the compiled baseline's %.0f", base_bytes);
     else
         snprintf(cmp, sizeof cmp, "no compiled baseline to compare bytes with");
+    double must_save = or_zero(attr(run, "compile.policy_must_save_ops"));
+    double must_save_recomputed = or_zero(attr(run, "compile.policy_must_save_recomputed"));
+    if (judged_ok && must_save_recomputed > 0) {
+        res->verdict = V_MEMFAIL;
+        snprintf(res->reason, sizeof res->reason,
+                 "gradients right, but torch.compile's partitioner does not hold the checkpoint's policy: it "
+                 "recomputes %.0f of the %.0f op(s) the policy marks MUST_SAVE (%.0f op(s) recomputed in %.0f of "
+                 "%.0f checkpoint region(s); saved %.0f activation tensor(s) / %.0f bytes for backward, %s; %s)",
+                 must_save_recomputed, must_save, ops, recomputed, regions, tensors, bytes, cmp, set);
+        return;
+    }
     if (judged_ok && regions > 0 && recomputed == 0) {
         res->verdict = V_MEMFAIL;
         snprintf(res->reason, sizeof res->reason,

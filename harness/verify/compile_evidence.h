@@ -10,6 +10,9 @@
  *  - a run with checkpoint regions whose activations saved for backward are
  *    no fewer bytes than its baseline's (the run's own family, when that
  *    baseline has the evidence): nothing is saved, MEMFAIL likewise;
+ *  - a selective checkpoint's op tagged MUST_SAVE by its policy that the
+ *    backward computes again: the policy is not held, MEMFAIL naming the
+ *    count;
  *  - some regions recomputed and some dropped, bytes below the baseline's:
  *    a finding appended to the verdict;
  *  - otherwise the verdict stands and the reason adds the evidence.

@@ -15,7 +15,8 @@ The contract:
     - the joint graph's checkpoint tags, seen by a chained
       torch._functorch.config.joint_custom_pass (which AOTAutograd runs just
       before its partition_fn): ops tagged MUST/PREFER_RECOMPUTE and their
-      checkpoint regions (the `ac_graph_id` of each tag);
+      checkpoint regions (the `ac_graph_id` of each tag), and the ops a
+      selective checkpoint's policy tagged MUST_SAVE;
     - the partitioned forward and backward graphs, as AOTAutograd hands them
       to fw_compiler and bw_compiler (aot_eager) or to inner_compile
       (Inductor): the backward's inputs other than tangents are the tensors
@@ -23,7 +24,8 @@ The contract:
       made each: an `input` is a parameter or model input the forward was
       given), and a backward op that is also a forward op (same node name:
       the partitioner copies the joint graph's nodes into both) is a
-      recompute, counted with its checkpoint tag when it has one;
+      recompute, counted with its checkpoint tag when it has one (and
+      apart when the policy said MUST_SAVE);
     - the partitioner and its settings (activation_memory_budget, cse).
   `partition_fn=` replaces the partitioner (a planted bug, or a user's own).
 - `backend(name, partition_fn)` returns one Backend per arguments: Dynamo
@@ -80,6 +82,8 @@ class Region:
     activation_memory_budget: float
     cse: bool
     tagged_ops: int = 0                # joint-graph ops tagged MUST/PREFER_RECOMPUTE
+    must_save: set = field(default_factory=set)      # names of joint-graph ops tagged MUST_SAVE (a policy)
+    must_save_recomputed: int = 0      # of them, ops the backward computes again
     ckpt_regions: set = field(default_factory=set)   # their ac_graph_id values
     forward_ops: int = 0
     saved: list = field(default_factory=list)        # [Saved], the backward's inputs but tangents
@@ -121,6 +125,8 @@ def read_joint(region: Region, joint: torch.fx.GraphModule) -> None:
         if node.op == "call_function" and _tag(node) in _RECOMPUTE_TAGS:
             region.tagged_ops += 1
             region.ckpt_regions.add(node.meta.get("ac_graph_id", 0))
+        elif node.op == "call_function" and _tag(node) == "MUST_SAVE":
+            region.must_save.add(node.name)
 
 
 def read_forward(region: Region, fw: torch.fx.GraphModule) -> None:
@@ -134,6 +140,7 @@ def read_backward(region: Region, bw: torch.fx.GraphModule) -> None:
     forward = getattr(region, "_forward", {})
     region.saved, region.recompute_tagged, region.recompute_untagged = [], 0, 0
     region.recomputed_regions = set()
+    region.must_save_recomputed = 0
     for node in bw.graph.nodes:
         if node.op == "placeholder":
             if node.name.startswith("tangents"):
@@ -144,6 +151,8 @@ def read_backward(region: Region, bw: torch.fx.GraphModule) -> None:
             made_by = forward.get(node.name)
             region.saved.append(Saved(node.name, _op_name(made_by) if made_by is not None else "?", _nbytes(val)))
         elif node.op == "call_function" and node.name in forward and forward[node.name].op == "call_function":
+            if node.name in region.must_save:
+                region.must_save_recomputed += 1
             if _tag(node) in _RECOMPUTE_TAGS:
                 region.recompute_tagged += 1
                 region.recomputed_regions.add(node.meta.get("ac_graph_id", 0))
@@ -221,6 +230,8 @@ class Collection:
             "compile.ckpt_regions_recomputed": recomputed,
             "compile.recompute_ops": sum(r.recompute_tagged for r in regions),
             "compile.recompute_ops_untagged": sum(r.recompute_untagged for r in regions),
+            "compile.policy_must_save_ops": sum(len(r.must_save) for r in regions),
+            "compile.policy_must_save_recomputed": sum(r.must_save_recomputed for r in regions),
         }
 
 
@@ -355,4 +366,23 @@ def ignoring_checkpoint_tags(partition_fn: Callable | None = None) -> Callable:
             node.meta.pop("ac_graph_id", None)
         return inner(joint, joint_inputs, **kwargs)
     partition.__qualname__ = f"ignoring_checkpoint_tags({_name(inner)})"
+    return partition
+
+
+def recomputing_must_save(partition_fn: Callable | None = None) -> Callable:
+    """A partition_fn that retags every MUST_SAVE op of a selective
+    checkpoint's policy MUST_RECOMPUTE, then partitions as `partition_fn`:
+    a partitioner that does not hold the policy (a planted bug; the class
+    of pytorch #161889, where selective checkpointing under compile kept
+    another set of tensors than eager)."""
+    from functorch.compile import min_cut_rematerialization_partition
+    from torch.utils.checkpoint import CheckpointPolicy
+    inner = partition_fn or min_cut_rematerialization_partition
+
+    def partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
+        for node in joint.graph.nodes:
+            if _tag(node) == "MUST_SAVE":
+                node.meta["recompute"] = CheckpointPolicy.MUST_RECOMPUTE
+        return inner(joint, joint_inputs, **kwargs)
+    partition.__qualname__ = f"recomputing_must_save({_name(inner)})"
     return partition

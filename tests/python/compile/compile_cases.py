@@ -10,6 +10,7 @@ baselines and Dynamo's cache), then holds every run to its verdict and its
 reason to a pattern, and checks the compile.* evidence the report holds
 (exit 1 naming what differs)."""
 import argparse
+import functools
 import os
 import re
 import sys
@@ -19,7 +20,12 @@ import h5py
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.checkpoint import checkpoint
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+    CheckpointImpl,
+    apply_activation_checkpointing,
+    checkpoint_wrapper,
+)
+from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
 import ckpt_verify
 from ckpt_verify import compile_evidence
@@ -76,6 +82,25 @@ def compiled_blocks(model):
     return model
 
 
+def save_matmuls(ctx, op, *args, **kwargs):
+    """A selective checkpoint's policy: keep the matmuls, recompute the rest."""
+    if op in (torch.ops.aten.mm.default, torch.ops.aten.addmm.default):
+        return CheckpointPolicy.MUST_SAVE
+    return CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def selective(model):
+    return checkpointed(model, context_fn=functools.partial(create_selective_checkpoint_contexts, save_matmuls))
+
+
+def wrapped_blocks(model):
+    """torch.distributed's apply_activation_checkpointing on every Block."""
+    apply_activation_checkpointing(
+        model, checkpoint_wrapper_fn=functools.partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT),
+        check_fn=lambda m: isinstance(m, Block))
+    return model
+
+
 def then(*fns):
     def prepare(model):
         for fn in fns:
@@ -127,6 +152,28 @@ CASES = {
         "planted_no_rng_replay": (R(prepare=then(compiled_blocks, lambda m: checkpointed(m, preserve_rng_state=False)),
                                     against="compiled"), "FAIL", r"^steps/1/grads/"),
         "planted_no_rng_replay_vs_eager": (None, "FAIL", r"^steps/1/grads/"),
+    }),
+    # The other ways in, compiled whole: a selective policy (the matmuls
+    # saved: held, PASS), a planted partitioner that recomputes what the
+    # policy marks MUST_SAVE (MEMFAIL naming the policy), a reentrant
+    # checkpoint (Dynamo 2.11 traces it as the same tagged region: no graph
+    # break) and apply_activation_checkpointing.
+    "policies": (0.0, {"compiled": R(prepare=compiled())}, {
+        "selective": (R(prepare=then(selective, compiled()), against="compiled"), "PASS",
+                      r"^bitwise identical to compiled_baseline_0.*; torch[.]compile recomputed [0-9]+ op\(s\) in 4 "
+                      r"of 4 checkpoint region\(s\) and saved 8 activation tensor\(s\) / 1310720 bytes"),
+        "planted_policy_dropped": (R(prepare=then(selective, compiled(compile_evidence.recomputing_must_save())),
+                                     against="compiled"), "MEMFAIL",
+                                   r"^gradients right, but torch[.]compile's partitioner does not hold the "
+                                   r"checkpoint's policy: it recomputes [1-9][0-9]* of the [0-9]+ op\(s\) the policy "
+                                   r"marks MUST_SAVE"),
+        "planted_policy_dropped_vs_eager": (None, "MEMFAIL", r"does not hold the checkpoint's policy"),
+        "reentrant": (R(prepare=then(lambda m: checkpointed(m, use_reentrant=True), compiled()), against="compiled"),
+                      "PASS", r"^bitwise identical to compiled_baseline_0.*; torch[.]compile recomputed 40 op\(s\) in "
+                              r"4 of 4 checkpoint region\(s\) and saved 3 activation tensor\(s\) / 196608 bytes"),
+        "apply_activation_ckpt": (R(prepare=then(wrapped_blocks, compiled()), against="compiled"), "PASS",
+                                  r"^bitwise identical to compiled_baseline_0.*; torch[.]compile recomputed 40 "
+                                  r"op\(s\) in 4 of 4 checkpoint region\(s\)"),
     }),
 }
 
