@@ -7,7 +7,9 @@ during one forward (the tensors autograd actually keeps: an outer hook sees
 what the compiled region's autograd.Function saves and, in eager, what the
 checkpoint does not take over with its own hooks) and, for compiled runs,
 what compile_evidence read off the partitioned graphs. Prints a Markdown
-table; exits 1 when a compiled run's two measures disagree."""
+table; exits 1 when a compiled run's two measures disagree. With
+--inductor, Inductor's plain and checkpointed rows too (minutes of C++
+compilation on a CPU machine: not in the `compile` label)."""
 import sys
 
 import compile_cases as cc
@@ -32,6 +34,10 @@ def hooked_bytes(model, batch):
 
 def main():
     rows, bad = [], []
+    inductor = compile_evidence.backend("inductor")
+
+    def by_inductor(model):
+        return torch.compile(model, backend=inductor)
     configs = [
         ("eager", "plain", lambda m: m),
         ("eager", "non-reentrant checkpoint", cc.checkpointed),
@@ -40,6 +46,9 @@ def main():
         ("aot_eager", "planted: partitioner ignores tags",
          cc.then(cc.checkpointed, cc.compiled(compile_evidence.ignoring_checkpoint_tags()))),
     ]
+    if "--inductor" in sys.argv[1:]:
+        configs += [("inductor", "plain", by_inductor),
+                    ("inductor", "non-reentrant checkpoint", cc.then(cc.checkpointed, by_inductor))]
     for how, what, prepare in configs:
         torch.manual_seed(0)
         model = prepare(cc.Net(0.0))
