@@ -186,6 +186,36 @@ static void policy_held_keeps_the_verdict(void **state)
     assert_non_null(strstr(r.reason, "torch.compile recomputed 35 op(s) in 4 of 4 checkpoint region(s)"));
 }
 
+static void hooks_agreeing_with_the_graphs_add_nothing(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 4, 4, 40, 3, 196608);
+    run_record_set_attr(&f.runs[1], "compile.saved_tensors", 26);
+    run_record_set_attr(&f.runs[1], "compile.saved_bytes", 858368);
+    run_record_set_attr(&f.runs[1], "compile.hooked_saved_tensors", 26);
+    run_record_set_attr(&f.runs[1], "compile.hooked_saved_bytes", 858368);
+    struct impl_result r = judge(&f);
+    assert_int_equal(r.verdict, V_PASS);
+    assert_null(strstr(r.reason, "saved_tensors_hooks"));
+}
+
+static void hooks_seeing_fewer_bytes_than_the_graphs_are_a_finding(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 0, 0, 0, 24, 2433024);
+    run_record_set_attr(&f.runs[1], "compile.saved_tensors", 42);
+    run_record_set_attr(&f.runs[1], "compile.saved_bytes", 3090432);
+    run_record_set_attr(&f.runs[1], "compile.hooked_saved_tensors", 2);
+    run_record_set_attr(&f.runs[1], "compile.hooked_saved_bytes", 131072);
+    struct impl_result r = judge(&f);
+    assert_int_equal(r.verdict, V_PASS);
+    assert_non_null(strstr(r.reason, "[finding: the partitioned graphs save 42 tensor(s) / 3090432 bytes for "
+                                     "backward, saved_tensors_hooks saw 2 / 131072 packed in the same forward: "
+                                     "something outside the compiled code (a checkpoint around it)"));
+}
+
 static void run_without_compile_evidence_is_judged_as_before(void **state)
 {
     (void)state;
@@ -224,6 +254,8 @@ int main(void)
         cmocka_unit_test(without_a_compiled_baseline_only_a_dropped_recompute_is_judged),
         cmocka_unit_test(must_save_op_recomputed_is_memfail_naming_the_policy),
         cmocka_unit_test(policy_held_keeps_the_verdict),
+        cmocka_unit_test(hooks_agreeing_with_the_graphs_add_nothing),
+        cmocka_unit_test(hooks_seeing_fewer_bytes_than_the_graphs_are_a_finding),
         cmocka_unit_test(run_without_compile_evidence_is_judged_as_before),
         cmocka_unit_test(a_failing_run_stays_fail_whatever_the_partitioner_did),
     };

@@ -27,7 +27,26 @@ static void settings(const struct run_record *run, char *buf, size_t len)
              br);
 }
 
-void compile_evidence_judge(const struct run_record *base, const struct run_record *run, struct impl_result *res)
+/* The graphs' saved tensors against what saved_tensors_hooks saw packed in
+ * the same forward: a finding when they differ, with the likely cause. */
+static void measured(const struct run_record *run, struct impl_result *res)
+{
+    double hooked = attr(run, "compile.hooked_saved_tensors"), hooked_bytes = attr(run, "compile.hooked_saved_bytes");
+    double saved = or_zero(attr(run, "compile.saved_tensors")), bytes = or_zero(attr(run, "compile.saved_bytes"));
+    if (isnan(hooked) || isnan(hooked_bytes) || (hooked == saved && hooked_bytes == bytes))
+        return;
+    char text[RESULT_TEXT_MAX];
+    snprintf(text, sizeof text,
+             " [finding: the partitioned graphs save %.0f tensor(s) / %.0f bytes for backward, saved_tensors_hooks "
+             "saw %.0f / %.0f packed in the same forward: %s]",
+             saved, bytes, hooked, hooked_bytes,
+             hooked_bytes < bytes ? "something outside the compiled code (a checkpoint around it) took tensors the "
+                                    "graphs save behind its own hooks"
+                                  : "the step saves tensors outside the compiled code (eager ops around it)");
+    append(res, text);
+}
+
+static void judge_rules(const struct run_record *base, const struct run_record *run, struct impl_result *res)
 {
     double regions = attr(run, "compile.ckpt_regions");
     if (isnan(regions) || run->outcome[0])
@@ -94,4 +113,12 @@ void compile_evidence_judge(const struct run_record *base, const struct run_reco
                  or_zero(attr(run, "compile.regions")), tensors, bytes, set);
         append(res, text);
     }
+}
+
+void compile_evidence_judge(const struct run_record *base, const struct run_record *run, struct impl_result *res)
+{
+    if (isnan(attr(run, "compile.ckpt_regions")) || run->outcome[0])
+        return;
+    judge_rules(base, run, res);
+    measured(run, res);
 }

@@ -15,7 +15,9 @@
  *    count;
  *  - some regions recomputed and some dropped, bytes below the baseline's:
  *    a finding appended to the verdict;
- *  - otherwise the verdict stands and the reason adds the evidence.
+ *  - otherwise the verdict stands and the reason adds the evidence;
+ *  - saved tensors measured by saved_tensors_hooks (compile.hooked_saved_*)
+ *    that differ from the graphs' are a finding naming both.
  * Only PASS and NOISE can become MEMFAIL. A run without compile.ckpt_regions
  * (any other producer) is left as it is. */
 #ifndef CKPT_COMPILE_EVIDENCE_H

@@ -40,6 +40,13 @@ The contract:
   forward: summed over the region calls it made (a region compiled once and
   called for four blocks counts four times); none when no region of this
   module's backend ran.
+- Measured beside the graphs (collect(measure=True), runs of a family
+  only): the tensors and bytes an outer saved_tensors_hooks sees autograd
+  pack in the last forward, `compile.hooked_saved_*`. A compiled region's
+  autograd.Function packs exactly what its partitioned forward saves, so
+  the two agree unless something else takes the tensors (a checkpoint
+  outside the compiled code, with its own hooks) or the step saves tensors
+  outside compiled code (eager ops around it).
 - Graph breaks are Dynamo's own count (torch._dynamo.utils.counters) while
   the regions were compiled; a run that compiled nothing reports the count
   of the run that compiled the same regions.
@@ -164,7 +171,9 @@ def read_backward(region: Region, bw: torch.fx.GraphModule) -> None:
 class Collection:
     """The regions one run ran, and Dynamo's graph-break count meanwhile."""
 
-    def __init__(self) -> None:
+    def __init__(self, measure: bool = False) -> None:
+        self.measure = measure  # count what saved_tensors_hooks sees packed in each forward
+        self.hooked = [0, 0]    # tensors, bytes packed in the current forward
         self.ran: dict[int, Region] = {}
         self.forwards: list[list[Region]] = []   # per call of the step: the region calls it made
         self.compiled: set[int] = set()
@@ -179,11 +188,22 @@ class Collection:
         self.forwards[-1].append(region)
 
     def step(self, step_fn: Callable) -> Callable:
-        """step_fn, each call of which opens a new forward."""
+        """step_fn, each call of which opens a new forward; with `measure`,
+        run under an outer saved_tensors_hooks that counts every tensor
+        autograd packs (identity: the tensor itself is kept)."""
         def step(*args: Any, **kwargs: Any) -> Any:
             self.forwards.append([])
-            return step_fn(*args, **kwargs)
+            self.hooked = [0, 0]
+            if not self.measure:
+                return step_fn(*args, **kwargs)
+            with torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack):
+                return step_fn(*args, **kwargs)
         return step
+
+    def _pack(self, t: torch.Tensor) -> torch.Tensor:
+        self.hooked[0] += 1
+        self.hooked[1] += t.numel() * t.element_size()
+        return t
 
     def attrs(self) -> dict:
         """The run's compile.* attributes (docs/schema.md); {} when no region
@@ -232,6 +252,8 @@ class Collection:
             "compile.recompute_ops_untagged": sum(r.recompute_untagged for r in regions),
             "compile.policy_must_save_ops": sum(len(r.must_save) for r in regions),
             "compile.policy_must_save_recomputed": sum(r.must_save_recomputed for r in regions),
+            **({"compile.hooked_saved_tensors": self.hooked[0], "compile.hooked_saved_bytes": self.hooked[1]}
+               if self.measure else {}),
         }
 
 
@@ -243,10 +265,17 @@ def _graph_breaks() -> Counter:
     return Counter(dict(counters["graph_break"]))
 
 
+def _unpack(t: torch.Tensor) -> torch.Tensor:
+    return t
+
+
 @contextlib.contextmanager
-def collect() -> Iterator[Collection]:
-    """The regions of `backend()` that run inside the block (one run)."""
-    col = Collection()
+def collect(measure: bool = False) -> Iterator[Collection]:
+    """The regions of `backend()` that run inside the block (one run);
+    with `measure`, the steps wrapped by Collection.step count what
+    autograd saves (never around a baseline the recompute probe watches:
+    it takes saved-tensor hooks for a checkpoint)."""
+    col = Collection(measure)
     _ACTIVE.append(col)
     try:
         yield col

@@ -87,10 +87,12 @@ def twins(runs: dict) -> dict:
     return {name: twin_name(name) for name, run in runs.items() if getattr(run, "against", None)}
 
 
-def train_with_evidence(train: Callable, spec, run: Run, writer: RunWriter, **kwargs) -> None:
+def train_with_evidence(train: Callable, spec, run: Run, writer: RunWriter, measure: bool = False,
+                        **kwargs) -> None:
     """train(spec, run, writer, **kwargs) with its compile evidence (if any)
-    added to the run's attributes, also when the run raised."""
-    with compile_evidence.collect() as col:
+    added to the run's attributes, also when the run raised; with
+    `measure` (a family's run), the saved tensors its steps pack too."""
+    with compile_evidence.collect(measure) as col:
         step = run.step
         run.step = col.step(step)  # the same Run (warm-ups are kept per Run), its step bracketed
         try:
@@ -110,7 +112,7 @@ def train_family(spec, key: str, run: Run, noise_runs: int, recorder: Recorder, 
         name = f"{family(key)}_{k}"
         writer = recorder.begin_run(name, family(key))
         try:
-            train_with_evidence(train, spec, run, writer)
+            train_with_evidence(train, spec, run, writer, measure=True)
             tagged = writer.attrs.get("compile.ckpt_tagged_ops", 0)
             if tagged:
                 raise CheckpointInBaseline(

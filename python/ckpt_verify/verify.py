@@ -364,7 +364,7 @@ def _train_or_error(spec: Spec, run: Run, run_name: str, recorder: Recorder,
     file before it propagates, so no run is left half-written."""
     writer = recorder.begin_run(run_name, family)
     try:
-        families.train_with_evidence(train or train_eager, spec, run, writer)
+        families.train_with_evidence(train or train_eager, spec, run, writer, measure=family is not None)
     except RunError as e:
         writer.attrs["outcome"] = "error"
         writer.attrs["message"] = str(e)

@@ -119,7 +119,8 @@ CASES = {
     # saves what the plain model saves (MEMFAIL naming torch.compile).
     "nonreentrant": (0.0, {"compiled": R(prepare=compiled())}, {
         "compiled_checkpoint": (R(prepare=then(checkpointed, compiled()), against="compiled"), "PASS",
-                                r"^bitwise identical to compiled_baseline_0.*; torch[.]compile recomputed 40 op\(s\) "
+                                r"^(?!.*saved_tensors_hooks)bitwise identical to compiled_baseline_0.*; "
+                                r"torch[.]compile recomputed 40 op\(s\) "
                                 r"in 4 of 4 checkpoint region\(s\) and saved 3 activation tensor\(s\) / 196608 "
                                 r"bytes for backward, compiled baseline 24 / 2629632 \(activation_memory_budget 1, "
                                 r"CSE on\)"),
@@ -148,7 +149,10 @@ CASES = {
                                  r"^bitwise identical to compiled_baseline_0.*in 4 of 4 checkpoint region\(s\)"),
         "eager_ckpt_over_compiled": (R(prepare=then(compiled_blocks, checkpointed), against="compiled"), "PASS",
                                      r"^bitwise identical to compiled_baseline_0.*; torch[.]compile: no checkpoint "
-                                     r"region in its [0-9]+ compiled graph\(s\)"),
+                                     r"region in its [0-9]+ compiled graph\(s\).*\[finding: the partitioned graphs "
+                                     r"save [0-9]+ tensor\(s\) / [0-9]+ bytes for backward, saved_tensors_hooks saw "
+                                     r"[0-9]+ / [0-9]+ packed in the same forward: something outside the compiled "
+                                     r"code \(a checkpoint around it\)"),
         "planted_no_rng_replay": (R(prepare=then(compiled_blocks, lambda m: checkpointed(m, preserve_rng_state=False)),
                                     against="compiled"), "FAIL", r"^steps/1/grads/"),
         "planted_no_rng_replay_vs_eager": (None, "FAIL", r"^steps/1/grads/"),
