@@ -93,6 +93,7 @@ class Region:
     must_save_recomputed: int = 0      # of them, ops the backward computes again
     ckpt_regions: set = field(default_factory=set)   # their ac_graph_id values
     forward_ops: int = 0
+    forward_nodes: dict = field(default_factory=dict, repr=False)  # name -> (fx op, producing op): no graph kept
     saved: list = field(default_factory=list)        # [Saved], the backward's inputs but tangents
     backward_compiled: bool = False
     recompute_tagged: int = 0          # backward ops that are forward ops with a recompute tag
@@ -138,13 +139,13 @@ def read_joint(region: Region, joint: torch.fx.GraphModule) -> None:
 
 def read_forward(region: Region, fw: torch.fx.GraphModule) -> None:
     region.forward_ops = sum(1 for n in fw.graph.nodes if n.op == "call_function")
-    region._forward = {n.name: n for n in fw.graph.nodes}  # type: ignore[attr-defined]
+    region.forward_nodes = {n.name: (n.op, _op_name(n)) for n in fw.graph.nodes}
 
 
 def read_backward(region: Region, bw: torch.fx.GraphModule) -> None:
     """Saved tensors and recompute from the partitioned backward, matched by
     node name with the forward read before it."""
-    forward = getattr(region, "_forward", {})
+    forward = region.forward_nodes
     region.saved, region.recompute_tagged, region.recompute_untagged = [], 0, 0
     region.recomputed_regions = set()
     region.must_save_recomputed = 0
@@ -156,8 +157,8 @@ def read_backward(region: Region, bw: torch.fx.GraphModule) -> None:
             if not isinstance(val, torch.Tensor):
                 continue  # a saved SymInt: no tensor bytes
             made_by = forward.get(node.name)
-            region.saved.append(Saved(node.name, _op_name(made_by) if made_by is not None else "?", _nbytes(val)))
-        elif node.op == "call_function" and node.name in forward and forward[node.name].op == "call_function":
+            region.saved.append(Saved(node.name, made_by[1] if made_by is not None else "?", _nbytes(val)))
+        elif node.op == "call_function" and forward.get(node.name, ("",))[0] == "call_function":
             if node.name in region.must_save:
                 region.must_save_recomputed += 1
             if _tag(node) in _RECOMPUTE_TAGS:
