@@ -21,8 +21,9 @@ The contract:
       to fw_compiler and bw_compiler (aot_eager) or to inner_compile
       (Inductor): the backward's inputs other than tangents are the tensors
       saved for backward (count, bytes of shape x dtype, the forward op that
-      made each: an `input` is a parameter or model input the forward was
-      given), and a backward op that is also a forward op (same node name:
+      made each: `parameter` for a module parameter or buffer, alive anyway
+      and left out of the activations; `input` for any other graph input,
+      the batch or a value made before a graph break), and a backward op that is also a forward op (same node name:
       the partitioner copies the joint graph's nodes into both) is a
       recompute, counted with its checkpoint tag when it has one (and
       apart when the policy said MUST_SAVE);
@@ -71,12 +72,12 @@ _RECOMPUTE_TAGS = ("MUST_RECOMPUTE", "PREFER_RECOMPUTE")
 class Saved:
     """One tensor the partitioned forward saves for the backward."""
     name: str
-    op: str          # the forward op that made it ("input": a parameter or model input)
+    op: str          # the forward op that made it ("parameter": module state; "input": another graph input)
     nbytes: int      # its shape x dtype
 
     @property
-    def is_input(self) -> bool:
-        return self.op == "input"
+    def is_state(self) -> bool:
+        return self.op == "parameter"
 
 
 @dataclass
@@ -94,6 +95,7 @@ class Region:
     ckpt_regions: set = field(default_factory=set)   # their ac_graph_id values
     forward_ops: int = 0
     forward_nodes: dict = field(default_factory=dict, repr=False)  # name -> (fx op, producing op): no graph kept
+    state_inputs: set = field(default_factory=set)  # AOT placeholder names of parameters and buffers
     saved: list = field(default_factory=list)        # [Saved], the backward's inputs but tangents
     backward_compiled: bool = False
     recompute_tagged: int = 0          # backward ops that are forward ops with a recompute tag
@@ -139,7 +141,8 @@ def read_joint(region: Region, joint: torch.fx.GraphModule) -> None:
 
 def read_forward(region: Region, fw: torch.fx.GraphModule) -> None:
     region.forward_ops = sum(1 for n in fw.graph.nodes if n.op == "call_function")
-    region.forward_nodes = {n.name: (n.op, _op_name(n)) for n in fw.graph.nodes}
+    region.forward_nodes = {n.name: (n.op, "parameter" if n.name in region.state_inputs else _op_name(n))
+                            for n in fw.graph.nodes}
 
 
 def read_backward(region: Region, bw: torch.fx.GraphModule) -> None:
@@ -215,12 +218,13 @@ class Collection:
         now = _graph_breaks()
         if self.compiled & set(self.ran):
             diff = now - self._breaks0
-            _BREAKS[key] = (sum(diff.values()), "; ".join(f"{r} ({n})" for r, n in diff.most_common(4)))
+            _BREAKS[key] = (sum(diff.values()),
+                            "; ".join(f"{str(r).strip().splitlines()[0]} ({n})" for r, n in diff.most_common(4)))
         breaks, reasons = _BREAKS.get(key, (0, ""))
         calls = next((f for f in reversed(self.forwards) if f), [])
         regions = calls or list(self.ran.values())
         saved = [s for r in regions for s in r.saved]
-        acts = [s for s in saved if not s.is_input]
+        acts = [s for s in saved if not s.is_state]
         by_op = Counter()
         bytes_by_op = Counter()
         for s in acts:
@@ -308,6 +312,21 @@ def _joint_pass(region: Region) -> Iterator[None]:
         yield
 
 
+def _state_inputs(gm: torch.fx.GraphModule, example_inputs: Any) -> set:
+    """AOTAutograd's names (primals_<k>, k from 1 in the order of the Dynamo
+    graph's inputs) of the inputs that are module parameters or buffers:
+    alive whether saved or not. Any other input (the batch, or a value
+    another graph made before a graph break) saved for backward counts as
+    an activation."""
+    names = set()
+    for k, (node, value) in enumerate(zip(gm.graph.find_nodes(op="placeholder"), example_inputs), start=1):
+        arg = node.meta.get("grapharg")
+        source = getattr(getattr(arg, "source", None), "name", "") or ""
+        if isinstance(value, torch.nn.Parameter) or "._buffers[" in str(source):
+            names.add(f"primals_{k}")
+    return names
+
+
 def _name(fn: Callable) -> str:
     if isinstance(fn, functools.partial):
         kw = ", ".join(f"{k}={v!r}" for k, v in fn.keywords.items())
@@ -332,6 +351,7 @@ class Backend:
         else:
             part = self.partition_fn or functools.partial(min_cut_rematerialization_partition, compiler="inductor")
         region = Region(next(_IDS), self.name, _name(part), cfg.activation_memory_budget, bool(cfg.cse))
+        region.state_inputs = _state_inputs(gm, example_inputs)
         _REGIONS[region.id] = region
         for col in _ACTIVE:
             col.compiled.add(region.id)

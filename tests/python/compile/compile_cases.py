@@ -101,6 +101,23 @@ def wrapped_blocks(model):
     return model
 
 
+class GraphBreak(nn.Module):
+    """A module whose forward breaks Dynamo's graph before its block."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        torch._dynamo.graph_break()
+        return self.inner(x)
+
+
+def break_before_block_2(model):
+    model.blocks[2] = GraphBreak(model.blocks[2])
+    return model
+
+
 def then(*fns):
     def prepare(model):
         for fn in fns:
@@ -121,14 +138,14 @@ CASES = {
         "compiled_checkpoint": (R(prepare=then(checkpointed, compiled()), against="compiled"), "PASS",
                                 r"^(?!.*saved_tensors_hooks)bitwise identical to compiled_baseline_0.*; "
                                 r"torch[.]compile recomputed 40 op\(s\) "
-                                r"in 4 of 4 checkpoint region\(s\) and saved 3 activation tensor\(s\) / 196608 "
-                                r"bytes for backward, compiled baseline 24 / 2629632 \(activation_memory_budget 1, "
+                                r"in 4 of 4 checkpoint region\(s\) and saved 5 activation tensor\(s\) / 327680 "
+                                r"bytes for backward, compiled baseline 26 / 2760704 \(activation_memory_budget 1, "
                                 r"CSE on\)"),
         "compiled_checkpoint_vs_eager": (None, "PASS|NOISE", r"torch[.]compile recomputed 40 op\(s\) in 4 of 4"),
         "planted_ignores_tags": (
             R(prepare=then(checkpointed, compiled(compile_evidence.ignoring_checkpoint_tags())), against="compiled"),
-            "MEMFAIL", r"^gradients right, but torch[.]compile saved 24 activation tensor\(s\) / 2629632 bytes for "
-                       r"backward \(the compiled baseline's 2629632\) and recomputed nothing: the recompute of 4 of 4 "
+            "MEMFAIL", r"^gradients right, but torch[.]compile saved 26 activation tensor\(s\) / 2760704 bytes for "
+                       r"backward \(the compiled baseline's 2760704\) and recomputed nothing: the recompute of 4 of 4 "
                        r"checkpoint region\(s\) was dropped by the partitioner"),
         "planted_ignores_tags_vs_eager": (None, "MEMFAIL", r"recompute of 4 of 4 checkpoint region\(s\) was dropped"),
     }),
@@ -165,7 +182,7 @@ CASES = {
     "policies": (0.0, {"compiled": R(prepare=compiled())}, {
         "selective": (R(prepare=then(selective, compiled()), against="compiled"), "PASS",
                       r"^bitwise identical to compiled_baseline_0.*; torch[.]compile recomputed [0-9]+ op\(s\) in 4 "
-                      r"of 4 checkpoint region\(s\) and saved 8 activation tensor\(s\) / 1310720 bytes"),
+                      r"of 4 checkpoint region\(s\) and saved 10 activation tensor\(s\) / 1441792 bytes"),
         "planted_policy_dropped": (R(prepare=then(selective, compiled(compile_evidence.recomputing_must_save())),
                                      against="compiled"), "MEMFAIL",
                                    r"^gradients right, but torch[.]compile's partitioner does not hold the "
@@ -174,10 +191,18 @@ CASES = {
         "planted_policy_dropped_vs_eager": (None, "MEMFAIL", r"does not hold the checkpoint's policy"),
         "reentrant": (R(prepare=then(lambda m: checkpointed(m, use_reentrant=True), compiled()), against="compiled"),
                       "PASS", r"^bitwise identical to compiled_baseline_0.*; torch[.]compile recomputed 40 op\(s\) in "
-                              r"4 of 4 checkpoint region\(s\) and saved 3 activation tensor\(s\) / 196608 bytes"),
+                              r"4 of 4 checkpoint region\(s\) and saved 5 activation tensor\(s\) / 327680 bytes"),
         "apply_activation_ckpt": (R(prepare=then(wrapped_blocks, compiled()), against="compiled"), "PASS",
                                   r"^bitwise identical to compiled_baseline_0.*; torch[.]compile recomputed 40 "
                                   r"op\(s\) in 4 of 4 checkpoint region\(s\)"),
+        # A graph break before block 2: four regions (two per side, Dynamo
+        # counts the break in both frames), each checkpoint region still
+        # recomputed; the value crossing the break is saved as a graph input.
+        "graph_break": (R(prepare=then(checkpointed, break_before_block_2, compiled()), against="compiled"), "PASS",
+                        r"^bitwise identical to compiled_baseline_0.*; torch[.]compile recomputed 36 op\(s\) in 4 "
+                        r"of 4 checkpoint region\(s\) and saved 6 activation tensor\(s\) / 393216 bytes for "
+                        r"backward, compiled baseline 26 / 2760704 \(activation_memory_budget 1, CSE on, 2 graph "
+                        r"break\(s\)\)"),
     }),
 }
 
