@@ -48,6 +48,9 @@ The contract:
   the two agree unless something else takes the tensors (a checkpoint
   outside the compiled code, with its own hooks) or the step saves tensors
   outside compiled code (eager ops around it).
+- AOTAutograd's cache is off while a region compiles (a hit skips the
+  partitioner and its hooks); Inductor's FX graph cache is not touched
+  (it is looked up inside inner_compile, after the graphs are read).
 - Graph breaks are Dynamo's own count (torch._dynamo.utils.counters) while
   the regions were compiled; a run that compiled nothing reports the count
   of the run that compiled the same regions.
@@ -355,7 +358,10 @@ class Backend:
         _REGIONS[region.id] = region
         for col in _ACTIVE:
             col.compiled.add(region.id)
-        with _joint_pass(region):
+        # AOTAutograd's cache would hand back a compiled region without
+        # partitioning it again (no joint graph, no fw/bw compiler call: no
+        # evidence); Inductor's FX graph cache, inside inner_compile, stays.
+        with _joint_pass(region), torch._functorch.config.patch(enable_autograd_cache=False):
             compiled = self._compile(region, gm, example_inputs)
         return _marking(region, compiled)
 
