@@ -3,8 +3,9 @@ baseline shows it, what it could not judge: a run against a family that
 was not given, a family named like the built-in baselines, an expected
 run whose twin's name /case expect cannot hold, and a compiled family
 whose plain step checkpoints (proven by torch.compile's own joint graph,
-CheckpointInBaseline). Exit 0 when each is refused with its error, 1
-naming the one that was not."""
+CheckpointInBaseline); and a run against a family whose prepare raises
+is an ERROR, and so is its _vs_eager twin. Exit 0 when each holds, 1
+naming the one that did not."""
 import sys
 import tempfile
 
@@ -39,6 +40,23 @@ def refused(what, error, **kwargs):
     return False
 
 
+def broken(model):
+    raise ValueError("planted: prepare raises")
+
+
+def error_reaches_the_twin():
+    with tempfile.TemporaryDirectory() as tmp:
+        report = ckpt_verify.verify(model_fn, batch_fn, {"broken": R(prepare=broken, against="compiled")},
+                                    baselines={"compiled": R(prepare=cc.compiled())}, out=f"{tmp}/r.h5", steps=1,
+                                    noise_runs=0, expect={"broken": "ERROR"})
+        got = {run: v.verdict for run, v in report.verdicts.items()}
+    if got == {"broken": "ERROR", "broken_vs_eager": "ERROR"} and report.ok:
+        print(f"ok: a run that raises is ERROR, and so is its twin: {got}")
+        return True
+    print(f"FAIL a run that raises: verdicts {got}, expected broken and broken_vs_eager ERROR", file=sys.stderr)
+    return False
+
+
 def main():
     ckpt = R(prepare=cc.then(cc.checkpointed, cc.compiled()), against="compiled")
     results = [
@@ -50,6 +68,7 @@ def main():
                 baselines={"compiled": R(prepare=cc.compiled())}, expect={"a_rather_long_name_for_a_run": "FAIL"}),
         refused("a compiled family whose step checkpoints", CheckpointInBaseline, runs={"mine": ckpt},
                 baselines={"compiled": R(prepare=cc.then(cc.checkpointed, cc.compiled()))}),
+        error_reaches_the_twin(),
     ]
     return 0 if all(results) else 1
 
