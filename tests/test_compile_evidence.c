@@ -216,6 +216,19 @@ static void hooks_seeing_fewer_bytes_than_the_graphs_are_a_finding(void **state)
                                      "something outside the compiled code (a checkpoint around it)"));
 }
 
+static void measured_end_of_forward_bytes_go_beside_the_evidence(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 4, 0, 0, 26, 2760704);
+    run_record_set_attr(&f.runs[0], "memory.end_forward_bytes", 2695168);
+    run_record_set_attr(&f.runs[1], "memory.end_forward_bytes", 2695168);
+    struct impl_result r = judge(&f);
+    assert_int_equal(r.verdict, V_MEMFAIL);
+    assert_non_null(strstr(r.reason, "dropped by the partitioner (activation_memory_budget 1, CSE on); held at the "
+                                     "end of forward (memory meter): 2695168 bytes, compiled_baseline_0 2695168"));
+}
+
 static void run_without_compile_evidence_is_judged_as_before(void **state)
 {
     (void)state;
@@ -256,6 +269,7 @@ int main(void)
         cmocka_unit_test(policy_held_keeps_the_verdict),
         cmocka_unit_test(hooks_agreeing_with_the_graphs_add_nothing),
         cmocka_unit_test(hooks_seeing_fewer_bytes_than_the_graphs_are_a_finding),
+        cmocka_unit_test(measured_end_of_forward_bytes_go_beside_the_evidence),
         cmocka_unit_test(run_without_compile_evidence_is_judged_as_before),
         cmocka_unit_test(a_failing_run_stays_fail_whatever_the_partitioner_did),
     };

@@ -115,10 +115,25 @@ static void judge_rules(const struct run_record *base, const struct run_record *
     }
 }
 
+/* What the memory meter measured beside the graphs' claim: the bytes held
+ * at the end of the forward, the run's and its baseline's (the compiled
+ * baseline, or the eager one for a _vs_eager twin). */
+static void held(const struct run_record *base, const struct run_record *run, struct impl_result *res)
+{
+    double mine = attr(run, "memory.end_forward_bytes"), theirs = attr(base, "memory.end_forward_bytes");
+    if (isnan(mine) || isnan(theirs) || base == run)
+        return;
+    char text[200];
+    snprintf(text, sizeof text, "; held at the end of forward (memory meter): %.0f bytes, %s %.0f", mine, base->name,
+             theirs);
+    append(res, text);
+}
+
 void compile_evidence_judge(const struct run_record *base, const struct run_record *run, struct impl_result *res)
 {
     if (isnan(attr(run, "compile.ckpt_regions")) || run->outcome[0])
         return;
     judge_rules(base, run, res);
+    held(base, run, res);
     measured(run, res);
 }

@@ -16,6 +16,8 @@
  *  - some regions recomputed and some dropped, bytes below the baseline's:
  *    a finding appended to the verdict;
  *  - otherwise the verdict stands and the reason adds the evidence;
+ *  - the bytes the memory meter held at the end of forward, the run's and its
+ *    baseline's, are appended beside the graphs' claim;
  *  - saved tensors measured by saved_tensors_hooks (compile.hooked_saved_*)
  *    that differ from the graphs' are a finding naming both.
  * Only PASS and NOISE can become MEMFAIL. A run without compile.ckpt_regions
