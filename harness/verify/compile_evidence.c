@@ -37,12 +37,10 @@ static void measured(const struct run_record *run, struct impl_result *res)
         return;
     char text[RESULT_TEXT_MAX];
     snprintf(text, sizeof text,
-             " [finding: the partitioned graphs save %.0f tensor(s) / %.0f bytes for backward, saved_tensors_hooks "
-             "saw %.0f / %.0f packed in the same forward: %s]",
-             saved, bytes, hooked, hooked_bytes,
-             hooked_bytes < bytes ? "something outside the compiled code (a checkpoint around it) took tensors the "
-                                    "graphs save behind its own hooks"
-                                  : "the step saves tensors outside the compiled code (eager ops around it)");
+             " [finding: saved_tensors_hooks saw %.0f tensor(s) / %.0f bytes packed, the graphs save %.0f / %.0f: %s]",
+             hooked, hooked_bytes, saved, bytes,
+             hooked_bytes < bytes ? "hooks around the compiled code (a checkpoint) hold them"
+                                  : "eager ops around the compiled code save their own");
     append(res, text);
 }
 
@@ -108,8 +106,8 @@ static void judge_rules(const struct run_record *base, const struct run_record *
         }
     } else {
         snprintf(text, sizeof text,
-                 "; torch.compile: no checkpoint region in its %.0f compiled graph(s); saved %.0f activation "
-                 "tensor(s) / %.0f bytes for backward (%s)",
+                 "; torch.compile: no checkpoint region in its %.0f graph(s); %.0f activation tensor(s) / %.0f "
+                 "bytes saved for backward (%s)",
                  or_zero(attr(run, "compile.regions")), tensors, bytes, set);
         append(res, text);
     }
@@ -124,8 +122,7 @@ static void held(const struct run_record *base, const struct run_record *run, st
     if (isnan(mine) || isnan(theirs) || base == run)
         return;
     char text[200];
-    snprintf(text, sizeof text, "; held at the end of forward (memory meter): %.0f bytes, %s %.0f", mine, base->name,
-             theirs);
+    snprintf(text, sizeof text, "; end of forward held %.0f bytes (meter), %s %.0f", mine, base->name, theirs);
     append(res, text);
 }
 
