@@ -23,3 +23,9 @@ add_test(NAME compile.families_refuse_what_cannot_be_judged
   COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/compile/check_families.py)
 set_tests_properties(compile.evidence_agrees_with_saved_tensors_hooks compile.families_refuse_what_cannot_be_judged
   PROPERTIES LABELS "compile" ENVIRONMENT "${COMPILE_ENV}" TIMEOUT 240)
+# docs/compile.md's walkthrough runs as written and gets the verdicts it shows.
+file(MAKE_DIRECTORY ${COMPILE_OUT}/walkthrough)
+add_test(NAME compile.walkthrough_passes
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/python/examples/compile_checkpoint.py
+  WORKING_DIRECTORY ${COMPILE_OUT}/walkthrough)
+set_tests_properties(compile.walkthrough_passes PROPERTIES LABELS "compile" ENVIRONMENT "${COMPILE_ENV}" TIMEOUT 240)
