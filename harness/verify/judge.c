@@ -12,6 +12,7 @@
 #include "op_timing.h"
 #include "error.h"
 #include "h5store.h"
+#include "compile_evidence.h"
 #include "held_check.h"
 #include "user_memory.h"
 #include "policy_statement.h"
@@ -764,6 +765,7 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
         res->memory_saved = res->end_forward_saved = res->overhead = NAN;
     memory_requirement(c, run_record_attr(base, "memory.peak_bytes"), res);
     xla_evidence_judge(base, run, res);
+    compile_evidence_judge(base, run, res);
     held_requirement(c, base, run, res);
     apply_observability(c, res);
     res->expected = (expected_mask(c, name) >> res->verdict) & 1u;

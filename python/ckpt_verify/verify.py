@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from . import families
 from . import judge as judge_mod
 from . import progress as progress_mod
 from .adapters import Skipped
@@ -170,7 +171,8 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
            name: str | None = None,
            judge: str | None = None, model_definition: str | None = None, world_size: int | None = None,
            parallel: str = "ddp", backend: str = "gloo", parallel_options: dict | None = None,
-           timeout: float | None = None, against_single: bool = True) -> "Report":
+           timeout: float | None = None, against_single: bool = True,
+           baselines: dict[str, StepFn | Run] | None = None) -> "Report":
     """Trains a plain baseline and every run in `runs` from the same seeded
     model and batches, streams them into a schema-1 report at `out` and
     returns the C judge's verdicts (a Report).
@@ -203,14 +205,24 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
                           against the single-process baselines (NOISE at best);
                           a rank that fails, dies or outlasts `timeout` seconds is an
                           ERROR naming it (docs/distributed.md)
+    baselines             {family: step_fn or Run}: more plain baselines, each trained as
+                          <family>_baseline_0, _1 (e.g. {"compiled": the plain step under
+                          torch.compile}); a Run(..., against=family) is judged against its
+                          family and, as <run>_vs_eager, against the eager baseline (NOISE at
+                          best) (docs/compile.md)
     """
     name = name or (os.path.splitext(os.path.basename(out))[0].replace("-", "_").replace(".", "_") if out
                     else "external")
     dev = _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, tolerance,
                         min_memory_saving, seed, lr, min_held_cut)
     baseline = Run(step=baseline or default_baseline)
+    fams = families.check(baselines, runs, expect)
+    if fams and world_size is not None:
+        raise BadInput("baselines= with world_size: a family of baselines is trained in one process")
+    twins = families.twins({r: fn for r, fn in runs.items() if not isinstance(fn, Skipped)})
+    expect = {**(expect or {}), **{twins[r]: v for r, v in (expect or {}).items() if r in twins}} if twins else expect
     runs = {run: (fn if isinstance(fn, (Run, Skipped)) else Run(step=fn)) for run, fn in runs.items()}
-    for fn in runs.values():
+    for fn in [*runs.values(), *fams.values()]:
         if isinstance(fn, Run) and fn.step is None:
             fn.step = baseline.step
     judge_path = judge_mod.find_judge(judge)
@@ -289,7 +301,7 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
         with Recorder.create(out, root, case_attrs, inputs, params_init) as recorder:
             del first, params_init, first_param  # in the report now: the training needs its memory
             try:
-                _train_all(spec, baseline, runs, noise_runs, recorder, cfg, against_single)
+                _train_all(spec, baseline, runs, noise_runs, recorder, cfg, against_single, fams)
             finally:
                 progress.close()
         judge_dir = os.path.splitext(out)[0] + ".judge"
@@ -310,7 +322,7 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
     return report
 
 
-def _train_all(spec, baseline, runs, noise_runs, recorder, cfg=None, against_single=True):
+def _train_all(spec, baseline, runs, noise_runs, recorder, cfg=None, against_single=True, fams=None):
     """Baselines: two, and up to 2 + noise_runs when they differ (the
     judge's noise envelope). Runs: each once; one that differs from
     baseline_0 is re-run up to noise_runs times, until a re-run reproduces
@@ -323,12 +335,12 @@ def _train_all(spec, baseline, runs, noise_runs, recorder, cfg=None, against_sin
     gc.collect()
     gc.freeze()
     try:
-        _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single)
+        _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single, fams or {})
     finally:
         gc.unfreeze()
 
 
-def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single):
+def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single, fams):
     train = _frontend_train(spec.device)
     _train_baseline(spec, baseline, 0, recorder, train)
     if "map" in spec.baseline_memory:  # every run's memory statement is drawn from it
@@ -345,14 +357,24 @@ def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single)
         skipped = {run for run, fn in runs.items() if isinstance(fn, Skipped)}
         distributed.train_all(spec, cfg, baseline, runs, noise_runs, recorder, singles, against_single, skipped)
         return
+    fam_names = {key: families.train_family(spec, key, fam, noise_runs, recorder, train) for key, fam in fams.items()}
+    samples = {key: {} for key in fams}
     for run_name, run in runs.items():
         if isinstance(run, Skipped):
             continue
-        writer = _train_or_error(spec, run, run_name, recorder, train)
+        against = getattr(run, "against", None)
+        fam = families.family(against) if against else None
+        writer = _train_or_error(spec, run, run_name, recorder, train, fam)
+        names = [run_name]
         for k in range(1, noise_runs + 1):
             if "outcome" in writer.attrs or writer.identical:
                 break
-            writer = _train_or_error(spec, run, f"{run_name}_rerun_{k}", recorder, train)
+            writer = _train_or_error(spec, run, f"{run_name}_rerun_{k}", recorder, train, fam)
+            names.append(f"{run_name}_rerun_{k}")
+        if against:
+            samples[against][run_name] = names
+    for key in fams:  # the _vs_eager twins (families.py)
+        families.link_twins(recorder, key, singles, fam_names[key], samples[key])
 
 
 def check_same_tensors(recorder: Recorder, first: str, other: str) -> None:
@@ -406,7 +428,7 @@ def _train_baseline(spec: Spec, baseline: Run, k: int, recorder: Recorder, train
     writer = recorder.begin_run(_baseline_name(k))
     own, before = _own_batches(spec)
     try:
-        train(own, baseline, writer, baseline=True)
+        families.train_with_evidence(train, own, baseline, writer, baseline=True)
         changed = _changed_batches(before, own, _baseline_name(k))
         if changed:
             raise BadInput(f"the plain baseline changes its batch: {changed}")
@@ -430,20 +452,20 @@ def _frontend_train(dev: torch.device) -> Callable:
 
 
 def _train_or_error(spec: Spec, run: Run, run_name: str, recorder: Recorder,
-                    train: Callable | None = None) -> RunWriter:
+                    train: Callable | None = None, family: str | None = None) -> RunWriter:
     """A run streamed into the report, trained on its own copy of the
-    batches. One whose prepare, step_fn or backward raised (RunError) is
-    kept as it stands, what it wrote before it raised, with outcome=error,
-    its message and its traceback: the judge's ERROR verdict, as for a
-    harness run (the traceback's last frames go to stderr). So is one that
-    changed its batches in place (their CRC-32 before and after): "run X
-    changed batch 1 in place (inputs/1/0): ...". Any other exception
-    removes the run from the file before it propagates, so no run is left
-    half-written."""
-    writer = recorder.begin_run(run_name)
+    batches, against `family`'s baselines when given. One whose prepare,
+    step_fn or backward raised (RunError) is kept as it stands, what it
+    wrote before it raised, with outcome=error, its message and its
+    traceback: the judge's ERROR verdict, as for a harness run (the
+    traceback's last frames go to stderr). So is one that changed its
+    batches in place (their CRC-32 before and after): "run X changed batch
+    1 in place (inputs/1/0): ...". Any other exception removes the run from
+    the file before it propagates, so no run is left half-written."""
+    writer = recorder.begin_run(run_name, family)
     own, before = _own_batches(spec)
     try:
-        (train or train_eager)(own, run, writer)
+        families.train_with_evidence(train or train_eager, own, run, writer, measure=family is not None)
     except RunError as e:
         writer.attrs["outcome"] = "error"
         writer.attrs["message"] = str(e)

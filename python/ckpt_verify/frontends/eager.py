@@ -205,11 +205,14 @@ class Run:
                                       are judged against the statement drawn
                                       from the baseline's memory map; None:
                                       a plain control run, memory not judged
+    against: str or None              a family of verify(baselines=...)
+                                      (e.g. "compiled") this run is judged
+                                      against, beside the eager baseline
 
     `Run(step=fn)` is the same as giving fn itself."""
 
     def __init__(self, prepare: Callable | None = None, step: Callable | None = None, *,
-                 memory: str | None = "judged"):
+                 memory: str | None = "judged", against: str | None = None):
         if prepare is None and step is None:
             raise BadInput("Run() needs prepare=, step= or both")
         if memory not in ("judged", None):
@@ -218,7 +221,9 @@ class Run:
         for what, fn in (("prepare", prepare), ("step", step)):
             if fn is not None and not callable(fn):
                 raise BadInput(f"Run({what}=...): {type(fn).__name__} is not callable")
-        self.prepare, self.step = prepare, step
+        if against is not None and not isinstance(against, str):
+            raise BadInput(f"Run(against=...): {type(against).__name__} is not a family name")
+        self.prepare, self.step, self.against = prepare, step, against
 
     def __repr__(self):
         parts = [f"{k}={getattr(v, '__qualname__', v)!s}" for k, v in (("prepare", self.prepare),

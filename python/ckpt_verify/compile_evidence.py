@@ -1,0 +1,444 @@
+"""torch.compile's own account of a run's recompute: what AOTAutograd's
+partitioner saved for backward and what it recomputes, per compiled region,
+read from the partitioned forward and backward graphs the compiler hands
+its own compilers (docs/compile.md). Nothing here partitions a graph or
+estimates a byte: every number is read off the graphs the partitioner made.
+
+The contract:
+
+- `backend(name)` is a torch.compile backend that compiles as `name` does
+  ("aot_eager": AOTAutograd with min_cut_rematerialization_partition and no
+  code generation; "inductor": torch._inductor.compile_fx.compile_fx, whose
+  own partitioner is min_cut_rematerialization_partition(compiler="inductor"))
+  and, through the compiler's hooks only, keeps for each Dynamo graph (a
+  *region*):
+    - the joint graph's checkpoint tags, seen by a chained
+      torch._functorch.config.joint_custom_pass (which AOTAutograd runs just
+      before its partition_fn): ops tagged MUST/PREFER_RECOMPUTE and their
+      checkpoint regions (the `ac_graph_id` of each tag), and the ops a
+      selective checkpoint's policy tagged MUST_SAVE;
+    - the partitioned forward and backward graphs, as AOTAutograd hands them
+      to fw_compiler and bw_compiler (aot_eager) or to inner_compile
+      (Inductor): the backward's inputs other than tangents are the tensors
+      saved for backward (count, bytes of shape x dtype, the forward op that
+      made each: `parameter` for a module parameter or buffer, alive anyway
+      and left out of the activations; `input` for any other graph input,
+      the batch or a value made before a graph break), and a backward op that is also a forward op (same node name:
+      the partitioner copies the joint graph's nodes into both) is a
+      recompute, counted with its checkpoint tag when it has one (and
+      apart when the policy said MUST_SAVE);
+    - the partitioner and its settings (activation_memory_budget, cse).
+  `partition_fn=` replaces the partitioner (a planted bug, or a user's own).
+- `backend(name, partition_fn)` returns one Backend per arguments: Dynamo
+  guards on the backend object, and a new one per model would recompile
+  every model (BACKEND_MATCH).
+- `collect()` is active while the frontend trains one run; a region's
+  compiled forward marks the active collection each time it runs outside
+  the autograd engine's backward, so a run that reuses a region another run
+  compiled (Dynamo's cache) still reports it. `Collection.step()` wraps the
+  run's step function: each call opens a forward. `Collection.attrs()`
+  gives the run's `compile.*` attributes (docs/schema.md) for its last
+  forward: summed over the region calls it made (a region compiled once and
+  called for four blocks counts four times); none when no region of this
+  module's backend ran.
+- Measured beside the graphs (collect(measure=True), runs of a family
+  only): the tensors and bytes an outer saved_tensors_hooks sees autograd
+  pack in the last forward, `compile.hooked_saved_*`. A compiled region's
+  autograd.Function packs exactly what its partitioned forward saves, so
+  the two agree unless something else takes the tensors (a checkpoint
+  outside the compiled code, with its own hooks) or the step saves tensors
+  outside compiled code (eager ops around it).
+- AOTAutograd's cache is off while a region compiles (a hit skips the
+  partitioner and its hooks); Inductor's FX graph cache is not touched
+  (it is looked up inside inner_compile, after the graphs are read).
+- Graph breaks are Dynamo's own count (torch._dynamo.utils.counters) while
+  the regions were compiled; a run that compiled nothing reports the count
+  of the run that compiled the same regions.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+BACKENDS = ("aot_eager", "inductor")
+_RECOMPUTE_TAGS = ("MUST_RECOMPUTE", "PREFER_RECOMPUTE")
+
+
+@dataclass
+class Saved:
+    """One tensor the partitioned forward saves for the backward."""
+    name: str
+    op: str          # the forward op that made it ("parameter": module state; "input": another graph input)
+    nbytes: int      # its shape x dtype
+
+    @property
+    def is_state(self) -> bool:
+        return self.op == "parameter"
+
+
+@dataclass
+class Region:
+    """One Dynamo graph compiled by `backend()`: its joint graph's tags and
+    its partitioned graphs' saved tensors and recompute."""
+    id: int
+    backend: str
+    partitioner: str
+    activation_memory_budget: float
+    cse: bool
+    tagged_ops: int = 0                # joint-graph ops tagged MUST/PREFER_RECOMPUTE
+    must_save: set = field(default_factory=set)      # names of joint-graph ops tagged MUST_SAVE (a policy)
+    must_save_recomputed: int = 0      # of them, ops the backward computes again
+    ckpt_regions: set = field(default_factory=set)   # their ac_graph_id values
+    forward_ops: int = 0
+    forward_nodes: dict = field(default_factory=dict, repr=False)  # name -> (fx op, producing op): no graph kept
+    state_inputs: set = field(default_factory=set)  # AOT placeholder names of parameters and buffers
+    saved: list = field(default_factory=list)        # [Saved], the backward's inputs but tangents
+    backward_compiled: bool = False
+    recompute_tagged: int = 0          # backward ops that are forward ops with a recompute tag
+    recompute_untagged: int = 0        # ... without one: the partitioner's own choice
+    recomputed_regions: set = field(default_factory=set)  # ac_graph_id of the tagged recompute
+
+
+_REGIONS: dict[int, Region] = {}
+_IDS = itertools.count(1)
+_BREAKS: dict[tuple, tuple[int, str]] = {}  # region ids that ran -> the graph breaks counted compiling them
+
+
+def _tag(node: torch.fx.Node) -> str | None:
+    policy = node.meta.get("recompute")
+    return getattr(policy, "name", None) if policy is not None else None
+
+
+def _nbytes(val: Any) -> int:
+    if not isinstance(val, torch.Tensor):
+        return 0
+    numel = 1
+    for s in val.shape:
+        numel *= int(s)
+    return numel * val.element_size()
+
+
+def _op_name(node: torch.fx.Node) -> str:
+    if node.op == "placeholder":
+        return "input"
+    target = node.target
+    return str(getattr(target, "__name__", target)) if node.op == "call_function" else node.op
+
+
+def read_joint(region: Region, joint: torch.fx.GraphModule) -> None:
+    """The checkpoint's tags as the partitioner is handed them."""
+    for node in joint.graph.nodes:
+        if node.op == "call_function" and _tag(node) in _RECOMPUTE_TAGS:
+            region.tagged_ops += 1
+            region.ckpt_regions.add(node.meta.get("ac_graph_id", 0))
+        elif node.op == "call_function" and _tag(node) == "MUST_SAVE":
+            region.must_save.add(node.name)
+
+
+def read_forward(region: Region, fw: torch.fx.GraphModule) -> None:
+    region.forward_ops = sum(1 for n in fw.graph.nodes if n.op == "call_function")
+    region.forward_nodes = {n.name: (n.op, "parameter" if n.name in region.state_inputs else _op_name(n))
+                            for n in fw.graph.nodes}
+
+
+def read_backward(region: Region, bw: torch.fx.GraphModule) -> None:
+    """Saved tensors and recompute from the partitioned backward, matched by
+    node name with the forward read before it."""
+    forward = region.forward_nodes
+    region.saved, region.recompute_tagged, region.recompute_untagged = [], 0, 0
+    region.recomputed_regions = set()
+    region.must_save_recomputed = 0
+    for node in bw.graph.nodes:
+        if node.op == "placeholder":
+            if node.name.startswith("tangents"):
+                continue
+            val = node.meta.get("val")
+            if not isinstance(val, torch.Tensor):
+                continue  # a saved SymInt: no tensor bytes
+            made_by = forward.get(node.name)
+            region.saved.append(Saved(node.name, made_by[1] if made_by is not None else "?", _nbytes(val)))
+        elif node.op == "call_function" and forward.get(node.name, ("",))[0] == "call_function":
+            if node.name in region.must_save:
+                region.must_save_recomputed += 1
+            if _tag(node) in _RECOMPUTE_TAGS:
+                region.recompute_tagged += 1
+                region.recomputed_regions.add(node.meta.get("ac_graph_id", 0))
+            else:
+                region.recompute_untagged += 1
+    region.backward_compiled = True
+
+
+class Collection:
+    """The regions one run ran, and Dynamo's graph-break count meanwhile."""
+
+    def __init__(self, measure: bool = False) -> None:
+        self.measure = measure  # count what saved_tensors_hooks sees packed in each forward
+        self.hooked = [0, 0]    # tensors, bytes packed in the current forward
+        self.ran: dict[int, Region] = {}
+        self.forwards: list[list[Region]] = []   # per call of the step: the region calls it made
+        self.compiled: set[int] = set()
+        self._breaks0 = _graph_breaks()
+
+    def mark(self, region: Region) -> None:
+        self.ran.setdefault(region.id, region)
+        if torch._C._current_graph_task_id() != -1:
+            return  # run again by the autograd engine (an eager checkpoint's recompute): not a forward's call
+        if not self.forwards:
+            self.forwards.append([])
+        self.forwards[-1].append(region)
+
+    def step(self, step_fn: Callable) -> Callable:
+        """step_fn, each call of which opens a new forward; with `measure`,
+        run under an outer saved_tensors_hooks that counts every tensor
+        autograd packs (identity: the tensor itself is kept)."""
+        def step(*args: Any, **kwargs: Any) -> Any:
+            self.forwards.append([])
+            self.hooked = [0, 0]
+            if not self.measure:
+                return step_fn(*args, **kwargs)
+            with torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack):
+                return step_fn(*args, **kwargs)
+        return step
+
+    def _pack(self, t: torch.Tensor) -> torch.Tensor:
+        self.hooked[0] += 1
+        self.hooked[1] += t.numel() * t.element_size()
+        return t
+
+    def attrs(self) -> dict:
+        """The run's compile.* attributes (docs/schema.md); {} when no region
+        of `backend()` ran."""
+        if not self.ran:
+            return {}
+        key = tuple(sorted(self.ran))
+        now = _graph_breaks()
+        if self.compiled & set(self.ran):
+            diff = now - self._breaks0
+            _BREAKS[key] = (sum(diff.values()),
+                            "; ".join(f"{str(r).strip().splitlines()[0]} ({n})" for r, n in diff.most_common(4)))
+        breaks, reasons = _BREAKS.get(key, (0, ""))
+        calls = next((f for f in reversed(self.forwards) if f), [])
+        regions = calls or list(self.ran.values())
+        saved = [s for r in regions for s in r.saved]
+        acts = [s for s in saved if not s.is_state]
+        by_op = Counter()
+        bytes_by_op = Counter()
+        for s in acts:
+            by_op[s.op] += 1
+            bytes_by_op[s.op] += s.nbytes
+        ckpt = sum(len(r.ckpt_regions) for r in regions)
+        recomputed = sum(len(r.recomputed_regions & r.ckpt_regions) for r in regions)
+        first = regions[0]
+        return {
+            "compile.backend": first.backend,
+            "compile.partitioner": first.partitioner,
+            "compile.activation_memory_budget": float(first.activation_memory_budget),
+            "compile.cse": int(first.cse),
+            "compile.regions": len({r.id for r in regions}),
+            "compile.region_calls": len(regions),
+            "compile.regions_without_backward": len({r.id for r in regions if not r.backward_compiled}),
+            "compile.graph_breaks": breaks,
+            "compile.graph_break_reasons": reasons or "(none)",
+            "compile.forward_ops": sum(r.forward_ops for r in regions),
+            "compile.saved_tensors": len(saved),
+            "compile.saved_bytes": sum(s.nbytes for s in saved),
+            "compile.saved_activation_tensors": len(acts),
+            "compile.saved_activation_bytes": sum(s.nbytes for s in acts),
+            "compile.saved_by_op": "; ".join(f"{op}: {by_op[op]} ({bytes_by_op[op]} B)"
+                                             for op, _ in bytes_by_op.most_common()) or "(none)",
+            "compile.ckpt_tagged_ops": sum(r.tagged_ops for r in regions),
+            "compile.ckpt_regions": ckpt,
+            "compile.ckpt_regions_recomputed": recomputed,
+            "compile.recompute_ops": sum(r.recompute_tagged for r in regions),
+            "compile.recompute_ops_untagged": sum(r.recompute_untagged for r in regions),
+            "compile.policy_must_save_ops": sum(len(r.must_save) for r in regions),
+            "compile.policy_must_save_recomputed": sum(r.must_save_recomputed for r in regions),
+            **({"compile.hooked_saved_tensors": self.hooked[0], "compile.hooked_saved_bytes": self.hooked[1]}
+               if self.measure else {}),
+        }
+
+
+_ACTIVE: list[Collection] = []
+
+
+def _graph_breaks() -> Counter:
+    from torch._dynamo.utils import counters
+    return Counter(dict(counters["graph_break"]))
+
+
+def _unpack(t: torch.Tensor) -> torch.Tensor:
+    return t
+
+
+@contextlib.contextmanager
+def collect(measure: bool = False) -> Iterator[Collection]:
+    """The regions of `backend()` that run inside the block (one run);
+    with `measure`, the steps wrapped by Collection.step count what
+    autograd saves (never around a baseline the recompute probe watches:
+    it takes saved-tensor hooks for a checkpoint)."""
+    col = Collection(measure)
+    _ACTIVE.append(col)
+    try:
+        yield col
+    finally:
+        _ACTIVE.remove(col)
+
+
+def _mark(region: Region) -> None:
+    for col in _ACTIVE:
+        col.mark(region)
+
+
+def _recording(region: Region, read: Callable, compiler: Callable) -> Callable:
+    def compile_graph(gm: torch.fx.GraphModule, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        read(region, gm)
+        return compiler(gm, example_inputs, *args, **kwargs)
+    return compile_graph
+
+
+@contextlib.contextmanager
+def _joint_pass(region: Region) -> Iterator[None]:
+    """Chains a joint_custom_pass that reads the tags, then runs the one set before."""
+    before = torch._functorch.config.joint_custom_pass
+
+    def read(joint: torch.fx.GraphModule, joint_inputs: Any) -> torch.fx.GraphModule:
+        read_joint(region, joint)
+        return before(joint, joint_inputs) if callable(before) else joint
+    with torch._functorch.config.patch(joint_custom_pass=read):
+        yield
+
+
+def _state_inputs(gm: torch.fx.GraphModule, example_inputs: Any) -> set:
+    """AOTAutograd's names (primals_<k>, k from 1 in the order of the Dynamo
+    graph's inputs) of the inputs that are module parameters or buffers:
+    alive whether saved or not. Any other input (the batch, or a value
+    another graph made before a graph break) saved for backward counts as
+    an activation."""
+    names = set()
+    for k, (node, value) in enumerate(zip(gm.graph.find_nodes(op="placeholder"), example_inputs), start=1):
+        arg = node.meta.get("grapharg")
+        source = getattr(getattr(arg, "source", None), "name", "") or ""
+        if isinstance(value, torch.nn.Parameter) or "._buffers[" in str(source):
+            names.add(f"primals_{k}")
+    return names
+
+
+def _name(fn: Callable) -> str:
+    if isinstance(fn, functools.partial):
+        kw = ", ".join(f"{k}={v!r}" for k, v in fn.keywords.items())
+        return f"{_name(fn.func)}({kw})" if kw else _name(fn.func)
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+class Backend:
+    """A torch.compile backend: `name`'s compilation, recorded per region."""
+
+    def __init__(self, name: str = "aot_eager", partition_fn: Callable | None = None):
+        if name not in BACKENDS:
+            raise ValueError(f"compile_evidence.backend: {name!r} is not one of {', '.join(BACKENDS)}")
+        self.name, self.partition_fn = name, partition_fn
+        self.__name__ = f"ckpt_verify_{name}"
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: Any) -> Callable:
+        from functorch.compile import min_cut_rematerialization_partition
+        cfg = torch._functorch.config
+        if self.name == "aot_eager":
+            part = self.partition_fn or min_cut_rematerialization_partition
+        else:
+            part = self.partition_fn or functools.partial(min_cut_rematerialization_partition, compiler="inductor")
+        region = Region(next(_IDS), self.name, _name(part), cfg.activation_memory_budget, bool(cfg.cse))
+        region.state_inputs = _state_inputs(gm, example_inputs)
+        _REGIONS[region.id] = region
+        for col in _ACTIVE:
+            col.compiled.add(region.id)
+        # AOTAutograd's cache would hand back a compiled region without
+        # partitioning it again (no joint graph, no fw/bw compiler call: no
+        # evidence); Inductor's FX graph cache, inside inner_compile, stays.
+        with _joint_pass(region), torch._functorch.config.patch(enable_autograd_cache=False):
+            compiled = self._compile(region, gm, example_inputs)
+        return _marking(region, compiled)
+
+    def _compile(self, region: Region, gm: torch.fx.GraphModule, example_inputs: Any) -> Callable:
+        if self.name == "aot_eager":
+            from functorch.compile import min_cut_rematerialization_partition
+            from torch._dynamo.backends.common import aot_autograd
+            from torch._dynamo.backends.debugging import boxed_nop  # what aot_eager compiles with
+            return aot_autograd(fw_compiler=_recording(region, read_forward, boxed_nop),
+                                bw_compiler=_recording(region, read_backward, boxed_nop),
+                                partition_fn=self.partition_fn or min_cut_rematerialization_partition,
+                                keep_inference_input_mutations=True)(gm, example_inputs)
+        from torch._inductor import compile_fx
+
+        def inner(graph: torch.fx.GraphModule, inputs: Any, **kwargs: Any) -> Any:
+            (read_backward if kwargs.get("is_backward") else read_forward)(region, graph)
+            return compile_fx.compile_fx_inner(graph, inputs, **kwargs)
+        if self.partition_fn is None:
+            return compile_fx.compile_fx(gm, example_inputs, inner_compile=inner)
+        raise ValueError("compile_evidence.backend('inductor', partition_fn=...): Inductor chooses its own "
+                         "partitioner; plant a partitioner with 'aot_eager'")
+
+
+def _marking(region: Region, compiled: Callable) -> Callable:
+    """The region's compiled forward, marking the active collection as it
+    runs (Dynamo calls a backend's result with the graph's inputs)."""
+    def run(*args: Any) -> Any:
+        _mark(region)
+        return compiled(*args)
+    return run
+
+
+_BACKENDS: dict[tuple, Backend] = {}
+
+
+def backend(name: str = "aot_eager", partition_fn: Callable | None = None) -> Backend:
+    """torch.compile(model, backend=compile_evidence.backend("aot_eager")):
+    compiles as `name` does and records each region's evidence. The same
+    arguments give the same Backend (Dynamo's cache guards on it)."""
+    key = (name, partition_fn)
+    if key not in _BACKENDS:
+        _BACKENDS[key] = Backend(name, partition_fn)
+    return _BACKENDS[key]
+
+
+def ignoring_checkpoint_tags(partition_fn: Callable | None = None) -> Callable:
+    """A partition_fn that drops every checkpoint tag from the joint graph,
+    then partitions as `partition_fn` (default min_cut_rematerialization_partition):
+    the user's checkpoint regions are ignored and the partitioner saves what
+    it would save without them. A planted bug (the class of PR #147561's
+    report): the recompute is dropped, the gradients stay right."""
+    from functorch.compile import min_cut_rematerialization_partition
+    inner = partition_fn or min_cut_rematerialization_partition
+
+    def partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
+        for node in joint.graph.nodes:
+            node.meta.pop("recompute", None)
+            node.meta.pop("ac_graph_id", None)
+        return inner(joint, joint_inputs, **kwargs)
+    partition.__qualname__ = f"ignoring_checkpoint_tags({_name(inner)})"
+    return partition
+
+
+def recomputing_must_save(partition_fn: Callable | None = None) -> Callable:
+    """A partition_fn that retags every MUST_SAVE op of a selective
+    checkpoint's policy MUST_RECOMPUTE, then partitions as `partition_fn`:
+    a partitioner that does not hold the policy (a planted bug; the class
+    of pytorch #161889, where selective checkpointing under compile kept
+    another set of tensors than eager)."""
+    from functorch.compile import min_cut_rematerialization_partition
+    from torch.utils.checkpoint import CheckpointPolicy
+    inner = partition_fn or min_cut_rematerialization_partition
+
+    def partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
+        for node in joint.graph.nodes:
+            if _tag(node) == "MUST_SAVE":
+                node.meta["recompute"] = CheckpointPolicy.MUST_RECOMPUTE
+        return inner(joint, joint_inputs, **kwargs)
+    partition.__qualname__ = f"recomputing_must_save({_name(inner)})"
+    return partition

@@ -1,0 +1,140 @@
+"""Baseline families beside the plain eager baseline (docs/compile.md).
+
+verify(baselines={"compiled": step_fn | Run(...)}) trains, after
+baseline_0 and baseline_1, each family's plain step as its own baselines,
+and a run given as Run(..., against="compiled") is judged against them:
+
+    compiled_baseline_<k>          the family's plain step: two runs, up to
+                                   2 + noise_runs when the two differ (its
+                                   own envelope). Named <family>_baseline_<k>
+                                   because the judge takes a family's
+                                   baselines by that suffix (judge.c
+                                   baseline_family_len)
+    <run>                          its `baselines` attribute names the family:
+                                   bitwise / NOISE against it
+    compiled_or_eager_baseline_<k> baseline_0.. and compiled_baseline_0..,
+                                   hard links (no copy)
+    <run>_vs_eager                 <run> as hard links, judged against that
+                                   mixed family: NOISE within what compiling
+                                   itself does to the plain model's numbers,
+                                   FAIL beyond; bitwise only where the
+                                   compiled and eager baselines agree bitwise
+
+This is the mechanism of distributed runs' `_vs_single` twins
+(frontends/distributed.py), reused: the same _link_run.
+
+A family's baseline is proven plain by the compiler's own evidence
+(compile_evidence.py): a compiled region whose joint graph carries
+checkpoint tags is refused (CheckpointInBaseline), as the eager baseline is
+refused by the recompute probe. Every run's compile evidence, when its step
+ran a region of compile_evidence.backend(), goes to its compile.* attributes."""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from . import compile_evidence
+from .errors import BadInput, BadRunName, CheckpointInBaseline
+from .frontends.distributed import _link_run
+from .frontends.eager import Run
+from .recorder import Recorder, RunWriter, same_results
+
+_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,30}$")
+
+
+def family(key: str) -> str:
+    return f"{key}_baseline"
+
+
+def mixed_family(key: str) -> str:
+    return f"{key}_or_eager_baseline"
+
+
+def twin_name(run_name: str) -> str:
+    return f"{run_name}_vs_eager"
+
+
+def check(baselines: dict | None, runs: dict, expect: dict | None = None) -> dict:
+    """{key: Run} for verify(baselines=...), refusing what the judge could
+    not read; every Run(against=key) must name one of them."""
+    fams = {}
+    for key, fn in (baselines or {}).items():
+        if not isinstance(key, str) or not _WORD.match(key) or key == "baseline" or key.endswith("_baseline"):
+            raise BadRunName(f"baselines key {key!r}: a family is 1-31 letters, digits or underscores, starting with "
+                             f"a letter, not 'baseline' and not ending in '_baseline' (its runs are "
+                             f"<key>_baseline_<k>)")
+        if not (callable(fn) or isinstance(fn, Run)):
+            raise BadInput(f"baselines[{key!r}]: {type(fn).__name__} is not a step_fn(model, batch) -> loss or a Run")
+        fams[key] = fn if isinstance(fn, Run) else Run(step=fn)
+    for name, run in runs.items():
+        against = getattr(run, "against", None)
+        if against is None:
+            continue
+        if against not in fams:
+            raise BadInput(f"run {name!r}: against={against!r} names no family of baselines= "
+                           f"({', '.join(fams) or 'none given'})")
+        if len(twin_name(name)) + len("_rerun_99") > 63:
+            raise BadRunName(f"run {name!r}: its twin {twin_name(name)!r} and that twin's re-runs need "
+                             f"{len(name)} + 17 characters, more than a run name's 63; shorten it")
+        if name in (expect or {}) and len(twin_name(name)) > 31:
+            raise BadRunName(f"run {name!r}: its expectation goes to its twin {twin_name(name)!r} too, and /case "
+                             f"expect holds names of up to 31 characters; shorten it")
+    return fams
+
+
+def twins(runs: dict) -> dict:
+    """{run: its _vs_eager twin} for the runs judged against a family."""
+    return {name: twin_name(name) for name, run in runs.items() if getattr(run, "against", None)}
+
+
+def train_with_evidence(train: Callable, spec, run: Run, writer: RunWriter, measure: bool = False,
+                        **kwargs) -> None:
+    """train(spec, run, writer, **kwargs) with its compile evidence (if any)
+    added to the run's attributes, also when the run raised; with
+    `measure` (a family's run), the saved tensors its steps pack too."""
+    with compile_evidence.collect(measure) as col:
+        step = run.step
+        run.step = col.step(step)  # the same Run (warm-ups are kept per Run), its step bracketed
+        try:
+            train(spec, run, writer, **kwargs)
+        finally:
+            run.step = step
+            writer.attrs.update(col.attrs())
+
+
+def train_family(spec, key: str, run: Run, noise_runs: int, recorder: Recorder, train: Callable) -> list[str]:
+    """The family's baselines, streamed into the report: two, and up to
+    2 + noise_runs when the first two differ. Returns their names."""
+    names = []
+    for k in range(2 + noise_runs):
+        if k >= 2 and same_results(recorder.file, names[0], names[1]):
+            break
+        name = f"{family(key)}_{k}"
+        writer = recorder.begin_run(name, family(key))
+        try:
+            train_with_evidence(train, spec, run, writer, measure=True)
+            tagged = writer.attrs.get("compile.ckpt_tagged_ops", 0)
+            if tagged:
+                raise CheckpointInBaseline(
+                    f"run {name}: the {key!r} baseline checkpoints: torch.compile's joint graph carries {tagged} "
+                    f"op(s) tagged for recompute in {writer.attrs.get('compile.ckpt_regions')} checkpoint "
+                    f"region(s). A family's baseline must be the plain step; give the checkpoint as a run with "
+                    f"against={key!r}")
+        except BaseException:
+            writer.abort()
+            raise
+        writer.finish()
+        names.append(name)
+    return names
+
+
+def link_twins(recorder: Recorder, key: str, eager: list[str], compiled: list[str], samples: dict) -> None:
+    """compiled_or_eager_baseline_<k> from both families' baselines, and each
+    run's samples (the run and its re-runs) as <run>_vs_eager[_rerun_<i>]."""
+    mixed = mixed_family(key)
+    for k, source in enumerate([*eager, *compiled]):
+        _link_run(recorder, source, f"{mixed}_{k}", drop_ranks=True)
+    for run_name, names in samples.items():
+        for i, sample in enumerate(names):
+            _link_run(recorder, sample, twin_name(run_name) + (f"_rerun_{i}" if i else ""), drop_ranks=True,
+                      extra={"baselines": mixed})
