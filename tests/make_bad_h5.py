@@ -26,11 +26,13 @@ def replace(f, path, values, dtype_attr):
 
 
 def set_bits(f, path, flat, bits):
-    """Element `flat` of a float32 dataset gets the raw bits `bits`."""
+    """Element `flat` of a float32 dataset gets the raw bits `bits`, and
+    its crc32 the new data's checksum: a good file that holds a NaN."""
     values = f[path][()]
     view = values.reshape(-1).view(np.uint32)
     view[flat] = np.uint32(bits)
     f[path][...] = values
+    f[path].attrs["crc32"] = np.int64(zlib.crc32(values.tobytes()))
 
 
 def main() -> int:
@@ -64,6 +66,9 @@ def main() -> int:
     with h5py.File(copy(good, out, "dtype_attr_lies.h5"), "r+") as f:
         f[grad].attrs["dtype"] = "bfloat16"
 
+    # A run deleted from a complete report (its /case impls still name it).
+    with h5py.File(copy(good, out, "run_deleted.h5"), "r+") as f:
+        del f["/runs/nonreentrant"]
     # A soft link where a tensor should be: reading past it would make the
     # run look as if it lacked the tensor.
     with h5py.File(copy(good, out, "soft_link.h5"), "r+") as f:

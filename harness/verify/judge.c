@@ -1040,7 +1040,8 @@ static int find_gone_runs(const char *path, const struct run_record *runs, int n
             return error_set(ST_INPUT, "%s: more than %d runs to judge", path, CASE_MAX_IMPLS * 2);
         struct gone_run *g = &gone[(*n_gone)++];
         snprintf(g->name, sizeof g->name, "%s", r->name);
-        snprintf(g->reason, sizeof g->reason, "run %s is %sincomplete in %s: missing %s (%d of %s's %d tensors)",
+        snprintf(g->reason, sizeof g->reason, "run %s is %sincomplete in %s: missing %s (%d of %s's %d tensors are "
+                 "missing)",
                  r->name, is_named ? "named by /case but " : "", path, first, missing, ref_name, of);
         snprintf(g->first_missing, sizeof g->first_missing, "%s missing", first);
     }
