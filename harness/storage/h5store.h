@@ -6,7 +6,9 @@
  * back as one-line messages naming the file and the path inside it.
  * Written by h5store_write.c; read by h5store_open.c (opening a report
  * with its checks), h5store_read_dataset.c, h5store_read_attrs.c and
- * h5store_read_run.c. */
+ * h5store_read_run.c. Every read of a dataset with a crc32 attribute
+ * verifies it; a run is reached by hard links only (an external or soft
+ * link where a run, group or dataset should be is ST_INPUT naming it). */
 #ifndef CKPT_H5STORE_H
 #define CKPT_H5STORE_H
 
