@@ -213,7 +213,7 @@ int h5store_check_stored_crc32(hid_t ds, const char *file, const char *where, lo
     hid_t ftype = H5Dget_type(ds), mtype = ftype >= 0 ? H5Tcopy(ftype) : H5I_INVALID_HID;
     hid_t fspace = H5Dget_space(ds), mspace = H5I_INVALID_HID;
     int ndim = fspace >= 0 ? H5Sget_simple_extent_ndims(fspace) : -1;
-    hsize_t dims[H5S_MAX_RANK], start[H5S_MAX_RANK] = {0}, count[H5S_MAX_RANK];
+    hsize_t dims[H5S_MAX_RANK] = {0}, start[H5S_MAX_RANK] = {0}, count[H5S_MAX_RANK] = {0};
     size_t row = mtype >= 0 ? H5Tget_size(mtype) : 0;
     int rc = ST_OK;
     unsigned char *buf = NULL;
@@ -224,10 +224,14 @@ int h5store_check_stored_crc32(hid_t ds, const char *file, const char *where, lo
     /* Whole rows of the first dimension, as many as fit a block. */
     for (int i = 1; rc == ST_OK && i < ndim; i++)
         row *= (size_t)dims[i];
-    hsize_t rows = ndim > 0 ? dims[0] : 1, per_block = row >= H5STORE_CHECKSUM_BLOCK ? 1 : H5STORE_CHECKSUM_BLOCK / row;
-    if (per_block > rows)
-        per_block = rows;
-    if (rc == ST_OK && row > 0 && rows > 0 && !(buf = malloc((size_t)per_block * row)))
+    hsize_t rows = 0, per_block = 1; /* no element (a 0 in the shape): nothing to read */
+    if (rc == ST_OK && row > 0) {
+        rows = ndim > 0 ? dims[0] : 1;
+        per_block = row >= H5STORE_CHECKSUM_BLOCK ? 1 : H5STORE_CHECKSUM_BLOCK / row;
+        if (per_block > rows)
+            per_block = rows;
+    }
+    if (rc == ST_OK && rows > 0 && !(buf = malloc((size_t)per_block * row)))
         rc = error_set(ST_RUN, "%s: %s: out of memory checking the checksum", file, where);
     for (hsize_t r0 = 0; rc == ST_OK && r0 < rows; r0 += per_block) {
         hsize_t n = rows - r0 < per_block ? rows - r0 : per_block;
