@@ -59,3 +59,43 @@ set_tests_properties(judge.agrees_with_the_runner PROPERTIES LABELS "judge")
 ckpt_add_test_needing(judge.one_distance_everywhere TOOLS gnuplot
   COMMAND bash -c "rm -rf ${JUDGE_OUT}/one_distance && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_one_distance.py ${CV} ${JUDGE_OUT}/one_distance ${JUDGE_OUT}/files/noise.h5 ${JUDGE_OUT}/files/bitwise.h5 ${JUDGE_OUT}/files/outcome.h5")
 set_tests_properties(judge.one_distance_everywhere PROPERTIES FIXTURES_REQUIRED judge_files LABELS "judge")
+
+# ---- a report that cannot pass half-done ------------------------------------
+# Every run /case names (impls, expect, python/ckpt_verify's `runs`) must be
+# in the file and whole, or it is an ERROR naming it, never expected: the
+# table, summary.json and JUnit say so and the exit code follows.
+judge_test(run_named_by_impls_but_absent_is_error
+  ${EXPECT} 1 "lost +ERROR +NO" "run lost is named by /case but absent from .*/absent\\.h5" "same +PASS +yes"
+  "UNEXPECTED" -- ${CV} judge ${JUDGE_OUT}/files/absent.h5)
+judge_test(run_named_by_expect_but_absent_is_error
+  ${EXPECT} 1 "gone +ERROR +NO" "run gone is named by /case but absent from .*/expect_absent\\.h5"
+  -- ${CV} judge ${JUDGE_OUT}/files/expect_absent.h5)
+judge_test(run_named_by_python_runs_attr_but_absent_is_error
+  ${EXPECT} 1 "unfinished +ERROR +NO" "run unfinished is named by /case but absent from .*/runs_absent\\.h5"
+  -- ${CV} judge ${JUDGE_OUT}/files/runs_absent.h5)
+judge_test(run_cut_mid_step_is_incomplete_error
+  ${EXPECT} 1 "cut +ERROR +NO +- .* steps/2/grads/l0\\.weight missing"
+  "run cut is named by /case but incomplete in .*/cut\\.h5: missing steps/2/grads/l0\\.weight \\(2 of baseline_0's 7 tensors are missing\\)"
+  -- ${CV} judge ${JUDGE_OUT}/files/cut.h5)
+# A run that holds every step and final parameter but never a gradient did
+# not produce it (docs/realworld.md: frozen inputs under a reentrant
+# checkpoint): FAIL, judged, not an incomplete report.
+judge_test(run_without_a_gradient_in_every_step_still_fails
+  ${EXPECT} 0 "dropped +FAIL +yes" "steps/1/grads/l0\\.bias is recorded by baseline_0 but not by dropped"
+  -- ${CV} judge ${JUDGE_OUT}/files/dropped_grad.h5)
+judge_test(baseline_cut_short_is_input_error
+  ${EXPECT_ERROR} 2 "baseline_cut\\.h5: /runs/baseline_1: incomplete: steps/2/loss is missing"
+  -- ${CV} judge ${JUDGE_OUT}/files/baseline_cut.h5)
+judge_test(error_outcome_without_message_still_has_a_reason
+  ${EXPECT} 1 "crashed +ERROR +NO" "the run ended in an error \\(outcome=error\\) and recorded no message"
+  -- ${CV} judge ${JUDGE_OUT}/files/error_no_message.h5)
+# Only baselines: nothing judged is an ERROR record with its reason, in the
+# table, summary.json (no empty reason) and JUnit, and exit 1, never 0.
+add_test(NAME judge.baselines_only_is_error_everywhere
+  COMMAND bash -c "rm -rf ${JUDGE_OUT}/only; ${EXPECT} 1 'ERROR +no run to judge: .*baselines_only\\.h5 holds only baselines' -- ${CV} judge --out ${JUDGE_OUT}/only ${JUDGE_OUT}/files/baselines_only.h5 || exit 1; ${CKPT_PYTHON} -c \"import json,sys; r=json.load(open('${JUDGE_OUT}/only/summary.json'))['records']; ok=len(r)==1 and r[0]['verdict']=='ERROR' and 'no run to judge' in r[0]['reason']; sys.exit(0 if ok else 'records: %s' % r)\" && grep -q 'errors=\"1\"' ${JUDGE_OUT}/only/junit.xml")
+# Beside a complete report, a bad one does not hide behind exit 0.
+add_test(NAME judge.incomplete_file_beside_a_complete_one_exits_1
+  COMMAND ${EXPECT} 1 "moved +FAIL +yes" "cut +ERROR +NO" "2 file\\(s\\) judged; UNEXPECTED"
+  -- ${CV} judge ${JUDGE_OUT}/files/noise.h5 ${JUDGE_OUT}/files/cut.h5)
+set_tests_properties(judge.baselines_only_is_error_everywhere judge.incomplete_file_beside_a_complete_one_exits_1
+  PROPERTIES FIXTURES_REQUIRED judge_files LABELS "judge")

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Writes the bad and the NaN report files the robustness tests feed to
-`ckpt-verify diff`, each a copy of one good report (argv[1]) with one thing
-wrong, into a directory (argv[2]). The dataset they damage is argv[3]
-(a gradient of baseline_0, path inside the file)."""
+`ckpt-verify diff` and `judge`, each a copy of one good report (argv[1])
+with one thing wrong, into a directory (argv[2]). The dataset they damage
+is argv[3] (a gradient of baseline_0, path inside the file; in the good
+report every other run's tensor at that path is a hard link to it)."""
 import os
 import shutil
 import sys
+import zlib
 
 import h5py
 import numpy as np
@@ -24,11 +26,13 @@ def replace(f, path, values, dtype_attr):
 
 
 def set_bits(f, path, flat, bits):
-    """Element `flat` of a float32 dataset gets the raw bits `bits`."""
+    """Element `flat` of a float32 dataset gets the raw bits `bits`, and
+    its crc32 the new data's checksum: a good file that holds a NaN."""
     values = f[path][()]
     view = values.reshape(-1).view(np.uint32)
     view[flat] = np.uint32(bits)
     f[path][...] = values
+    f[path].attrs["crc32"] = np.int64(zlib.crc32(values.tobytes()))
 
 
 def main() -> int:
@@ -61,6 +65,25 @@ def main() -> int:
         replace(f, grad, f[grad][()].astype(np.float64), "float64")
     with h5py.File(copy(good, out, "dtype_attr_lies.h5"), "r+") as f:
         f[grad].attrs["dtype"] = "bfloat16"
+
+    # A run deleted from a complete report (its /case impls still name it).
+    with h5py.File(copy(good, out, "run_deleted.h5"), "r+") as f:
+        del f["/runs/nonreentrant"]
+    # A soft link where a tensor should be: reading past it would make the
+    # run look as if it lacked the tensor.
+    with h5py.File(copy(good, out, "soft_link.h5"), "r+") as f:
+        del f[grad]
+        f[grad] = h5py.SoftLink(grad.replace("baseline_0", "baseline_1"))
+    # Checksums: one element of the dataset every run links to changed
+    # under its crc32 (a bit flip on disk), and a crc32 that is not the
+    # data's (the data intact).
+    with h5py.File(copy(good, out, "corrupt_shared.h5"), "r+") as f:
+        assert f[grad].attrs["crc32"] == zlib.crc32(f[grad][()].tobytes())
+        values = f[grad][()]
+        values.reshape(-1).view(np.uint32)[3] ^= np.uint32(1 << 20)
+        f[grad].write_direct(values)
+    with h5py.File(copy(good, out, "wrong_crc32.h5"), "r+") as f:
+        f[grad].attrs["crc32"] = np.int64(zlib.crc32(f[grad][()].tobytes()) ^ 1)
 
     # Quiet NaN 0x7fc00000 and the same NaN with payload 1: both print as
     # "nan", only their bits differ.

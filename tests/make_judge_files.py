@@ -13,6 +13,20 @@ harness code), as another framework would:
   undeclared.h5 noise.h5 without the expectation (exit 1)
   no_baseline.h5, no_loss.h5, bad_case.h5: bad input (exit 2)
 
+Completeness (a report that cannot pass half-done):
+  baselines_only.h5  baseline_0 and baseline_1, nothing else named or held
+  absent.h5          /case impls names `lost`, which the file lacks
+  expect_absent.h5   /case expect names `gone:PASS`, which the file lacks
+  runs_absent.h5     python/ckpt_verify's way: no impls, /case runs names
+                     `same,unfinished`; the file lacks `unfinished`
+  cut.h5             `cut` stopped in step 2 (as a SIGINT leaves a .tmp):
+                     step 2's loss and l0.bias, no l0.weight, no final_params
+  dropped_grad.h5    `dropped` holds every step and final parameter but never
+                     l0.bias's gradient: a run that dropped it (FAIL), not a
+                     cut report
+  baseline_cut.h5    baseline_1 stopped after step 1 (bad input, exit 2)
+  error_no_message.h5 a run with outcome=error and no message
+
 usage: make_judge_files.py OUT_DIR
 """
 import os
@@ -58,6 +72,21 @@ def write_run(f, name, steps, outcome=None):
     grp.create_group("timing").attrs["step_ms"] = 1.0
     if outcome:
         grp.attrs["outcome"], grp.attrs["message"] = outcome
+
+
+def cut_after(f, name, keep):
+    """Deletes from run `name` every tensor after the first `keep`, in the
+    order a writer writes them (steps in order, loss first, then grads by
+    name; final_params last): what a run stopped mid-write leaves."""
+    grp = f[f"runs/{name}"]
+    order = []
+    steps = sorted(grp["steps"], key=int)
+    for k in steps:
+        order.append(f"steps/{k}/loss")
+        order += [f"steps/{k}/grads/{p}" for p in sorted(grp[f"steps/{k}/grads"])]
+    order += [f"final_params/{p}" for p in sorted(grp["final_params"])]
+    for path in order[keep:]:
+        del grp[path]
 
 
 def new_file(path, case, expect=None, tolerance=None):
@@ -115,6 +144,37 @@ def main():
     with new_file(os.path.join(out, "bad_case.h5"), "crafted_bad_case", tolerance="a lot") as f:
         write_run(f, "baseline_0", [g1])
         write_run(f, "mine", [g1])
+
+    with new_file(os.path.join(out, "baselines_only.h5"), "crafted_baselines_only") as f:
+        write_run(f, "baseline_0", [g1, g2])
+        write_run(f, "baseline_1", [g1, g2])
+    for name, attr, value in (("absent", "impls", "same,lost"), ("expect_absent", "expect", "gone:PASS"),
+                              ("runs_absent", "runs", "same,unfinished")):
+        with new_file(os.path.join(out, f"{name}.h5"), f"crafted_{name}") as f:
+            f["case"].attrs[attr] = value
+            if attr == "runs":
+                f.attrs["producer"] = "ckpt_verify (python)"
+            write_run(f, "baseline_0", [g1, g2])
+            write_run(f, "baseline_1", [g1, g2])
+            write_run(f, "same", [g1, g2])
+    with new_file(os.path.join(out, "cut.h5"), "crafted_cut") as f:
+        f["case"].attrs["impls"] = "same,cut"
+        for run in ("baseline_0", "baseline_1", "same", "cut"):
+            write_run(f, run, [g1, g2])
+        cut_after(f, "cut", 5)  # steps/1 (3), steps/2/loss, steps/2/grads/l0.bias
+    with new_file(os.path.join(out, "dropped_grad.h5"), "crafted_dropped_grad", "dropped:FAIL") as f:
+        for run in ("baseline_0", "baseline_1", "dropped"):
+            write_run(f, run, [g1, g2])
+        for k in (1, 2):
+            del f[f"runs/dropped/steps/{k}/grads/l0.bias"]
+    with new_file(os.path.join(out, "baseline_cut.h5"), "crafted_baseline_cut") as f:
+        for run in ("baseline_0", "baseline_1", "same"):
+            write_run(f, run, [g1, g2])
+        cut_after(f, "baseline_1", 3)
+    with new_file(os.path.join(out, "error_no_message.h5"), "crafted_error_no_message") as f:
+        write_run(f, "baseline_0", [g1])
+        write_run(f, "crashed", [g1])
+        f["runs/crashed"].attrs["outcome"] = "error"
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Copies a report file and moves one element of one dataset by one ULP
-(toward +inf), printing the flat index it changed. Used by the CTest
+(toward +inf), printing the flat index it changed; its crc32, when it has
+one, is the new data's (a good file, not a corrupt one). Used by the CTest
 integration test of `ckpt-verify diff`."""
 import shutil
 import sys
+import zlib
 
 import h5py
 import numpy as np
@@ -18,6 +20,8 @@ def main() -> int:
         flat_view = values.reshape(-1)
         flat_view[flat] = np.nextafter(flat_view[flat], np.float32(np.inf), dtype=np.float32)
         d[...] = values
+        if "crc32" in d.attrs:
+            d.attrs["crc32"] = np.int64(zlib.crc32(values.tobytes()))
         print(np.unravel_index(flat, values.shape))
     return 0
 

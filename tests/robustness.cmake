@@ -92,6 +92,41 @@ bad_diff(shape_mismatch ".*/shape\\.h5: /runs/baseline_0/steps/1/grads/l0\\.weig
 bad_diff(dtype_mismatch ".*/dtype\\.h5: /runs/baseline_0/steps/1/grads/l0\\.weight: float64 \\[8, 8\\] here but float32 \\[8, 8\\] in .*: not comparable$"
   ${BAD_H5}/dtype.h5)
 
+# A soft link where a tensor should be is named as what it is, not read as a
+# missing tensor ("only in A").
+bad_diff(soft_link_is_named_not_missing ".*/soft_link\\.h5: /runs/baseline_0/steps/1/grads/l0\\.weight: a soft link \\(to /runs/baseline_1/steps/1/grads/l0\\.weight\\), not a dataset or group"
+  ${BAD_H5}/soft_link.h5)
+# Checksums are verified on read: a crc32 that is not the data's is a
+# corrupt file, named with the dataset.
+bad_diff(wrong_crc32_is_corrupt ".*/wrong_crc32\\.h5: /runs/baseline_0/steps/1/grads/l0\\.weight: checksum mismatch \\(stored crc32 [0-9]+, data [0-9]+\\): the file is corrupt$"
+  ${BAD_H5}/wrong_crc32.h5)
+
+# ---- judge: checksums, links and completeness of the harness's own report --
+function(bad_judge name regex file)
+  add_test(NAME robust.judge.${name} COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: ${regex}" -- ${CV} judge ${file})
+  set_tests_properties(robust.judge.${name} PROPERTIES FIXTURES_REQUIRED bad_h5 LABELS "robust")
+endfunction()
+# Every run links to baseline_0's gradient, so no comparison reads it; it
+# is still read once, and its flipped bit found.
+bad_judge(corrupt_dataset_shared_by_hard_links_is_found
+  ".*/corrupt_shared\\.h5: /runs/baseline_0/steps/1/grads/l0\\.weight: checksum mismatch \\(stored crc32 [0-9]+, data [0-9]+\\): the file is corrupt$"
+  ${BAD_H5}/corrupt_shared.h5)
+bad_judge(soft_link_is_named_not_missing ".*/soft_link\\.h5: /runs/baseline_0/steps/1/grads/l0\\.weight: a soft link"
+  ${BAD_H5}/soft_link.h5)
+add_test(NAME robust.judge.run_deleted_from_report_is_error
+  COMMAND ${EXPECT} 1 "nonreentrant +ERROR +NO" "run nonreentrant is named by /case but absent from .*/run_deleted\\.h5"
+  "reentrant +PASS +yes" -- ${CV} judge ${BAD_H5}/run_deleted.h5)
+# diff of a file against itself: every pair is one HDF5 object, equal
+# without comparing; each is still read once, for its checksum.
+add_test(NAME robust.diff.file_against_itself_is_one_object
+  COMMAND ${EXPECT} 0 "10 tensors compared: 0 differ, 0 missing on one side \\(10 of them one HDF5 object on both sides"
+  "bitwise identical" -- ${CV} diff ${GOOD_H5} ${GOOD_H5})
+add_test(NAME robust.diff.file_against_itself_still_checks_checksums
+  COMMAND ${EXPECT_ERROR} 2 "corrupt_shared\\.h5: /runs/baseline_0/steps/1/grads/l0\\.weight: checksum mismatch"
+  -- ${CV} diff ${BAD_H5}/corrupt_shared.h5 ${BAD_H5}/corrupt_shared.h5)
+set_tests_properties(robust.judge.run_deleted_from_report_is_error robust.diff.file_against_itself_is_one_object
+  robust.diff.file_against_itself_still_checks_checksums PROPERTIES FIXTURES_REQUIRED bad_h5 LABELS "robust")
+
 # ---- NaN and Inf: compared by their bits, counted, never silently equal ----
 add_test(NAME robust.diff.nan_payloads_differ
   COMMAND ${EXPECT} 1 "steps/1/grads/l0\\.weight +1 of 64 differ; first at \\[0, 0\\] \\(nan vs nan; bits 0x7fc00000 vs 0x7fc00001\\); max ULP inf;.* NaN 1/1, Inf 0/0$"
@@ -164,6 +199,12 @@ add_test(NAME robust.out.killed_mid_write_leaves_no_partial_file
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/kill_mid_write.sh ${CV} ${BAD_CASES}/kill.ini ${ROBUST_OUT}/killed ${CKPT_PYTHON})
 set_tests_properties(robust.out.under_a_regular_file robust.out.in_proc robust.out.failed_write_keeps_previous_report
   robust.out.full_disk_keeps_previous_files robust.out.killed_mid_write_leaves_no_partial_file PROPERTIES LABELS "robust")
+
+# An --external command does not outlive ckpt-verify: SIGKILL it while
+# the command runs, and what the command started is gone too.
+add_test(NAME robust.external.command_dies_with_a_killed_harness
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/external_dies_with_harness.sh ${CV} ${ROBUST_OUT}/external_killed)
+set_tests_properties(robust.external.command_dies_with_a_killed_harness PROPERTIES LABELS "robust" TIMEOUT 120)
 
 # ---- fuzz regression inputs, replayed by every build (gcc, ASan) ----------
 foreach(target case_file h5_compare)

@@ -268,6 +268,105 @@ static void test_a_held_source_loads_through_one_open_report(void **state)
     host_tensor_free(&a);
 }
 
+/* Overwrites a dataset's data without touching its crc32: a bit flip on
+ * disk, as far as a reader can tell. */
+static void overwrite(const char *file, const char *dataset, const uint32_t *bits)
+{
+    hid_t f = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t ds = H5Dopen2(f, dataset, H5P_DEFAULT);
+    assert_true(ds >= 0);
+    assert_true(H5Dwrite(ds, H5T_NATIVE_UINT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, bits) >= 0);
+    H5Dclose(ds);
+    H5Fclose(f);
+}
+
+/* Every load verifies crc32: data that changed under it is a corrupt file,
+ * named with the dataset, and nothing is handed back. */
+static void test_data_changed_under_its_crc32_fails_the_load_naming_it(void **state)
+{
+    struct fixture *f = *state;
+    uint32_t bits[4] = {1, 2, 3, 4}, flipped[4] = {1, 2, 3 ^ (1u << 7), 4};
+    struct host_tensor a = f32_bits(bits, 4);
+    struct h5store *s;
+    assert_int_equal(h5store_create(&s, f->path), ST_OK);
+    assert_int_equal(h5store_attr_int(s, "/", "schema_version", H5STORE_SCHEMA_VERSION), ST_OK);
+    assert_int_equal(h5store_write_run_tensor(s, "baseline_0", "baseline_0", "steps/1/grads/w", &a, NULL), ST_OK);
+    assert_int_equal(h5store_commit(s), ST_OK);
+    overwrite(f->path, "/runs/baseline_0/steps/1/grads/w", flipped);
+    struct run_record r;
+    assert_int_equal(h5store_read_run_stored(f->path, "baseline_0", &r), ST_OK);
+    struct tensor_hold h;
+    assert_int_equal(run_tensor_acquire(&r, run_record_find(&r, "steps/1/grads/w"), &h), ST_INPUT);
+    assert_non_null(strstr(error_message(), "report.h5: /runs/baseline_0/steps/1/grads/w: checksum mismatch (stored "
+                                            "crc32 "));
+    assert_non_null(strstr(error_message(), "): the file is corrupt"));
+    assert_null(h.t.data);
+    struct host_tensor t;
+    assert_int_equal(h5store_read_tensor(f->path, "/runs/baseline_0/steps/1/grads/w", &t), ST_INPUT);
+    run_record_free(&r);
+    host_tensor_free(&a);
+}
+
+/* Two runs' paths that are one object are equal unread; the object is
+ * still verified, once, by run_tensors_verify_unread: a corrupt dataset
+ * every run links to is found. */
+static void test_an_object_runs_share_is_verified_once_unread(void **state)
+{
+    struct fixture *f = *state;
+    uint32_t bits[2] = {0x3f800000u, 0x40000000u}, flipped[2] = {0x3f800001u, 0x40000000u};
+    struct host_tensor a = f32_bits(bits, 2);
+    assert_int_equal(write_pair(f->path, &a, &a, "steps/1/grads/w"), 1);
+    for (int corrupt = 0; corrupt < 2; corrupt++) {
+        if (corrupt)
+            overwrite(f->path, "/runs/baseline_0/steps/1/grads/w", flipped);
+        struct checked_objects checked = {0};
+        struct run_record runs[2];
+        assert_int_equal(h5store_read_run_stored(f->path, "baseline_0", &runs[0]), ST_OK);
+        assert_int_equal(h5store_read_run_stored(f->path, "run", &runs[1]), ST_OK);
+        runs[0].checked = runs[1].checked = &checked;
+        const struct run_tensor *t0 = run_record_find(&runs[0], "steps/1/grads/w");
+        const struct run_tensor *t1 = run_record_find(&runs[1], "steps/1/grads/w");
+        assert_true(run_tensors_same_object(&runs[0], t0, &runs[1], t1));
+        if (!corrupt) {
+            assert_int_equal(run_tensors_verify_unread(runs, 2), ST_OK);
+            assert_int_equal(checked.n, 1); /* one object, read once for both paths */
+            assert_true(checked_objects_has(&checked, &runs[1], t1));
+        } else {
+            assert_int_equal(run_tensors_verify_unread(runs, 2), ST_INPUT);
+            assert_non_null(strstr(error_message(), "/runs/baseline_0/steps/1/grads/w: checksum mismatch"));
+        }
+        checked_objects_free(&checked);
+        run_record_free(&runs[0]);
+        run_record_free(&runs[1]);
+    }
+    host_tensor_free(&a);
+}
+
+/* The verified set keeps every object it is given, once, as it grows. */
+static void test_checked_objects_keep_thousands_of_objects_once(void **state)
+{
+    (void)state;
+    struct run_record r;
+    run_record_init(&r, "run");
+    r.source_dev = 1;
+    r.source_ino = 2;
+    struct checked_objects s = {0};
+    struct run_tensor t;
+    memset(&t, 0, sizeof t);
+    for (int round = 0; round < 2; round++)
+        for (uint32_t i = 1; i <= 5000; i++) {
+            memcpy(t.object, &i, sizeof i);
+            assert_int_equal(checked_objects_add(&s, &r, &t), ST_OK);
+        }
+    assert_int_equal(s.n, 5000);
+    for (uint32_t i = 1; i <= 5001; i++) {
+        memcpy(t.object, &i, sizeof i);
+        assert_int_equal(checked_objects_has(&s, &r, &t), i <= 5000);
+    }
+    checked_objects_free(&s);
+    run_record_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +378,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stored_runs_know_linked_tensors_equal_unread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stored_tensor_past_the_limit_is_refused_naming_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_held_source_loads_through_one_open_report, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_data_changed_under_its_crc32_fails_the_load_naming_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_object_runs_share_is_verified_once_unread, setup, teardown),
+        cmocka_unit_test(test_checked_objects_keep_thousands_of_objects_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

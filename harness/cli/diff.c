@@ -2,6 +2,8 @@
  * compares two runs of any files that follow the schema, tensor by tensor
  * (bitwise; sign-aware ULP distance where bits differ). Exit 1 on a
  * difference beyond the tolerance or a tensor on one side only. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -114,8 +116,9 @@ struct nonfinite_totals {
 /* One line per tensor that differs, and one per identical tensor holding
  * NaN or Inf: an all-NaN gradient in both runs is bitwise equal but never
  * silently so. */
-static void print_tensor_diff(const struct run_tensor *ta, const struct host_tensor *da, const struct host_tensor *db,
-                              const struct tensor_diff *d, struct nonfinite_totals *totals)
+static void print_tensor_diff(FILE *out, const struct run_tensor *ta, const struct host_tensor *da,
+                              const struct host_tensor *db, const struct tensor_diff *d,
+                              struct nonfinite_totals *totals)
 {
     char ulp[32], idx[96];
     totals->nan_a += d->nan_a;
@@ -124,21 +127,21 @@ static void print_tensor_diff(const struct run_tensor *ta, const struct host_ten
     totals->inf_b += d->inf_b;
     if (d->bitwise_equal) {
         if (d->nan_a || d->inf_a)
-            printf("  %-40s identical, including NaN %zu/%zu, Inf %zu/%zu (bit patterns equal)\n", ta->path,
-                   d->nan_a, d->nan_b, d->inf_a, d->inf_b);
+            fprintf(out, "  %-40s identical, including NaN %zu/%zu, Inf %zu/%zu (bit patterns equal)\n", ta->path,
+                    d->nan_a, d->nan_b, d->inf_a, d->inf_b);
         return;
     }
     host_tensor_index_str(&ta->t, d->first_index, idx, sizeof idx);
-    printf("  %-40s %zu of %zu differ; first at %s (%.9g vs %.9g", ta->path, d->n_differ, d->count, idx, d->first_a,
-           d->first_b);
+    fprintf(out, "  %-40s %zu of %zu differ; first at %s (%.9g vs %.9g", ta->path, d->n_differ, d->count, idx,
+            d->first_a, d->first_b);
     /* Two NaNs print alike; only their bits show the difference. */
     if (isnan(d->first_a) || isnan(d->first_b)) {
         int digits = (int)dtype_size(ta->t.dtype) * 2;
-        printf("; bits 0x%0*llx vs 0x%0*llx", digits, element_bits(da, d->first_index), digits,
-               element_bits(db, d->first_index));
+        fprintf(out, "; bits 0x%0*llx vs 0x%0*llx", digits, element_bits(da, d->first_index), digits,
+                element_bits(db, d->first_index));
     }
-    printf("); max ULP %s; max abs %.3g; NaN %zu/%zu, Inf %zu/%zu\n", ulp_format(d->max_ulp, ulp, sizeof ulp),
-           d->max_abs, d->nan_a, d->nan_b, d->inf_a, d->inf_b);
+    fprintf(out, "); max ULP %s; max abs %.3g; NaN %zu/%zu, Inf %zu/%zu\n", ulp_format(d->max_ulp, ulp, sizeof ulp),
+            d->max_abs, d->nan_a, d->nan_b, d->inf_a, d->inf_b);
 }
 
 struct diff_options {
@@ -168,8 +171,9 @@ static json_t *tensor_diff_json(const struct run_tensor *ta, const struct tensor
     return o;
 }
 
-static int diff_runs(const char *fa, const struct run_record *a, const char *fb, const struct run_record *b,
-                     const struct diff_options *o)
+/* The comparison; its text goes to `text` (JSON to stdout). */
+static int diff_runs_to(FILE *text, const char *fa, const struct run_record *a, const char *fb,
+                        const struct run_record *b, const struct diff_options *o)
 {
     int st;
     if ((st = h5store_check_run(fa, a)) || (st = h5store_check_run(fb, b)) ||
@@ -177,9 +181,9 @@ static int diff_runs(const char *fa, const struct run_record *a, const char *fb,
         return cli_fail(st);
     json_t *tensors = o->json ? json_array() : NULL;
     if (!o->json)
-        printf("diff %s:%s vs %s:%s (bitwise; ULP distance, sign-aware, where bits differ%s)\n", fa, a->name, fb,
-               b->name, o->tolerance > 0 ? "; tolerance given" : "");
-    int differ = 0, beyond = 0, compared = 0, missing = 0;
+        fprintf(text, "diff %s:%s vs %s:%s (bitwise; ULP distance, sign-aware, where bits differ%s)\n", fa,
+                a->name, fb, b->name, o->tolerance > 0 ? "; tolerance given" : "");
+    int differ = 0, beyond = 0, compared = 0, missing = 0, one_object = 0;
     struct nonfinite_totals totals = {0};
     for (int i = 0; i < a->n; i++) {
         const struct run_tensor *ta = &a->items[i];
@@ -190,8 +194,23 @@ static int diff_runs(const char *fa, const struct run_record *a, const char *fb,
             if (o->json)
                 json_array_append_new(tensors, json_pack("{s:s, s:s}", "path", ta->path, "status", "only_in_a"));
             else
-                printf("  %-40s only in A\n", ta->path);
+                fprintf(text, "  %-40s only in A\n", ta->path);
             missing++;
+            continue;
+        }
+        /* Two paths that reach one HDF5 object (a file against itself, a
+         * run's tensor hard-linked to the other run's) hold the same bytes:
+         * equal without comparing, read once only to verify its checksum. */
+        if (run_tensors_same_object(a, ta, b, tb)) {
+            if (!(a->checked && checked_objects_has(a->checked, a, ta)) && (st = h5store_verify_stored(a, ta))) {
+                json_decref(tensors);
+                return cli_fail(st);
+            }
+            compared++;
+            one_object++;
+            if (o->json)
+                json_array_append_new(tensors, json_pack("{s:s, s:s, s:b}", "path", ta->path, "status", "identical",
+                                                         "same_object", 1));
             continue;
         }
         /* One tensor of each side is held at a time (stored runs). */
@@ -216,7 +235,7 @@ static int diff_runs(const char *fa, const struct run_record *a, const char *fb,
                                                                     : within         ? "within_tolerance"
                                                                                      : "differs"));
         else
-            print_tensor_diff(ta, &ha.t, &hb.t, &d, &totals);
+            print_tensor_diff(text, ta, &ha.t, &hb.t, &d, &totals);
         run_tensor_release(&ha);
         run_tensor_release(&hb);
     }
@@ -226,16 +245,17 @@ static int diff_runs(const char *fa, const struct run_record *a, const char *fb,
                 json_array_append_new(tensors,
                                       json_pack("{s:s, s:s}", "path", b->items[i].path, "status", "only_in_b"));
             else
-                printf("  %-40s only in B\n", b->items[i].path);
+                fprintf(text, "  %-40s only in B\n", b->items[i].path);
             missing++;
         }
     const char *result = beyond || missing ? "different" : differ ? "within_tolerance" : "identical";
     if (o->json) {
-        json_t *out = json_pack("{s:{s:s, s:s}, s:{s:s, s:s}, s:s, s:f, s:o, s:{s:i, s:i, s:i, s:i, s:s}}", "a",
-                                "file", fa, "run", a->name, "b", "file", fb, "run", b->name, "compared",
+        json_t *out = json_pack("{s:{s:s, s:s}, s:{s:s, s:s}, s:s, s:f, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:s}}",
+                                "a", "file", fa, "run", a->name, "b", "file", fb, "run", b->name, "compared",
                                 "bitwise; sign-aware ULP distance where bits differ", "tolerance_ulp", o->tolerance,
                                 "tensors", tensors, "summary", "compared", compared, "differ", differ,
-                                "beyond_tolerance", beyond, "missing", missing, "result", result);
+                                "beyond_tolerance", beyond, "missing", missing, "same_object", one_object, "result",
+                                result);
         if (!out || json_dumpf(out, stdout, JSON_INDENT(2)) != 0) {
             json_decref(out);
             return cli_fail(error_set(ST_INTERNAL, "diff: cannot write JSON"));
@@ -243,17 +263,40 @@ static int diff_runs(const char *fa, const struct run_record *a, const char *fb,
         printf("\n");
         json_decref(out);
     } else {
-        printf("%d tensors compared: %d differ", compared, differ);
+        fprintf(text, "%d tensors compared: %d differ", compared, differ);
         if (o->tolerance > 0)
-            printf(" (%d beyond %g ULP)", beyond, o->tolerance);
-        printf(", %d missing on one side", missing);
+            fprintf(text, " (%d beyond %g ULP)", beyond, o->tolerance);
+        fprintf(text, ", %d missing on one side", missing);
+        if (one_object)
+            fprintf(text, " (%d of them one HDF5 object on both sides: equal, read once for its checksum, NaN/Inf not "
+                          "counted)",
+                    one_object);
         if (totals.nan_a || totals.nan_b || totals.inf_a || totals.inf_b)
-            printf("; NaN %zu/%zu, Inf %zu/%zu", totals.nan_a, totals.nan_b, totals.inf_a, totals.inf_b);
-        printf(" -> %s\n", beyond || missing ? "DIFFERENT"
-                           : differ          ? "within the tolerance"
-                                             : "bitwise identical");
+            fprintf(text, "; NaN %zu/%zu, Inf %zu/%zu", totals.nan_a, totals.nan_b, totals.inf_a, totals.inf_b);
+        fprintf(text, " -> %s\n", beyond || missing ? "DIFFERENT"
+                                  : differ          ? "within the tolerance"
+                                                    : "bitwise identical");
     }
     return beyond || missing ? EXIT_UNEXPECTED : 0;
+}
+
+/* The text is kept until the comparison ends: a file found corrupt or
+ * malformed half-way is one line on stderr, with nothing before it on
+ * stdout. */
+static int diff_runs(const char *fa, const struct run_record *a, const char *fb, const struct run_record *b,
+                     const struct diff_options *o)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *text = open_memstream(&buf, &len);
+    if (!text)
+        return cli_fail(error_set(ST_INTERNAL, "diff: out of memory"));
+    int code = diff_runs_to(text, fa, a, fb, b, o);
+    fclose(text);
+    if (code != EXIT_USAGE && code != EXIT_INTERNAL)
+        fwrite(buf, 1, len, stdout);
+    free(buf);
+    return code;
 }
 
 static const char diff_usage[] = "usage: ckpt-verify diff [-t|--tolerance ULP] [-j|--json] A.h5[:run] B.h5[:run]\n";
@@ -326,11 +369,14 @@ int cli_diff(int argc, char **argv)
         return cli_fail(run_missing_hint(fb, st));
     }
     a.tensor_limit = b.tensor_limit = budget.bytes / 2;
+    struct checked_objects checked = {0};
+    a.checked = b.checked = &checked;
     int code = (st = h5store_hold_source(&a)) || (st = h5store_hold_source(&b)) ? cli_fail(st)
                                                                                : diff_runs(fa, &a, fb, &b, &o);
     h5store_let_go_source(&a);
     h5store_let_go_source(&b);
     run_record_free(&a);
     run_record_free(&b);
+    checked_objects_free(&checked);
     return code;
 }

@@ -102,10 +102,13 @@ int cli_judge(int argc, char **argv)
         free(results);
         return cli_fail(st);
     }
+    int errors = 0;
     for (int i = 0; i < n && !st; i++) {
         report_print_case(stdout, &results[i]);
         for (int k = 0; k < results[i].n_results; k++)
             unexpected += !results[i].results[k].expected;
+        /* A file with nothing judged is an ERROR record: never exit 0 beside it. */
+        errors += results[i].n_results == 0 || results[i].status;
         st = summary_add_case_run(summary, &results[i], i, NAN);
     }
     if (!st && out_dir &&
@@ -117,12 +120,14 @@ int cli_judge(int argc, char **argv)
     if (!st) {
         mutation_matrix_print(stdout, summary_json(summary));
         printf("%d file(s) judged; %s%s%s\n", n,
-               unexpected ? "UNEXPECTED verdicts (see NO above)" : "all verdicts as expected",
+               errors       ? "UNEXPECTED verdicts: a file with no run judged (see ERROR above)"
+               : unexpected ? "UNEXPECTED verdicts (see NO above)"
+                            : "all verdicts as expected",
                out_dir ? "; report in " : "", out_dir ? out_dir : "");
     }
     summary_free(summary);
     free(results);
     if (st)
         return cli_fail(st);
-    return unexpected ? EXIT_UNEXPECTED : 0;
+    return unexpected || errors ? EXIT_UNEXPECTED : 0;
 }

@@ -79,6 +79,20 @@ double report_verdict_distance(const struct impl_result *x)
     return x->max_scaled_ulp;
 }
 
+/* A record always says why: a reason left empty (a run that ended in an
+ * error with no message, a case that judged nothing) is named as such. */
+static const char *reason_text(const struct impl_result *x)
+{
+    if (x->reason[0])
+        return x->reason;
+    return x->verdict == V_ERROR ? "the run ended in an error and recorded no message" : "no reason recorded";
+}
+
+static const char *case_error_text(const struct case_result *r)
+{
+    return r->error[0] ? r->error : "no run was judged";
+}
+
 static const char *distance_cell(double v, char *buf, size_t len)
 {
     if (isnan(v))
@@ -100,8 +114,8 @@ void report_print_case(FILE *out, const struct case_result *r)
                  r->noise_floor_path, ulp_format(r->noise_floor_ulp, ulp, sizeof ulp));
     fprintf(out, "case %s  (baselines: %d, noise: %s)  -> %s\n", r->name, r->baseline_runs, noise,
             r->status ? "not written" : r->h5_path[0] ? r->h5_path : "no HDF5 file");
-    if (r->status && r->n_results == 0) {
-        fprintf(out, "  ERROR  %s\n", r->error);
+    if (r->n_results == 0) {
+        fprintf(out, "  ERROR  %s\n", case_error_text(r));
         return;
     }
     print_memory_line(out, "baseline", r->baseline_end_forward_bytes, r->predicted_baseline_end_forward_bytes,
@@ -127,7 +141,7 @@ void report_print_case(FILE *out, const struct case_result *r)
                 x->expected && !r->status ? "yes" : "NO", distance_cell(report_verdict_distance(x), ulp, sizeof ulp),
                 percent_cell(x->end_forward_saved, held, sizeof held), percent_cell(x->memory_saved, saved, sizeof saved),
                 over, x->first_divergence[0] ? x->first_divergence : "-");
-        fprintf(out, "  %-24s   %s\n", "", x->reason);
+        fprintf(out, "  %-24s   %s\n", "", reason_text(x));
         /* PyTorch's debug=True log under the reason, one row a line. */
         for (const char *row = x->op_log; *row;) {
             size_t len = strcspn(row, "\n");
@@ -260,7 +274,7 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
 {
     if (r->n_results == 0) {
         json_t *rec = json_pack("{s:s, s:s, s:s, s:b}", "case", r->name, "impl", "*", "verdict", "ERROR", "expected", 0);
-        json_object_set_new(rec, "reason", json_string(r->error));
+        json_object_set_new(rec, "reason", json_string(case_error_text(r)));
         add_run_facts(s, rec, case_index, seconds);
         return json_array_append_new(s->records, rec) ? error_set(ST_RUN, "summary: out of memory") : ST_OK;
     }
@@ -274,8 +288,8 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
              * an error the run must not publish as green, whatever the
              * gradients said. The judged verdict stays, under its name. */
             char why[RESULT_TEXT_MAX * 2 + 64];
-            snprintf(why, sizeof why, "report not written: %s (judged %s: %s)", r->error, verdict_name(x->verdict),
-                     x->reason);
+            snprintf(why, sizeof why, "report not written: %s (judged %s: %s)", case_error_text(r),
+                     verdict_name(x->verdict), reason_text(x));
             json_object_set_new(rec, "verdict", json_string("ERROR"));
             json_object_set_new(rec, "expected", json_false());
             json_object_set_new(rec, "reason", json_string(why));
@@ -283,7 +297,7 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
         } else {
             json_object_set_new(rec, "verdict", json_string(verdict_name(x->verdict)));
             json_object_set_new(rec, "expected", json_boolean(x->expected));
-            json_object_set_new(rec, "reason", json_string(x->reason));
+            json_object_set_new(rec, "reason", json_string(reason_text(x)));
         }
         json_object_set_new(rec, "first_divergence", json_string(x->first_divergence));
         /* The verdict's distance (null: infinite; absent: none measured)

@@ -6,7 +6,9 @@
  * back as one-line messages naming the file and the path inside it.
  * Written by h5store_write.c; read by h5store_open.c (opening a report
  * with its checks), h5store_read_dataset.c, h5store_read_attrs.c and
- * h5store_read_run.c. */
+ * h5store_read_run.c. Every read of a dataset with a crc32 attribute
+ * verifies it; a run is reached by hard links only (an external or soft
+ * link where a run, group or dataset should be is ST_INPUT naming it). */
 #ifndef CKPT_H5STORE_H
 #define CKPT_H5STORE_H
 
@@ -84,7 +86,11 @@ int h5store_read_run_within(const char *path, const char *run, uint64_t *budget,
  * `judge` and `diff` read, so that no run is ever whole in memory. */
 int h5store_read_run_stored(const char *path, const char *run, struct run_record *out);
 /* Loads a stored tensor of r from r->source, refusing one of more than
- * `limit` bytes (ST_INPUT naming the file and dataset) before allocating. */
+ * `limit` bytes (ST_INPUT naming the file and dataset) before allocating.
+ * Like every load here it verifies the dataset's crc32 attribute when it
+ * has one ("FILE: /runs/<run>/<path>: checksum mismatch (stored crc32 S,
+ * data D): the file is corrupt", ST_INPUT), and notes the object in
+ * r->checked. */
 /* Keeps the report at r->source open read-only for r's loads until
  * h5store_let_go_source(r): a judge loading thousands of tensors opens the
  * file once per run, not once per tensor. Only for a finished report (a
@@ -93,6 +99,9 @@ int h5store_hold_source(struct run_record *r);
 void h5store_let_go_source(struct run_record *r);
 int h5store_load_stored(const struct run_record *r, const struct run_tensor *t, uint64_t limit,
                         struct host_tensor *out);
+/* Verifies a stored tensor's checksum (nothing to do without one) reading
+ * it a block at a time, holding no tensor; notes it in r->checked. */
+int h5store_verify_stored(const struct run_record *r, const struct run_tensor *t);
 /* The bytes reading /runs/<run> (run NULL: every run) would load, from
  * the datasets' shapes alone, counted once per link that reaches them as
  * the read counts them: what a caller checks against its budget before

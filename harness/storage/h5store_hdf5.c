@@ -107,18 +107,21 @@ int h5store_object_id(hid_t obj, unsigned char out[16])
     return 0;
 }
 
-long long h5store_crc32_attr(hid_t ds)
+int h5store_read_crc32(hid_t ds, const char *file, const char *where, long long *crc)
 {
-    long long crc = -1;
-    if (H5Aexists(ds, "crc32") <= 0)
-        return -1;
-    hid_t a = H5Aopen(ds, "crc32", H5P_DEFAULT);
-    hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
-    if (a < 0 || sp < 0 || H5Sget_simple_extent_npoints(sp) != 1 || H5Aread(a, H5T_NATIVE_LLONG, &crc) < 0)
-        crc = -1;
-    if (sp >= 0)
-        H5Sclose(sp);
-    if (a >= 0)
-        H5Aclose(a);
-    return crc;
+    *crc = -1;
+    htri_t has = H5Aexists(ds, "crc32");
+    if (has == 0)
+        return ST_OK;
+    if (has < 0)
+        return h5store_fail(ST_INPUT, file, where, "unreadable crc32 attribute");
+    struct h5store_open_attr o = h5store_attr_open(ds, "crc32");
+    long long value = -1;
+    int ok = o.type >= 0 && o.space >= 0 && H5Tget_class(o.type) == H5T_INTEGER &&
+             H5Sget_simple_extent_npoints(o.space) == 1 && H5Aread(o.a, H5T_NATIVE_LLONG, &value) >= 0;
+    h5store_attr_close(&o);
+    if (!ok || value < 0 || value > 0xffffffffLL)
+        return error_set(ST_INPUT, "%s: %s: crc32 attribute is not one integer 0..4294967295", file, where);
+    *crc = value;
+    return ST_OK;
 }

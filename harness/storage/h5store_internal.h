@@ -67,7 +67,22 @@ int h5store_describe_dataset(hid_t ds, const char *file, const char *where, stru
 /* The identity of the object behind an open handle: equal for two paths
  * that reach one object (hard links), within one file. */
 int h5store_object_id(hid_t obj, unsigned char out[16]);
-/* The int64 "crc32" attribute of a dataset, -1 when it has none. */
-long long h5store_crc32_attr(hid_t ds);
+/* ST_INPUT for a link that is not a hard link (external, soft, user-defined)
+ * at `where`, where `expected` ("a dataset or group") should be: a soft
+ * link is named with its target. */
+int h5store_link_not_hard(hid_t group, const char *name, const H5L_info_t *info, const char *file,
+                          const char *where, const char *expected);
+/* The "crc32" attribute of a dataset into *crc, -1 when it has none;
+ * ST_INPUT naming file and where when it is not one integer 0..2^32-1. */
+int h5store_read_crc32(hid_t ds, const char *file, const char *where, long long *crc);
+/* Reads an open dataset's elements as stored (its own file type, no
+ * conversion) a block at a time and checks their CRC-32 against crc:
+ * ST_INPUT "FILE: WHERE: checksum mismatch ..." when they differ. Holds
+ * one block (at most H5STORE_CHECKSUM_BLOCK bytes, or one row), never the
+ * dataset. */
+#define H5STORE_CHECKSUM_BLOCK (16u << 20)
+int h5store_check_stored_crc32(hid_t ds, const char *file, const char *where, long long crc);
+/* The one-line error for data whose CRC-32 is not the stored one. */
+int h5store_checksum_mismatch(const char *file, const char *where, long long stored, unsigned long data);
 
 #endif

@@ -1,7 +1,10 @@
 /* h5store_read_dataset: one dataset of a report loaded as a host tensor.
  * The element type and the "dtype" attribute decide the harness dtype (and
  * must agree); a shape larger than the file could hold, or data kept in
- * another file, is refused before anything is allocated. */
+ * another file, is refused before anything is allocated. A dataset with a
+ * "crc32" attribute is checked against it on every load (the CRC-32 is
+ * taken from the bytes the load already read), so corrupt data is never
+ * compared as if it were a run's. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "h5store.h"
@@ -11,6 +14,7 @@
 #include <string.h>
 
 #include <hdf5.h>
+#include <zlib.h>
 
 #include "error.h"
 #include "h5store_internal.h"
@@ -186,6 +190,102 @@ static int check_dataset_size(hid_t ds, hid_t ftype, int ndim, const hsize_t *di
     return ST_OK;
 }
 
+/* zlib's CRC-32 continued over n bytes, in pieces its uInt can take. */
+static unsigned long crc32_bytes(unsigned long crc, const unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        uInt piece = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        crc = crc32(crc, p, piece);
+        p += piece;
+        n -= piece;
+    }
+    return crc;
+}
+
+int h5store_checksum_mismatch(const char *file, const char *where, long long stored, unsigned long data)
+{
+    return error_set(ST_INPUT, "%s: %s: checksum mismatch (stored crc32 %lld, data %lu): the file is corrupt", file,
+                     where, stored, data);
+}
+
+int h5store_check_stored_crc32(hid_t ds, const char *file, const char *where, long long crc)
+{
+    hid_t ftype = H5Dget_type(ds), mtype = ftype >= 0 ? H5Tcopy(ftype) : H5I_INVALID_HID;
+    hid_t fspace = H5Dget_space(ds), mspace = H5I_INVALID_HID;
+    int ndim = fspace >= 0 ? H5Sget_simple_extent_ndims(fspace) : -1;
+    hsize_t dims[H5S_MAX_RANK] = {0}, start[H5S_MAX_RANK] = {0}, count[H5S_MAX_RANK] = {0};
+    size_t row = mtype >= 0 ? H5Tget_size(mtype) : 0;
+    int rc = ST_OK;
+    unsigned char *buf = NULL;
+    unsigned long got = crc32(0L, Z_NULL, 0);
+    if (ftype < 0 || mtype < 0 || fspace < 0 || ndim < 0 || ndim > H5S_MAX_RANK || row == 0 ||
+        (ndim > 0 && H5Sget_simple_extent_dims(fspace, dims, NULL) < 0))
+        rc = h5store_fail(ST_INPUT, file, where, "unreadable dataset");
+    /* Whole rows of the first dimension, as many as fit a block. */
+    for (int i = 1; rc == ST_OK && i < ndim; i++)
+        row *= (size_t)dims[i];
+    hsize_t rows = 0, per_block = 1; /* no element (a 0 in the shape): nothing to read */
+    if (rc == ST_OK && row > 0) {
+        rows = ndim > 0 ? dims[0] : 1;
+        per_block = row >= H5STORE_CHECKSUM_BLOCK ? 1 : H5STORE_CHECKSUM_BLOCK / row;
+        if (per_block > rows)
+            per_block = rows;
+    }
+    if (rc == ST_OK && rows > 0 && !(buf = malloc((size_t)per_block * row)))
+        rc = error_set(ST_RUN, "%s: %s: out of memory checking the checksum", file, where);
+    for (hsize_t r0 = 0; rc == ST_OK && r0 < rows; r0 += per_block) {
+        hsize_t n = rows - r0 < per_block ? rows - r0 : per_block;
+        herr_t read;
+        if (ndim == 0) {
+            read = H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+        } else {
+            start[0] = r0;
+            count[0] = n;
+            for (int i = 1; i < ndim; i++)
+                count[i] = dims[i];
+            mspace = H5Screate_simple(ndim, count, NULL);
+            read = mspace < 0 || H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0
+                       ? -1
+                       : H5Dread(ds, mtype, mspace, fspace, H5P_DEFAULT, buf);
+            if (mspace >= 0)
+                H5Sclose(mspace);
+        }
+        if (read < 0)
+            rc = h5store_fail(ST_INPUT, file, where, "unreadable dataset");
+        else
+            got = crc32_bytes(got, buf, (size_t)n * row);
+    }
+    free(buf);
+    if (fspace >= 0)
+        H5Sclose(fspace);
+    if (mtype >= 0)
+        H5Tclose(mtype);
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    if (rc == ST_OK && (long long)got != crc)
+        rc = h5store_checksum_mismatch(file, where, crc, got);
+    return rc;
+}
+
+/* After a load: the CRC-32 of the dataset's stored bytes against its crc32
+ * attribute. Where the load read the elements as stored (the memory type
+ * is the file type: every type the harness and numpy write on a
+ * little-endian host), the loaded bytes are the stored ones; otherwise (an
+ * integer widened to int64, a big-endian file) the stored bytes are read
+ * again, a block at a time. */
+static int check_loaded_crc32(hid_t ds, hid_t ftype, hid_t mtype, const struct host_tensor *t, const char *file,
+                              const char *where)
+{
+    long long stored;
+    int rc = h5store_read_crc32(ds, file, where, &stored);
+    if (rc != ST_OK || stored < 0)
+        return rc;
+    if (H5Tequal(mtype, ftype) <= 0)
+        return h5store_check_stored_crc32(ds, file, where, stored);
+    unsigned long got = crc32_bytes(crc32(0L, Z_NULL, 0), t->data, host_tensor_bytes(t));
+    return (long long)got == stored ? ST_OK : h5store_checksum_mismatch(file, where, stored, got);
+}
+
 static int load_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out, uint64_t *budget,
                         int with_data);
 
@@ -264,6 +364,8 @@ static int load_dataset(hid_t ds, const char *file, const char *where, struct ho
         if (rc == ST_OK && with_data && out->numel > 0 &&
             H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->data) < 0) {
             rc = h5store_fail(ST_INPUT, file, where, "unreadable dataset");
+            host_tensor_free(out);
+        } else if (rc == ST_OK && with_data && (rc = check_loaded_crc32(ds, ftype, mtype, out, file, where))) {
             host_tensor_free(out);
         }
     }

@@ -15,6 +15,30 @@
 
 #include "error.h"
 #include "h5store_internal.h"
+#include "run_tensors.h"
+
+/* A link that is not a hard link where a run, group or dataset should be:
+ * a soft link (named with its target) or another file's link is not part
+ * of the run, and reading past it would make the run look as if it lacked
+ * what the link stands for. */
+int h5store_link_not_hard(hid_t group, const char *name, const H5L_info_t *info, const char *file,
+                          const char *where, const char *expected)
+{
+    if (info->type == H5L_TYPE_EXTERNAL)
+        return error_set(ST_INPUT, "%s: %s: external link to another file is not supported", file, where);
+    if (info->type == H5L_TYPE_SOFT) {
+        char target[256] = "?";
+        size_t size = info->u.val_size;
+        if (size > 0 && size <= sizeof target && H5Lget_val(group, name, target, sizeof target, H5P_DEFAULT) >= 0)
+            target[sizeof target - 1] = '\0';
+        else
+            snprintf(target, sizeof target, "?");
+        return error_set(ST_INPUT, "%s: %s: a soft link (to %s), not %s: a report keeps what runs share as hard "
+                         "links", file, where, target, expected);
+    }
+    return error_set(ST_INPUT, "%s: %s: a user-defined link (type %d), not %s", file, where, (int)info->type,
+                     expected);
+}
 
 /* ---- listing runs --------------------------------------------------- */
 
@@ -33,8 +57,12 @@ static herr_t list_link(hid_t group, const char *name, const H5L_info_t *info, v
                               name);
         return -1;
     }
-    if (info->type != H5L_TYPE_HARD)
-        return 0;
+    if (info->type != H5L_TYPE_HARD) {
+        char where[96];
+        snprintf(where, sizeof where, "/runs/%.63s", name);
+        l->status = h5store_link_not_hard(group, name, info, l->file, where, "a run group");
+        return -1;
+    }
     hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
     if (obj < 0) {
         l->status = h5store_fail(ST_INPUT, l->file, "/runs", "unreadable entry %s", name);
@@ -219,8 +247,10 @@ static herr_t visit_link(hid_t group, const char *name, const H5L_info_t *info, 
         v->status = error_set(ST_INPUT, "%s: %s: external link to another file is not supported", v->file, where);
         return -1;
     }
-    if (info->type != H5L_TYPE_HARD)
-        return 0; /* soft links name what the run holds under another path */
+    if (info->type != H5L_TYPE_HARD) {
+        v->status = h5store_link_not_hard(group, name, info, v->file, where, "a dataset or group");
+        return -1;
+    }
     hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
     if (obj < 0) {
         v->status = h5store_fail(ST_INPUT, v->file, where, "unreadable object");
@@ -234,11 +264,13 @@ static herr_t visit_link(hid_t group, const char *name, const H5L_info_t *info, 
                                   RUN_PATH_MAX - 1);
         else if (v->stored) {
             unsigned char id[16];
-            if ((v->status = h5store_describe_dataset(obj, v->file, where, &t)) == ST_OK) {
+            long long crc = -1;
+            if ((v->status = h5store_describe_dataset(obj, v->file, where, &t)) == ST_OK &&
+                (v->status = h5store_read_crc32(obj, v->file, where, &crc)) == ST_OK) {
                 if (h5store_object_id(obj, id) < 0)
                     v->status = h5store_fail(ST_INPUT, v->file, where, "unreadable object identity");
                 else
-                    v->status = run_record_add_stored(v->rec, name, &t, id, h5store_crc32_attr(obj));
+                    v->status = run_record_add_stored(v->rec, name, &t, id, crc);
             }
         } else if ((v->status = h5store_load_dataset(obj, v->file, where, &t, v->budget)) == ST_OK &&
                    (v->status = run_record_add(v->rec, name, &t)) != ST_OK)
@@ -250,12 +282,13 @@ static herr_t visit_link(hid_t group, const char *name, const H5L_info_t *info, 
     return v->status == ST_OK ? 0 : -1;
 }
 
-/* ST_INPUT when the link at an absolute path leads into another file. */
+/* ST_INPUT when the link at an absolute path is not a hard link (one
+ * into another file, a soft link). */
 static int check_not_external(hid_t f, const char *file, const char *link)
 {
     H5L_info_t info;
-    if (H5Lget_info(f, link, &info, H5P_DEFAULT) >= 0 && info.type == H5L_TYPE_EXTERNAL)
-        return error_set(ST_INPUT, "%s: %s: external link to another file is not supported", file, link);
+    if (H5Lget_info(f, link, &info, H5P_DEFAULT) >= 0 && info.type != H5L_TYPE_HARD)
+        return h5store_link_not_hard(f, link, &info, file, link, "a group");
     return ST_OK;
 }
 
@@ -306,6 +339,36 @@ int h5store_load_stored(const struct run_record *r, const struct run_tensor *t, 
         H5Dclose(ds);
     if (f != (hid_t)r->source_file)
         H5Fclose(f);
+    /* Loaded, so its checksum was verified: the sweep need not read it. */
+    if (rc == ST_OK && r->checked && (rc = checked_objects_add(r->checked, r, t)) != ST_OK)
+        host_tensor_free(out);
+    return rc;
+}
+
+int h5store_verify_stored(const struct run_record *r, const struct run_tensor *t)
+{
+    h5store_silence_hdf5();
+    if (!t->stored || t->crc32 < 0)
+        return ST_OK;
+    if (!r->source)
+        return error_set(ST_INTERNAL, "/runs/%s/%s: stored tensor of a run read from no report", r->name, t->path);
+    char where[RUN_PATH_MAX + 80];
+    snprintf(where, sizeof where, "/runs/%s/%s", r->name, t->path);
+    hid_t f = (hid_t)r->source_file;
+    int rc = f > 0 ? ST_OK : h5store_open_report(r->source, &f);
+    if (rc != ST_OK)
+        return rc;
+    hid_t ds = H5I_INVALID_HID;
+    if (!h5store_path_exists(f, where) || (ds = H5Dopen2(f, where, H5P_DEFAULT)) < 0)
+        rc = error_set(ST_INPUT, "%s: %s: dataset missing (the report changed while it was read)", r->source, where);
+    else
+        rc = h5store_check_stored_crc32(ds, r->source, where, t->crc32);
+    if (ds >= 0)
+        H5Dclose(ds);
+    if (f != (hid_t)r->source_file)
+        H5Fclose(f);
+    if (rc == ST_OK && r->checked)
+        rc = checked_objects_add(r->checked, r, t);
     return rc;
 }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "error.h"
 
@@ -59,6 +60,12 @@ int run_record_set_source(struct run_record *r, const char *path)
         return error_set(ST_RUN, "out of memory naming the report of run %s", r->name);
     free(r->source);
     r->source = copy;
+    struct stat sb;
+    r->source_dev = r->source_ino = 0;
+    if (stat(path, &sb) == 0) {
+        r->source_dev = (unsigned long long)sb.st_dev;
+        r->source_ino = (unsigned long long)sb.st_ino;
+    }
     return ST_OK;
 }
 

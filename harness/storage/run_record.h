@@ -64,6 +64,13 @@ struct run_record {
     int n, cap;
     struct run_tensor *items;
     char *source; /* the report stored tensors are read from (malloc'd), or NULL */
+    /* That report's file identity (st_dev, st_ino; 0 when unknown): two
+     * spellings of one file's path are one report. */
+    unsigned long long source_dev, source_ino;
+    /* The objects whose checksums have been verified, shared by the runs
+     * of one reader (run_tensors.h), or NULL: every load that verifies a
+     * checksum adds its object. Not owned. */
+    struct checked_objects *checked;
     /* An HDF5 file id open read-only on source, held by whoever called
      * h5store_hold_source (a reader judging many tensors), or 0: each load
      * then opens the report itself. run_record_free does not close it. */

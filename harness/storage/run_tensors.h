@@ -2,7 +2,10 @@
  * record holds in memory is lent as it is; a stored one (run_record.h) is
  * read from the run's report and freed on release, so whoever walks runs
  * this way holds only the tensors it is comparing, whatever the report's
- * size. Two stored tensors that are one HDF5 object are equal unread. */
+ * size. Two stored tensors that are one HDF5 object are equal unread; the
+ * checksum of every stored tensor is verified when it is read (h5store.h),
+ * and run_tensors_verify_unread reads, once, each object a reader never
+ * loaded (one a dozen hard links share), so no stored byte escapes it. */
 #ifndef CKPT_RUN_TENSORS_H
 #define CKPT_RUN_TENSORS_H
 
@@ -24,6 +27,24 @@ void run_tensor_release(struct tensor_hold *h);
  * report: the same bytes, known without reading them. */
 int run_tensors_same_object(const struct run_record *ra, const struct run_tensor *a, const struct run_record *rb,
                             const struct run_tensor *b);
+/* The HDF5 objects of reports whose checksums have been verified: each
+ * object (a report's file identity and the object's address in it) once,
+ * however many paths reach it. Zero-initialised is empty. */
+struct checked_objects {
+    size_t n, cap;
+    unsigned char (*keys)[32];
+};
+/* Adds t's object (of r's report); ST_RUN when out of memory. */
+int checked_objects_add(struct checked_objects *s, const struct run_record *r, const struct run_tensor *t);
+int checked_objects_has(const struct checked_objects *s, const struct run_record *r, const struct run_tensor *t);
+void checked_objects_free(struct checked_objects *s);
+/* Verifies the checksum of each stored object of runs[0..n) that carries
+ * one and is not yet in the runs' `checked` set (all share it), reading
+ * it a block at a time (h5store_verify_stored). What a reader that skips
+ * tensors two paths share calls at the end, so that a corrupt dataset
+ * every run links to is still found. */
+int run_tensors_verify_unread(const struct run_record *runs, int n);
+
 /* 1 when two loaded tensors have the same dtype, shape and bytes: the
  * byte-wise test that comes before any element-wise work. */
 int host_tensors_bitwise_equal(const struct host_tensor *a, const struct host_tensor *b);

@@ -1,3 +1,4 @@
+/* external: see external.h. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "external.h"
@@ -10,6 +11,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "error.h"
 #include "h5store.h"
@@ -61,9 +65,59 @@ static int wait_within(pid_t pid, double timeout_s, int *status)
     }
 }
 
+/* The command's process group, ended with SIGKILL when the warden's
+ * parent (ckpt-verify) dies: a killed ckpt-verify leaves nothing running. */
+static void end_group(int sig)
+{
+    (void)sig;
+    kill(0, SIGKILL);
+}
+
+/* The child of ckpt-verify, leader of the command's process group: it
+ * asks the kernel for SIGHUP when ckpt-verify dies (prctl, Linux), starts
+ * sh with the command, and ends the whole group on that signal; otherwise
+ * it ends as sh ended. SIGTERM (the time out's, sent to the group) is left
+ * to the command: the warden waits for it. Only async-signal-safe calls
+ * between fork and exec. */
+static void warden(pid_t parent, const char *script, const char *file)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = end_group;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGTERM, SIG_IGN);
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGHUP);
+#endif
+    /* ckpt-verify may have died before the request was made. */
+    if (getppid() != parent)
+        end_group(SIGHUP);
+    pid_t sh = fork();
+    if (sh < 0)
+        _exit(127);
+    if (sh == 0) {
+        signal(SIGHUP, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        dup2(STDERR_FILENO, STDOUT_FILENO);
+        execl("/bin/sh", "sh", "-c", script, "ckpt-external", file, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(sh, &status, 0) < 0)
+        if (errno != EINTR)
+            _exit(127);
+    if (WIFSIGNALED(status)) {
+        signal(WTERMSIG(status), SIG_DFL);
+        kill(getpid(), WTERMSIG(status));
+    }
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+}
+
 /* `sh -c 'COMMAND "$1"' ckpt-external FILE`: the file name reaches the
  * command as one argument whatever characters it holds. The command runs
- * in its own process group, so a time out stops all it started. */
+ * in its own process group under a warden, so a time out stops all it
+ * started, and so does ckpt-verify's own death (SIGKILL included). */
 static int run_command(const char *command, double timeout_s, const char *file)
 {
     size_t len = strlen(command) + 8;
@@ -73,16 +127,14 @@ static int run_command(const char *command, double timeout_s, const char *file)
     snprintf(script, len, "%s \"$1\"", command);
     fflush(stdout);
     fflush(stderr);
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
         free(script);
         return error_set(ST_INTERNAL, "cannot start the external command: %s", strerror(errno));
     }
     if (pid == 0) {
         setpgid(0, 0);
-        dup2(STDERR_FILENO, STDOUT_FILENO);
-        execl("/bin/sh", "sh", "-c", script, "ckpt-external", file, (char *)NULL);
-        _exit(127);
+        warden(parent, script, file);
     }
     setpgid(pid, pid); /* also here: the time out may come before the child's own call */
     free(script);

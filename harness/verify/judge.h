@@ -122,9 +122,15 @@ int judge_case(const struct ckpt_case *c, const struct run_record *runs, int n,
 /* Loads a report file (any producer's) and judges it: the case from /case
  * (defaults where absent; unknown keys ignored), every run under /runs.
  * ST_INPUT, naming the file and the path inside it, for a file that is not
- * a schema file, has no baseline_0, or holds a malformed run. *budget
- * (NULL: H5STORE_READ_LIMIT) bounds the bytes its runs may load in all
- * (h5store_read_run_within), and is what is left afterwards. */
+ * a schema file, has no baseline_0, holds a malformed run or a baseline
+ * that stopped short, or a dataset whose crc32 is not its data's (every
+ * stored object is read at least once for it). A run /case names (impls,
+ * expect, the producer's `runs`) that the file lacks, or any run that
+ * stopped short of its reference (a step or a final parameter missing),
+ * is an ERROR result, never expected; a file with nothing to judge leaves
+ * out->n_results 0 and says why in out->error (docs/schema.md, "What
+ * ckpt-verify judge reads"). *budget (NULL: H5STORE_READ_LIMIT) bounds
+ * what one stored tensor may load (a quarter of it each, JUDGE_TENSORS_HELD). */
 int judge_file(const char *path, uint64_t *budget, struct case_result *out);
 
 #endif

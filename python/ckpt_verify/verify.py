@@ -283,6 +283,8 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
         case_attrs["expect"] = ",".join(f"{run}:{v}" for run, v in judged_expect.items())
     if skipped:
         case_attrs["skipped"] = "; ".join(f"{run}: {why}" for run, why in skipped.items())
+    # The runs a complete report holds: the judge makes any it lacks an ERROR.
+    case_attrs["runs"] = ",".join(run for run in runs if run not in skipped)
     first_param = next(iter(params_init.values()), None)
     dtype = str(first_param.dtype).replace("torch.", "") if first_param is not None else "float32"
     root = {"case": name, "producer": "ckpt_verify (python)", "libtorch_version": torch.__version__,
