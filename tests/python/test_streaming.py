@@ -169,20 +169,20 @@ def test_the_probe_run_changes_no_recorded_figure(tmp_path, monkeypatch):
     assert _baseline_figures(with_probe.path) == _baseline_figures(without.path)
 
 
-def test_the_probe_run_trains_on_copies_of_the_batches(tmp_path):
-    """A step that changes its batch in place changes batch 2 once in
-    baseline_0's training (its recorded step 2; the warm-up takes batch 1),
-    not a second time in the probe run before it."""
+def test_the_probe_run_and_the_baseline_leave_the_batches_as_they_were(tmp_path):
+    """A baseline step that changes its batch in place is refused, and
+    neither the probe run nor the baseline's own training changed the
+    batches every run starts from: both trained on copies."""
     def shifts_its_input(model, batch):
         batch[0].add_(1.0)
         return plain(model, batch)
 
     spec = _spec(tmp_path)
-    second = spec.batches[1][0].clone()
+    before = [b[0].clone() for b in spec.batches]
     from ckpt_verify.verify import _train_baseline
-    with _recorder(tmp_path) as rec:
+    with _recorder(tmp_path) as rec, pytest.raises(BadInput, match="the plain baseline changes its batch"):
         _train_baseline(spec, Run(step=shifts_its_input), 0, rec, train_eager)
-    assert torch.equal(spec.batches[1][0], second + 1.0)
+    assert all(torch.equal(b[0], was) for b, was in zip(spec.batches, before))
 
 
 def test_a_run_stopped_by_anything_else_leaves_no_trace_in_the_report(tmp_path):
