@@ -464,35 +464,17 @@ def warm_up(spec, run, run_name, watch=False):
     Returns the bytes it left allocated (one-time bytes), or None."""
     meter = spec.meter
     before = meter.live() if meter.source else 0
-    names: dict[int, str] = {}
-    model, params, buffers = prepared_model(spec, run, run_name, names)
+    model, _, _ = prepared_model(spec, run, run_name)
     step_fn = run.step
-    mapper = None
-    if meter.source and spec.device.type in ("cpu", "cuda"):
-        # The memory map of this step (frontends/memory_map.py); a
-        # baseline's also notes who saves each tensor. (XLA runs are
-        # judged from the compiler's own evidence instead.)
-        existing = [t for _, t in params] + [t for _, t in buffers] + list(tensor_leaves(spec.batches[0], "").values())
-        mapper = memory_map.MemoryMap(names, existing, saves=watch)
     if watch:
         watcher = probe.RecomputeProbe()
-        with watcher, (mapper or contextlib.nullcontext()):
-            before_forward = meter.live() if mapper else 0
+        with watcher:
             loss = _call(step_fn, model, spec.batches[0], run_name, 0)
             check_loss(loss, run_name, 0)
-            if mapper:
-                meter.sync()
-                mapper.mark_end_forward(meter.live() - before_forward)
             grad = torch.ones_like(loss)  # made here: only the engine's work is backward
-            if mapper:
-                mapper.backward_starts()
             watcher.backward_starts()
             _backward(loss, run_name, 0, grad)
             watcher.backward_ends()
-            del loss, grad
-            if mapper:
-                gc.collect()
-                mapper.after_backward()
         seen = watcher.finding()
         if seen:
             raise CheckpointInBaseline(
@@ -500,26 +482,59 @@ def warm_up(spec, run, run_name, watch=False):
                 f"give the checkpoint as a run instead, e.g. runs={{'mine': ckpt_verify.Run(prepare=enable)}} "
                 f"with model_fn building the plain model")
     else:
-        with mapper or contextlib.nullcontext():
-            before_forward = meter.live() if mapper else 0
-            loss = _call(step_fn, model, spec.batches[0], run_name, 0)
-            check_loss(loss, run_name, 0)
-            if mapper:
-                meter.sync()
-                mapper.mark_end_forward(meter.live() - before_forward)
-            grad = torch.ones_like(loss)
-            if mapper:
-                mapper.backward_starts()
-            _backward(loss, run_name, 0, grad)
-            del loss, grad
-            if mapper:
-                gc.collect()
-                mapper.after_backward()
-    if mapper:
-        spec.maps[id(run)] = memory_map.summarize(mapper)
-    del model, params, buffers
+        loss = _call(step_fn, model, spec.batches[0], run_name, 0)
+        check_loss(loss, run_name, 0)
+        _backward(loss, run_name, 0)
+    del loss, model
     meter.sync()
-    return meter.live() - before if meter.source else None
+    one_time = meter.live() - before if meter.source else None
+    if meter.source and spec.device.type in ("cpu", "cuda"):
+        try:
+            map_step(spec, run, run_name, saves=watch)
+        except (RunError, NonScalarLoss):
+            # The step cannot run eagerly (a compiled reentrant checkpoint
+            # whose input needs no grad, say): no map, no statement; the
+            # run's own steps decide whether it runs at all.
+            spec.maps.pop(id(run), None)
+    return one_time
+
+
+def _eager_only():
+    set_stance = getattr(torch.compiler, "set_stance", None)
+    return set_stance("force_eager") if set_stance else contextlib.nullcontext()
+
+
+def map_step(spec, run, run_name, saves):
+    """One more unrecorded step, on a fresh model, under the memory map
+    (frontends/memory_map.py; a baseline's also notes who saves each
+    tensor), once the warm-up has brought everything up (a compiled step
+    is compiled there, outside the map's dispatch mode). Its summary is
+    kept in spec.maps for the run's statement. (XLA runs are judged from
+    the compiler's own evidence instead.)"""
+    meter = spec.meter
+    names: dict[int, str] = {}
+    model, params, buffers = prepared_model(spec, run, run_name, names)
+    seed_all(spec.seed)
+    existing = [t for _, t in params] + [t for _, t in buffers] + list(tensor_leaves(spec.batches[0], "").values())
+    mapper = memory_map.MemoryMap(names, existing, saves=saves)
+    # Compiled code runs eagerly here: nothing is compiled under the map's
+    # dispatch mode, so no compile (or its evidence, compile_evidence.py)
+    # sees it; the map is then the eager meaning of the step.
+    with _eager_only(), mapper:
+        meter.sync()
+        before_forward = meter.live()
+        loss = _call(run.step, model, spec.batches[0], run_name, 0)
+        check_loss(loss, run_name, 0)
+        meter.sync()
+        mapper.mark_end_forward(meter.live() - before_forward)
+        grad = torch.ones_like(loss)  # made here: only the engine's work is backward
+        mapper.backward_starts()
+        _backward(loss, run_name, 0, grad)
+        del loss, grad
+        gc.collect()
+        mapper.after_backward()
+    spec.maps[id(run)] = memory_map.summarize(mapper)
+    del model, params, buffers
 
 
 def statement_attrs(spec, run, baseline, held):

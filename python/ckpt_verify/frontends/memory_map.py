@@ -375,7 +375,7 @@ def write_map(file, summary: Summary, run: str) -> None:
     held = summary.held
     group = file.require_group("memory_map")
     group.attrs["run"] = run
-    group.attrs["step"] = "the warm-up step (unrecorded), batch 1"
+    group.attrs["step"] = "an unrecorded step after the warm-up, batch 1"
     group.attrs["tensors"] = len(held)
     group.attrs["bytes"] = sum(h.nbytes for h in held)
     text = h5py.string_dtype()
