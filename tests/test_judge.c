@@ -184,7 +184,11 @@ static void weight_moved_by_1e_4_relative_fails_despite_sign_flip_noise(void **s
     fixture_free(&f);
 }
 
-static void rerun_within_every_envelope_makes_noise(void **state)
+/* ---- every attempt (the run and its re-runs) inside the envelope ------------- */
+
+/* A run outside its envelope is a bug however many re-runs land inside:
+ * a flaky checkpoint differs in some attempts only. */
+static void a_run_outside_fails_though_a_rerun_lies_within(void **state)
 {
     (void)state;
     struct fixture f;
@@ -192,19 +196,128 @@ static void rerun_within_every_envelope_makes_noise(void **state)
     init(&f);
     base_grads(&g);
     mine = g;
-    mine.weight[40] *= 1.0f + 1e-4f; /* an unlucky sample of the kernels */
+    mine.weight[40] *= 1.0f + 1e-4f;
     rerun = g;
     add_noise(&rerun, 3);
     add_baselines(&f, &g, 1);
     add(&f, "mine", &mine);
     add(&f, "mine_rerun_1", &rerun);
     struct impl_result r = judge(&f, "mine");
-    assert_int_equal(r.verdict, V_NOISE);
-    assert_non_null(strstr(r.reason, "re-run mine_rerun_1 lies within every envelope"));
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_true(r.outside_envelope);
+    assert_non_null(strstr(r.reason, "differs in 1 of 2 attempts (the run and 1 re-run(s); the worst, mine): "
+                                     "steps/1/grads/l0.weight lies outside its noise envelope"));
+    assert_non_null(strstr(r.first_divergence, "steps/1/grads/l0.weight [40]"));
     fixture_free(&f);
 }
 
-static void rerun_outside_too_keeps_fail(void **state)
+/* The review's planted flaky bug: two bitwise baselines, a run 2.9e6
+ * scaled ULP off, a re-run that reproduces baseline_0. */
+static void a_flaky_bug_fails_though_a_rerun_reproduces_baseline_0(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, mine;
+    init(&f);
+    base_grads(&g);
+    mine = g;
+    mine.weight[40] += 0.0216f; /* ~2.9e6 ULP at the tensor's scale */
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &mine);
+    add(&f, "mine_rerun_1", &g);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "differs in 1 of 2 attempts"));
+    assert_non_null(strstr(r.reason, "steps/1/grads/l0.weight: its 2 baselines agree bitwise, mine differs by 2.9e+06 "
+                                     "scaled ULP"));
+    assert_string_equal(r.first_divergence, "steps/1/grads/l0.weight [40] (0.0700000003 vs 0.0916000009; 1 of 64 "
+                                            "elements differ)");
+    fixture_free(&f);
+}
+
+/* Where no baseline ever spread, nothing shows the kernels to be noisy:
+ * an impl whose own runs disagree by an ULP is flaky, not noisy. */
+static void a_one_ulp_flake_fails_where_the_baselines_never_spread(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, mine;
+    init(&f);
+    base_grads(&g);
+    mine = g;
+    mine.bias[20] = nextafterf(mine.bias[20], 1.0f);
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &mine);
+    add(&f, "mine_rerun_1", &g);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "differs in 1 of 2 attempts"));
+    assert_non_null(strstr(r.reason, "steps/1/grads/l0.bias: its 2 baselines agree bitwise"));
+    fixture_free(&f);
+}
+
+static void a_rerun_outside_fails_though_the_run_lies_within(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, mine, rerun;
+    init(&f);
+    base_grads(&g);
+    mine = g;
+    add_noise(&mine, 2);
+    rerun = g;
+    rerun.weight[40] *= 1.0f + 1e-4f;
+    add_baselines(&f, &g, 1);
+    add(&f, "mine", &mine);
+    add(&f, "mine_rerun_1", &rerun);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "differs in 1 of 2 attempts (the run and 1 re-run(s); the worst, mine_rerun_1)"));
+    assert_non_null(strstr(r.first_divergence, "mine_rerun_1: steps/1/grads/l0.weight [40]"));
+    fixture_free(&f);
+}
+
+static void a_rerun_that_differs_from_a_bitwise_run_fails(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, rerun;
+    init(&f);
+    base_grads(&g);
+    rerun = g;
+    rerun.weight[5] = nextafterf(rerun.weight[5], 1.0f);
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &g);
+    add(&f, "mine_rerun_1", &rerun);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "its 2 baselines agree bitwise, mine_rerun_1 differs"));
+    fixture_free(&f);
+}
+
+static void a_rerun_missing_a_tensor_fails_naming_it(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &g);
+    run_record_init(&f.runs[f.n], "mine_rerun_1");
+    add_f32(&f.runs[f.n], "steps/1/loss", &g.loss, 1);
+    add_f32(&f.runs[f.n], "steps/1/grads/l0.weight", g.weight, N);
+    add_f32(&f.runs[f.n], "final_params/l0.weight", g.weight, N);
+    f.n++;
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_false(r.outside_envelope); /* no more samples make a tensor appear */
+    assert_non_null(strstr(r.reason, "steps/1/grads/l0.bias is recorded by baseline_0 but not by mine_rerun_1"));
+    assert_string_equal(r.first_divergence, "mine_rerun_1: steps/1/grads/l0.bias missing in mine_rerun_1");
+    fixture_free(&f);
+}
+
+static void every_attempt_outside_is_counted(void **state)
 {
     (void)state;
     struct fixture f;
@@ -216,13 +329,38 @@ static void rerun_outside_too_keeps_fail(void **state)
     add_baselines(&f, &g, 1);
     add(&f, "mine", &mine);
     add(&f, "mine_rerun_1", &mine);
+    add(&f, "mine_rerun_2", &g);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "none of 1 re-run(s) lies within"));
+    assert_non_null(strstr(r.reason, "differs in 2 of 3 attempts (the run and 2 re-run(s)"));
     fixture_free(&f);
 }
 
-static void impl_samples_that_disagree_make_a_bitwise_tensor_noisy(void **state)
+/* The first divergence is the farthest attempt's, whichever came first. */
+static void the_farthest_attempt_gives_the_first_divergence(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, near, far;
+    init(&f);
+    base_grads(&g);
+    near = g;
+    near.weight[40] *= 1.0f + 1e-4f;
+    far = g;
+    far.weight[41] += 0.01f;
+    add_baselines(&f, &g, 1);
+    add(&f, "mine", &near);
+    add(&f, "mine_rerun_1", &far);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "the worst, mine_rerun_1"));
+    assert_non_null(strstr(r.first_divergence, "mine_rerun_1: steps/1/grads/l0.weight [41]"));
+    fixture_free(&f);
+}
+
+/* Kernel noise in every attempt, each within its envelope, stays NOISE
+ * and the reason says every attempt was judged. */
+static void kernel_noise_within_in_every_attempt_is_noise(void **state)
 {
     (void)state;
     struct fixture f;
@@ -230,10 +368,68 @@ static void impl_samples_that_disagree_make_a_bitwise_tensor_noisy(void **state)
     init(&f);
     base_grads(&g);
     mine = g;
-    mine.bias[20] = nextafterf(mine.bias[20], 1.0f); /* an atomic sum landing otherwise */
+    add_noise(&mine, 2);
     rerun = g;
-    rerun.bias[21] = nextafterf(rerun.bias[21], -1.0f);
-    add_baselines(&f, &g, 0); /* the baselines happened to agree */
+    add_noise(&rerun, 3);
+    add_baselines(&f, &g, 1);
+    add(&f, "mine", &mine);
+    add(&f, "mine_rerun_1", &rerun);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_NOISE);
+    assert_non_null(strstr(r.reason, "over 2 baselines in all 2 attempts (the run and 1 re-run(s))"));
+    fixture_free(&f);
+}
+
+static void a_run_and_reruns_all_bitwise_pass(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &g);
+    add(&f, "mine_rerun_1", &g);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_PASS);
+    assert_non_null(strstr(r.reason, "in all 2 attempts"));
+    fixture_free(&f);
+}
+
+/* A re-run that did not complete has no tensors to judge: the run's own
+ * verdict stands. */
+static void a_rerun_that_did_not_complete_is_not_an_attempt(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, bad;
+    init(&f);
+    base_grads(&g);
+    bad = g;
+    bad.weight[0] = -bad.weight[0];
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &g);
+    add(&f, "mine_rerun_1", &bad);
+    snprintf(f.runs[f.n - 1].outcome, sizeof f.runs[f.n - 1].outcome, RUN_OUTCOME_ERROR);
+    assert_int_equal(judge(&f, "mine").verdict, V_PASS);
+    fixture_free(&f);
+}
+
+/* Baselines that agree on a tensor prove nothing when the impl's own
+ * samples of it disagree and the baselines spread elsewhere in the case
+ * (the kernels are shown non-deterministic): the least envelope. */
+static void impl_samples_that_disagree_make_a_bitwise_tensor_noisy_where_the_baselines_spread(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, mine, rerun;
+    init(&f);
+    base_grads(&g);
+    mine = g;
+    mine.loss = nextafterf(mine.loss, 1.0f); /* an atomic sum landing otherwise */
+    rerun = g;
+    rerun.loss = nextafterf(rerun.loss, -1.0f);
+    add_baselines(&f, &g, 1); /* the gradients spread; the loss happened to agree */
     add(&f, "mine", &mine);
     add(&f, "mine_rerun_1", &rerun);
     struct impl_result r = judge(&f, "mine");
@@ -250,8 +446,8 @@ static void impl_samples_that_agree_keep_a_bitwise_tensor_strict(void **state)
     init(&f);
     base_grads(&g);
     mine = g;
-    mine.bias[20] = nextafterf(mine.bias[20], 1.0f); /* the same one-ULP change every time: a bug */
-    add_baselines(&f, &g, 0);
+    mine.loss = nextafterf(mine.loss, 1.0f); /* the same one-ULP change every time: a bug */
+    add_baselines(&f, &g, 1);
     add(&f, "mine", &mine);
     add(&f, "mine_rerun_1", &mine);
     assert_int_equal(judge(&f, "mine").verdict, V_FAIL);
@@ -266,10 +462,10 @@ static void impl_samples_that_disagree_do_not_excuse_a_large_difference(void **s
     init(&f);
     base_grads(&g);
     mine = g;
-    mine.bias[20] *= 1.5f; /* a bug that also varies from run to run */
+    mine.loss *= 1.5f; /* a bug that also varies from run to run */
     rerun = g;
-    rerun.bias[20] *= 0.5f;
-    add_baselines(&f, &g, 0);
+    rerun.loss *= 0.5f;
+    add_baselines(&f, &g, 1); /* the gradients spread; the loss agrees */
     add(&f, "mine", &mine);
     add(&f, "mine_rerun_1", &rerun);
     assert_int_equal(judge(&f, "mine").verdict, V_FAIL);
@@ -854,9 +1050,18 @@ int main(void)
         cmocka_unit_test(tensor_whose_baselines_agree_bitwise_must_match_bitwise),
         cmocka_unit_test(sign_flips_near_zero_are_noise_not_a_raw_ulp_floor),
         cmocka_unit_test(weight_moved_by_1e_4_relative_fails_despite_sign_flip_noise),
-        cmocka_unit_test(rerun_within_every_envelope_makes_noise),
-        cmocka_unit_test(rerun_outside_too_keeps_fail),
-        cmocka_unit_test(impl_samples_that_disagree_make_a_bitwise_tensor_noisy),
+        cmocka_unit_test(a_run_outside_fails_though_a_rerun_lies_within),
+        cmocka_unit_test(a_flaky_bug_fails_though_a_rerun_reproduces_baseline_0),
+        cmocka_unit_test(a_one_ulp_flake_fails_where_the_baselines_never_spread),
+        cmocka_unit_test(a_rerun_outside_fails_though_the_run_lies_within),
+        cmocka_unit_test(a_rerun_that_differs_from_a_bitwise_run_fails),
+        cmocka_unit_test(a_rerun_missing_a_tensor_fails_naming_it),
+        cmocka_unit_test(every_attempt_outside_is_counted),
+        cmocka_unit_test(the_farthest_attempt_gives_the_first_divergence),
+        cmocka_unit_test(kernel_noise_within_in_every_attempt_is_noise),
+        cmocka_unit_test(a_run_and_reruns_all_bitwise_pass),
+        cmocka_unit_test(a_rerun_that_did_not_complete_is_not_an_attempt),
+        cmocka_unit_test(impl_samples_that_disagree_make_a_bitwise_tensor_noisy_where_the_baselines_spread),
         cmocka_unit_test(impl_samples_that_agree_keep_a_bitwise_tensor_strict),
         cmocka_unit_test(impl_samples_that_disagree_do_not_excuse_a_large_difference),
         cmocka_unit_test(tensor_after_a_noisy_step_gets_the_least_envelope),

@@ -1,7 +1,9 @@
 /* judge: verdicts from recorded runs alone, the one place they are decided.
  * Runs named baseline_* give every tensor its own noise envelope at the
- * tensor's scale; every other run is judged against baseline_0 (re-runs
- * named <run>_rerun_<k> count as more samples of <run>). The runner judges
+ * tensor's scale; every other run is judged against baseline_0, and so is
+ * each of its re-runs (<run>_rerun_<k>): every attempt must lie inside
+ * every envelope, and a tensor the baselines agree on bitwise must match
+ * bitwise unless the baselines show noise elsewhere. The runner judges
  * the runs it just made; `ckpt-verify judge` the runs of any file that
  * follows the schema, whoever wrote them. Pure C over run_records. */
 #ifndef CKPT_JUDGE_H
