@@ -972,19 +972,125 @@ static void runs_without_hook_or_byte_records_are_not_held_to_them(void **state)
     fixture_free(&f);
 }
 
-static void a_baseline_whose_hook_fires_twice_is_an_input_error(void **state)
+/* A plain step whose backward reaches a parameter's hook twice sets the
+ * count: a checkpoint firing it as often is right (torch's reentrant
+ * checkpoint, where the baseline fires as often). */
+static void a_hook_fired_as_often_as_the_baselines_passes(void **state)
 {
     (void)state;
     struct fixture f;
     struct grads g;
-    struct impl_result r;
     init(&f);
     base_grads(&g);
     add_baselines(&f, &g, 0);
     add_checks(&f.runs[0], 2, 4096);
+    add_checks(&f.runs[1], 2, 4096);
     add(&f, "mine", &g);
-    assert_int_equal(judge_run(&f.c, f.runs, f.n, "mine", &r), ST_INPUT);
-    assert_non_null(strstr(error_message(), "/runs/baseline_0: the baseline itself fails a run check: gradient hook"));
+    add_checks(&f.runs[f.n - 1], 2, 4096);
+    assert_int_equal(judge(&f, "mine").verdict, V_PASS);
+    fixture_free(&f);
+}
+
+static void a_hook_firing_fewer_times_than_the_baselines_fails(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add_checks(&f.runs[0], 2, 4096);
+    add_checks(&f.runs[1], 2, 4096);
+    add(&f, "mine", &g);
+    add_checks(&f.runs[f.n - 1], 1, 4096);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "parameter l0.weight fired 1 time(s) in backward call 1 of step 2 (1 call(s) per "
+                                     "step), where baseline_0's fired 2: what hangs on it runs less often"));
+    assert_string_equal(r.first_divergence, "checks/hook_fires/l0.weight [1, 0] = 1 (baseline_0: 2)");
+    fixture_free(&f);
+}
+
+static void a_hook_count_fail_says_the_gradients_are_right_and_what_breaks(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    checked_baselines(&f, &g);
+    add(&f, "mine", &g);
+    add_checks(&f.runs[f.n - 1], 2, 4096);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "gradients bitwise identical to baseline_0, but the gradient hook of parameter "
+                                     "l0.weight fired 2 time(s)"));
+    assert_non_null(strstr(r.reason, "where baseline_0's fired 1"));
+    assert_non_null(strstr(r.reason, "a gradient-scaling register_hook scales again; DDP without static_graph=True "
+                                     "marks the parameter ready twice"));
+    fixture_free(&f);
+}
+
+static void a_hook_count_fail_within_noise_says_the_gradients_are_within_it(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, mine;
+    init(&f);
+    base_grads(&g);
+    mine = g;
+    add_noise(&mine, 2);
+    add_baselines(&f, &g, 1);
+    add_checks(&f.runs[0], 1, 4096);
+    add_checks(&f.runs[1], 1, 4096);
+    add(&f, "mine", &mine);
+    add_checks(&f.runs[f.n - 1], 2, 4096);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "gradients within the kernels' noise of baseline_0, but the gradient hook"));
+    fixture_free(&f);
+}
+
+/* The run did the same work with the right gradients: its memory and
+ * time figures stand beside the FAIL. */
+static void a_hook_count_fail_keeps_its_memory_and_time_figures(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    checked_baselines(&f, &g);
+    add(&f, "mine", &g);
+    add_checks(&f.runs[f.n - 1], 2, 4096);
+    run_record_set_attr(&f.runs[f.n - 1], "memory.peak_bytes", 900);
+    run_record_set_attr(&f.runs[f.n - 1], "timing.step_ms", 1.5);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_true(r.gradients_right);
+    assert_true(fabs(r.memory_saved - 0.1) < 1e-12);
+    assert_true(fabs(r.overhead - 1.5) < 1e-12);
+    fixture_free(&f);
+}
+
+/* Where the baseline records no count for a parameter, the run's is held
+ * to exactly once per backward, in both directions. */
+static void a_hook_count_the_baseline_lacks_is_held_to_once(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add(&f, "twice", &g);
+    add_checks(&f.runs[f.n - 1], 2, 4096);
+    add(&f, "once", &g);
+    add_checks(&f.runs[f.n - 1], 1, 4096);
+    struct impl_result r = judge(&f, "twice");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "baseline_0 records no count for it, so it must fire exactly once per backward"));
+    assert_int_equal(judge(&f, "once").verdict, V_PASS);
     fixture_free(&f);
 }
 
@@ -1086,7 +1192,12 @@ int main(void)
         cmocka_unit_test(a_hook_that_never_fires_fails_too),
         cmocka_unit_test(a_step_starting_with_more_live_bytes_than_step_1_fails_as_a_leak),
         cmocka_unit_test(runs_without_hook_or_byte_records_are_not_held_to_them),
-        cmocka_unit_test(a_baseline_whose_hook_fires_twice_is_an_input_error),
+        cmocka_unit_test(a_hook_fired_as_often_as_the_baselines_passes),
+        cmocka_unit_test(a_hook_firing_fewer_times_than_the_baselines_fails),
+        cmocka_unit_test(a_hook_count_fail_says_the_gradients_are_right_and_what_breaks),
+        cmocka_unit_test(a_hook_count_fail_within_noise_says_the_gradients_are_within_it),
+        cmocka_unit_test(a_hook_count_fail_keeps_its_memory_and_time_figures),
+        cmocka_unit_test(a_hook_count_the_baseline_lacks_is_held_to_once),
         cmocka_unit_test(a_run_growing_as_much_as_its_baseline_is_no_leak),
         cmocka_unit_test(a_run_growing_more_than_its_baseline_fails_naming_both),
         cmocka_unit_test(a_user_run_allocating_bounded_state_once_is_no_leak),

@@ -857,9 +857,13 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
         if ((st = run_checks_judge(run, base, &violated, why, sizeof why, where, sizeof where)))
             return st;
         if (violated) {
-            res->verdict = V_FAIL;
-            snprintf(res->reason, sizeof res->reason, "%s", why);
+            /* The same work with the right gradients: what breaks is what
+             * hangs on the run beyond them, and its figures stand. */
+            snprintf(res->reason, sizeof res->reason, "gradients %s %s, but %.440s",
+                     res->verdict == V_PASS ? "bitwise identical to" : "within the kernels' noise of", base_name, why);
             snprintf(res->first_divergence, sizeof res->first_divergence, "%s", where);
+            res->verdict = V_FAIL;
+            res->gradients_right = 1;
         }
     }
     if (run->warning[0] && res->verdict != V_PASS) {
@@ -868,8 +872,9 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
     }
     run_figures(runs, n, family, base, run, res);
     /* FAIL and ERROR runs did not do the same work: their figures would
-     * mislead, so they are left out of savings and overheads. */
-    if (res->verdict == V_FAIL || res->verdict == V_ERROR)
+     * mislead, so they are left out of savings and overheads; a FAIL of a
+     * run check alone (its gradients right) did, and keeps them. */
+    if ((res->verdict == V_FAIL && !res->gradients_right) || res->verdict == V_ERROR)
         res->memory_saved = res->end_forward_saved = res->overhead = NAN;
     memory_requirement(c, run_record_attr(base, "memory.peak_bytes"), res);
     xla_evidence_judge(base, run, res);

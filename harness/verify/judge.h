@@ -45,6 +45,10 @@ struct impl_result {
     double noise_ratio;           /* max over differing tensors whose baselines differ of distance / envelope */
     int bitwise_tensors_differ;   /* differing tensors whose baselines agree bitwise (each one is outside) */
     int outside_envelope;         /* FAIL because a tensor lies outside its envelope (more samples may help) */
+    /* FAIL from a run check alone (run_checks.h: hook counts, leaks) while
+     * every tensor PASSed or was NOISE: the run did the same work, so its
+     * memory and time figures are kept. */
+    int gradients_right;
     double memory_saved;          /* 1 - peak(impl)/peak(baseline_0) */
     double end_forward_saved;     /* 1 - held at end of forward (impl / baseline_0) */
     double overhead;              /* step time impl / the fastest baseline's */
