@@ -668,6 +668,20 @@ static void on_cuda_the_gap_may_reach_the_stated_fraction_and_no_further(void **
     fixture_free(&f);
 }
 
+/* The tolerance holds on both sides: holding less than predicted beyond
+ * it is as much a finding as holding more. */
+static void on_cuda_holding_fewer_than_the_fraction_allows_is_memfail(void **state)
+{
+    (void)state;
+    struct fixture f;
+    assert_int_equal(judge_held(&f, "cuda:0", 9500, 10000).verdict, V_PASS);
+    fixture_free(&f);
+    struct impl_result r = judge_held(&f, "cuda:0", 9499, 10000);
+    assert_int_equal(r.verdict, V_MEMFAIL);
+    assert_non_null(strstr(r.reason, "501 bytes (-5.0%) fewer, beyond the tolerance of 500 bytes on cuda:0"));
+    fixture_free(&f);
+}
+
 /* The baseline compared with must hold its prediction too: a plain run
  * that keeps more (the autograd core saving what no op declares) makes
  * every run judged against it MEMFAIL, naming the baseline. */
@@ -1180,6 +1194,7 @@ int main(void)
         cmocka_unit_test(holding_fewer_than_predicted_is_memfail_naming_the_shortfall),
         cmocka_unit_test(holding_exactly_the_prediction_on_the_cpu_passes),
         cmocka_unit_test(on_cuda_the_gap_may_reach_the_stated_fraction_and_no_further),
+        cmocka_unit_test(on_cuda_holding_fewer_than_the_fraction_allows_is_memfail),
         cmocka_unit_test(a_baseline_off_its_prediction_makes_memfail_naming_the_baseline),
         cmocka_unit_test(a_run_without_a_prediction_is_not_judged_on_held_bytes_and_says_so),
         cmocka_unit_test(a_gap_leaves_a_fail_as_it_is),
