@@ -64,7 +64,7 @@ class FlakyOnce:
         if n == 2 and self.flaky is None:
             self.flaky = id(model)
         x, y = batch
-        loss = ((checkpoint(model, x.requires_grad_(), use_reentrant=False) - y) ** 2).mean()
+        loss = ((checkpoint(model, x, use_reentrant=False) - y) ** 2).mean()
         return loss * 1.001 if id(model) == self.flaky else loss
 
 
