@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mutants.sh [--work DIR] [--cases "ARGS"] [PATCH...]: the mutation suite.
-# Each tests/mutants/NN-<bug class>.patch is a realistic mistake in impls/
-# or harness/autograd/. The tree itself is never touched: its tracked and
+# Each tests/mutants/NN-<bug class>.patch is a realistic mistake in impls/,
+# harness/autograd/ or the judge's detectors (harness/verify/). The tree
+# itself is never touched: its tracked and
 # untracked (not ignored) files are copied into DIR/src (default
 # build/mutants; only changed files are rewritten, so builds stay
 # incremental), each patch is applied there, ckpt-verify is rebuilt in
@@ -23,7 +24,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --work) work=$2; shift 2 ;;
     --cases) read -r -a suite <<<"$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) patches+=("$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"); shift ;;
   esac
 done

@@ -28,6 +28,18 @@ judge_test(undeclared_fail_exits_1
 judge_test(bitwise_baselines_demand_bitwise
   ${EXPECT} 0 "same +PASS +yes" "one_ulp +FAIL +yes" "its 2 baselines agree bitwise, one_ulp differs"
   -- ${CV} judge ${JUDGE_OUT}/files/bitwise.h5)
+# Every attempt (the run and its re-runs) must lie inside the envelope: a
+# flaky checkpoint wrong in one attempt of two FAILs, though its re-run
+# reproduces baseline_0; kernel noise within in every attempt stays NOISE.
+judge_test(a_flaky_run_fails_though_its_rerun_reproduces_baseline_0
+  ${EXPECT} 0 "flaky +FAIL +yes"
+  "differs in 1 of 2 attempts \\(the run and 1 re-run\\(s\\); the worst, flaky\\): steps/2/grads/l0\\.weight:"
+  "its 2 baselines agree bitwise, flaky differs by 2\\.9e\\+06 scaled ULP"
+  -- ${CV} judge ${JUDGE_OUT}/files/flaky.h5)
+judge_test(noise_needs_every_attempt_within
+  ${EXPECT} 0 "noisy +NOISE +yes" "over 3 baselines in all 2 attempts" "moved_once +FAIL +yes"
+  "differs in 1 of 2 attempts \\(the run and 1 re-run\\(s\\); the worst, moved_once\\)"
+  -- ${CV} judge ${JUDGE_OUT}/files/attempts.h5)
 judge_test(recorded_error_outcome_is_error
   ${EXPECT} 0 "crashed +ERROR +yes" "CUDA out of memory in recompute" -- ${CV} judge ${JUDGE_OUT}/files/outcome.h5)
 judge_test(no_baseline_is_input_error

@@ -10,6 +10,13 @@ harness code), as another framework would:
   bitwise.h5    bitwise baselines; `one_ulp` moves one weight element by one
                 ULP (FAIL: a tensor whose baselines agree must match)
   outcome.h5    a run that recorded outcome=error (ERROR)
+  flaky.h5      bitwise baselines; `flaky` moves one weight-gradient
+                element ~2.9e6 ULP at the tensor's scale and its re-run
+                `flaky_rerun_1` reproduces baseline_0 (FAIL: every attempt
+                must lie inside the envelope)
+  attempts.h5   the noise.h5 baselines; `noisy` and its re-run both within
+                (NOISE), `moved_once` outside in its run and within in its
+                re-run (FAIL, "differs in 1 of 2 attempts")
   undeclared.h5 noise.h5 without the expectation (exit 1)
   no_baseline.h5, no_loss.h5, bad_case.h5: bad input (exit 2)
 
@@ -127,6 +134,26 @@ def main():
         off = {k: np.array(v, copy=True) for k, v in g2.items()}
         off["l0.weight"][5] = np.nextafter(off["l0.weight"][5], np.float32(1))
         write_run(f, "one_ulp", [g1, off])
+
+    # A flaky checkpoint: wrong in one attempt, right in the next.
+    with new_file(os.path.join(out, "flaky.h5"), "crafted_flaky", "flaky:FAIL") as f:
+        write_run(f, "baseline_0", [g1, g2])
+        write_run(f, "baseline_1", [g1, g2])
+        off = {k: np.array(v, copy=True) for k, v in g2.items()}
+        off["l0.weight"][17] += np.float32(0.0216)
+        write_run(f, "flaky", [g1, off])
+        write_run(f, "flaky_rerun_1", [g1, g2])
+
+    with new_file(os.path.join(out, "attempts.h5"), "crafted_attempts", "moved_once:FAIL") as f:
+        write_run(f, "baseline_0", [g1, g2])
+        write_run(f, "baseline_1", [noisy(g1, 1), noisy(g2, 1)])
+        write_run(f, "baseline_2", [noisy(g1, 2), noisy(g2, 2)])
+        write_run(f, "noisy", [noisy(g1, 3), noisy(g2, 3)])
+        write_run(f, "noisy_rerun_1", [noisy(g1, 5), noisy(g2, 5)])
+        moved = noisy(g2, 4)
+        moved["l0.weight"][17] *= np.float32(1 + 1e-4)
+        write_run(f, "moved_once", [noisy(g1, 4), moved])
+        write_run(f, "moved_once_rerun_1", [noisy(g1, 6), noisy(g2, 6)])
 
     with new_file(os.path.join(out, "outcome.h5"), "crafted_outcome", "crashed:ERROR") as f:
         write_run(f, "baseline_0", [g1])

@@ -184,7 +184,11 @@ static void weight_moved_by_1e_4_relative_fails_despite_sign_flip_noise(void **s
     fixture_free(&f);
 }
 
-static void rerun_within_every_envelope_makes_noise(void **state)
+/* ---- every attempt (the run and its re-runs) inside the envelope ------------- */
+
+/* A run outside its envelope is a bug however many re-runs land inside:
+ * a flaky checkpoint differs in some attempts only. */
+static void a_run_outside_fails_though_a_rerun_lies_within(void **state)
 {
     (void)state;
     struct fixture f;
@@ -192,19 +196,128 @@ static void rerun_within_every_envelope_makes_noise(void **state)
     init(&f);
     base_grads(&g);
     mine = g;
-    mine.weight[40] *= 1.0f + 1e-4f; /* an unlucky sample of the kernels */
+    mine.weight[40] *= 1.0f + 1e-4f;
     rerun = g;
     add_noise(&rerun, 3);
     add_baselines(&f, &g, 1);
     add(&f, "mine", &mine);
     add(&f, "mine_rerun_1", &rerun);
     struct impl_result r = judge(&f, "mine");
-    assert_int_equal(r.verdict, V_NOISE);
-    assert_non_null(strstr(r.reason, "re-run mine_rerun_1 lies within every envelope"));
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_true(r.outside_envelope);
+    assert_non_null(strstr(r.reason, "differs in 1 of 2 attempts (the run and 1 re-run(s); the worst, mine): "
+                                     "steps/1/grads/l0.weight lies outside its noise envelope"));
+    assert_non_null(strstr(r.first_divergence, "steps/1/grads/l0.weight [40]"));
     fixture_free(&f);
 }
 
-static void rerun_outside_too_keeps_fail(void **state)
+/* The review's planted flaky bug: two bitwise baselines, a run 2.9e6
+ * scaled ULP off, a re-run that reproduces baseline_0. */
+static void a_flaky_bug_fails_though_a_rerun_reproduces_baseline_0(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, mine;
+    init(&f);
+    base_grads(&g);
+    mine = g;
+    mine.weight[40] += 0.0216f; /* ~2.9e6 ULP at the tensor's scale */
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &mine);
+    add(&f, "mine_rerun_1", &g);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "differs in 1 of 2 attempts"));
+    assert_non_null(strstr(r.reason, "steps/1/grads/l0.weight: its 2 baselines agree bitwise, mine differs by 2.9e+06 "
+                                     "scaled ULP"));
+    assert_string_equal(r.first_divergence, "steps/1/grads/l0.weight [40] (0.0700000003 vs 0.0916000009; 1 of 64 "
+                                            "elements differ)");
+    fixture_free(&f);
+}
+
+/* Where no baseline ever spread, nothing shows the kernels to be noisy:
+ * an impl whose own runs disagree by an ULP is flaky, not noisy. */
+static void a_one_ulp_flake_fails_where_the_baselines_never_spread(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, mine;
+    init(&f);
+    base_grads(&g);
+    mine = g;
+    mine.bias[20] = nextafterf(mine.bias[20], 1.0f);
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &mine);
+    add(&f, "mine_rerun_1", &g);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "differs in 1 of 2 attempts"));
+    assert_non_null(strstr(r.reason, "steps/1/grads/l0.bias: its 2 baselines agree bitwise"));
+    fixture_free(&f);
+}
+
+static void a_rerun_outside_fails_though_the_run_lies_within(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, mine, rerun;
+    init(&f);
+    base_grads(&g);
+    mine = g;
+    add_noise(&mine, 2);
+    rerun = g;
+    rerun.weight[40] *= 1.0f + 1e-4f;
+    add_baselines(&f, &g, 1);
+    add(&f, "mine", &mine);
+    add(&f, "mine_rerun_1", &rerun);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "differs in 1 of 2 attempts (the run and 1 re-run(s); the worst, mine_rerun_1)"));
+    assert_non_null(strstr(r.first_divergence, "mine_rerun_1: steps/1/grads/l0.weight [40]"));
+    fixture_free(&f);
+}
+
+static void a_rerun_that_differs_from_a_bitwise_run_fails(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, rerun;
+    init(&f);
+    base_grads(&g);
+    rerun = g;
+    rerun.weight[5] = nextafterf(rerun.weight[5], 1.0f);
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &g);
+    add(&f, "mine_rerun_1", &rerun);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "its 2 baselines agree bitwise, mine_rerun_1 differs"));
+    fixture_free(&f);
+}
+
+static void a_rerun_missing_a_tensor_fails_naming_it(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &g);
+    run_record_init(&f.runs[f.n], "mine_rerun_1");
+    add_f32(&f.runs[f.n], "steps/1/loss", &g.loss, 1);
+    add_f32(&f.runs[f.n], "steps/1/grads/l0.weight", g.weight, N);
+    add_f32(&f.runs[f.n], "final_params/l0.weight", g.weight, N);
+    f.n++;
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_false(r.outside_envelope); /* no more samples make a tensor appear */
+    assert_non_null(strstr(r.reason, "steps/1/grads/l0.bias is recorded by baseline_0 but not by mine_rerun_1"));
+    assert_string_equal(r.first_divergence, "mine_rerun_1: steps/1/grads/l0.bias missing in mine_rerun_1");
+    fixture_free(&f);
+}
+
+static void every_attempt_outside_is_counted(void **state)
 {
     (void)state;
     struct fixture f;
@@ -216,13 +329,38 @@ static void rerun_outside_too_keeps_fail(void **state)
     add_baselines(&f, &g, 1);
     add(&f, "mine", &mine);
     add(&f, "mine_rerun_1", &mine);
+    add(&f, "mine_rerun_2", &g);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "none of 1 re-run(s) lies within"));
+    assert_non_null(strstr(r.reason, "differs in 2 of 3 attempts (the run and 2 re-run(s)"));
     fixture_free(&f);
 }
 
-static void impl_samples_that_disagree_make_a_bitwise_tensor_noisy(void **state)
+/* The first divergence is the farthest attempt's, whichever came first. */
+static void the_farthest_attempt_gives_the_first_divergence(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, near, far;
+    init(&f);
+    base_grads(&g);
+    near = g;
+    near.weight[40] *= 1.0f + 1e-4f;
+    far = g;
+    far.weight[41] += 0.01f;
+    add_baselines(&f, &g, 1);
+    add(&f, "mine", &near);
+    add(&f, "mine_rerun_1", &far);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "the worst, mine_rerun_1"));
+    assert_non_null(strstr(r.first_divergence, "mine_rerun_1: steps/1/grads/l0.weight [41]"));
+    fixture_free(&f);
+}
+
+/* Kernel noise in every attempt, each within its envelope, stays NOISE
+ * and the reason says every attempt was judged. */
+static void kernel_noise_within_in_every_attempt_is_noise(void **state)
 {
     (void)state;
     struct fixture f;
@@ -230,10 +368,68 @@ static void impl_samples_that_disagree_make_a_bitwise_tensor_noisy(void **state)
     init(&f);
     base_grads(&g);
     mine = g;
-    mine.bias[20] = nextafterf(mine.bias[20], 1.0f); /* an atomic sum landing otherwise */
+    add_noise(&mine, 2);
     rerun = g;
-    rerun.bias[21] = nextafterf(rerun.bias[21], -1.0f);
-    add_baselines(&f, &g, 0); /* the baselines happened to agree */
+    add_noise(&rerun, 3);
+    add_baselines(&f, &g, 1);
+    add(&f, "mine", &mine);
+    add(&f, "mine_rerun_1", &rerun);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_NOISE);
+    assert_non_null(strstr(r.reason, "over 2 baselines in all 2 attempts (the run and 1 re-run(s))"));
+    fixture_free(&f);
+}
+
+static void a_run_and_reruns_all_bitwise_pass(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &g);
+    add(&f, "mine_rerun_1", &g);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_PASS);
+    assert_non_null(strstr(r.reason, "in all 2 attempts"));
+    fixture_free(&f);
+}
+
+/* A re-run that did not complete has no tensors to judge: the run's own
+ * verdict stands. */
+static void a_rerun_that_did_not_complete_is_not_an_attempt(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, bad;
+    init(&f);
+    base_grads(&g);
+    bad = g;
+    bad.weight[0] = -bad.weight[0];
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &g);
+    add(&f, "mine_rerun_1", &bad);
+    snprintf(f.runs[f.n - 1].outcome, sizeof f.runs[f.n - 1].outcome, RUN_OUTCOME_ERROR);
+    assert_int_equal(judge(&f, "mine").verdict, V_PASS);
+    fixture_free(&f);
+}
+
+/* Baselines that agree on a tensor prove nothing when the impl's own
+ * samples of it disagree and the baselines spread elsewhere in the case
+ * (the kernels are shown non-deterministic): the least envelope. */
+static void impl_samples_that_disagree_make_a_bitwise_tensor_noisy_where_the_baselines_spread(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, mine, rerun;
+    init(&f);
+    base_grads(&g);
+    mine = g;
+    mine.loss = nextafterf(mine.loss, 1.0f); /* an atomic sum landing otherwise */
+    rerun = g;
+    rerun.loss = nextafterf(rerun.loss, -1.0f);
+    add_baselines(&f, &g, 1); /* the gradients spread; the loss happened to agree */
     add(&f, "mine", &mine);
     add(&f, "mine_rerun_1", &rerun);
     struct impl_result r = judge(&f, "mine");
@@ -250,8 +446,8 @@ static void impl_samples_that_agree_keep_a_bitwise_tensor_strict(void **state)
     init(&f);
     base_grads(&g);
     mine = g;
-    mine.bias[20] = nextafterf(mine.bias[20], 1.0f); /* the same one-ULP change every time: a bug */
-    add_baselines(&f, &g, 0);
+    mine.loss = nextafterf(mine.loss, 1.0f); /* the same one-ULP change every time: a bug */
+    add_baselines(&f, &g, 1);
     add(&f, "mine", &mine);
     add(&f, "mine_rerun_1", &mine);
     assert_int_equal(judge(&f, "mine").verdict, V_FAIL);
@@ -266,10 +462,10 @@ static void impl_samples_that_disagree_do_not_excuse_a_large_difference(void **s
     init(&f);
     base_grads(&g);
     mine = g;
-    mine.bias[20] *= 1.5f; /* a bug that also varies from run to run */
+    mine.loss *= 1.5f; /* a bug that also varies from run to run */
     rerun = g;
-    rerun.bias[20] *= 0.5f;
-    add_baselines(&f, &g, 0);
+    rerun.loss *= 0.5f;
+    add_baselines(&f, &g, 1); /* the gradients spread; the loss agrees */
     add(&f, "mine", &mine);
     add(&f, "mine_rerun_1", &rerun);
     assert_int_equal(judge(&f, "mine").verdict, V_FAIL);
@@ -469,6 +665,20 @@ static void on_cuda_the_gap_may_reach_the_stated_fraction_and_no_further(void **
     struct impl_result r = judge_held(&f, "cuda:1", 10501, 10000);
     assert_int_equal(r.verdict, V_MEMFAIL);
     assert_non_null(strstr(r.reason, "beyond the tolerance of 500 bytes on cuda:1"));
+    fixture_free(&f);
+}
+
+/* The tolerance holds on both sides: holding less than predicted beyond
+ * it is as much a finding as holding more. */
+static void on_cuda_holding_fewer_than_the_fraction_allows_is_memfail(void **state)
+{
+    (void)state;
+    struct fixture f;
+    assert_int_equal(judge_held(&f, "cuda:0", 9500, 10000).verdict, V_PASS);
+    fixture_free(&f);
+    struct impl_result r = judge_held(&f, "cuda:0", 9499, 10000);
+    assert_int_equal(r.verdict, V_MEMFAIL);
+    assert_non_null(strstr(r.reason, "501 bytes (-5.0%) fewer, beyond the tolerance of 500 bytes on cuda:0"));
     fixture_free(&f);
 }
 
@@ -776,19 +986,125 @@ static void runs_without_hook_or_byte_records_are_not_held_to_them(void **state)
     fixture_free(&f);
 }
 
-static void a_baseline_whose_hook_fires_twice_is_an_input_error(void **state)
+/* A plain step whose backward reaches a parameter's hook twice sets the
+ * count: a checkpoint firing it as often is right (torch's reentrant
+ * checkpoint, where the baseline fires as often). */
+static void a_hook_fired_as_often_as_the_baselines_passes(void **state)
 {
     (void)state;
     struct fixture f;
     struct grads g;
-    struct impl_result r;
     init(&f);
     base_grads(&g);
     add_baselines(&f, &g, 0);
     add_checks(&f.runs[0], 2, 4096);
+    add_checks(&f.runs[1], 2, 4096);
     add(&f, "mine", &g);
-    assert_int_equal(judge_run(&f.c, f.runs, f.n, "mine", &r), ST_INPUT);
-    assert_non_null(strstr(error_message(), "/runs/baseline_0: the baseline itself fails a run check: gradient hook"));
+    add_checks(&f.runs[f.n - 1], 2, 4096);
+    assert_int_equal(judge(&f, "mine").verdict, V_PASS);
+    fixture_free(&f);
+}
+
+static void a_hook_firing_fewer_times_than_the_baselines_fails(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add_checks(&f.runs[0], 2, 4096);
+    add_checks(&f.runs[1], 2, 4096);
+    add(&f, "mine", &g);
+    add_checks(&f.runs[f.n - 1], 1, 4096);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "parameter l0.weight fired 1 time(s) in backward call 1 of step 2 (1 call(s) per "
+                                     "step), where baseline_0's fired 2: what hangs on it runs less often"));
+    assert_string_equal(r.first_divergence, "checks/hook_fires/l0.weight [1, 0] = 1 (baseline_0: 2)");
+    fixture_free(&f);
+}
+
+static void a_hook_count_fail_says_the_gradients_are_right_and_what_breaks(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    checked_baselines(&f, &g);
+    add(&f, "mine", &g);
+    add_checks(&f.runs[f.n - 1], 2, 4096);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "gradients bitwise identical to baseline_0, but the gradient hook of parameter "
+                                     "l0.weight fired 2 time(s)"));
+    assert_non_null(strstr(r.reason, "where baseline_0's fired 1"));
+    assert_non_null(strstr(r.reason, "a gradient-scaling register_hook scales again; DDP without static_graph=True "
+                                     "marks the parameter ready twice"));
+    fixture_free(&f);
+}
+
+static void a_hook_count_fail_within_noise_says_the_gradients_are_within_it(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, mine;
+    init(&f);
+    base_grads(&g);
+    mine = g;
+    add_noise(&mine, 2);
+    add_baselines(&f, &g, 1);
+    add_checks(&f.runs[0], 1, 4096);
+    add_checks(&f.runs[1], 1, 4096);
+    add(&f, "mine", &mine);
+    add_checks(&f.runs[f.n - 1], 2, 4096);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "gradients within the kernels' noise of baseline_0, but the gradient hook"));
+    fixture_free(&f);
+}
+
+/* The run did the same work with the right gradients: its memory and
+ * time figures stand beside the FAIL. */
+static void a_hook_count_fail_keeps_its_memory_and_time_figures(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    checked_baselines(&f, &g);
+    add(&f, "mine", &g);
+    add_checks(&f.runs[f.n - 1], 2, 4096);
+    run_record_set_attr(&f.runs[f.n - 1], "memory.peak_bytes", 900);
+    run_record_set_attr(&f.runs[f.n - 1], "timing.step_ms", 1.5);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_true(r.gradients_right);
+    assert_true(fabs(r.memory_saved - 0.1) < 1e-12);
+    assert_true(fabs(r.overhead - 1.5) < 1e-12);
+    fixture_free(&f);
+}
+
+/* Where the baseline records no count for a parameter, the run's is held
+ * to exactly once per backward, in both directions. */
+static void a_hook_count_the_baseline_lacks_is_held_to_once(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add(&f, "twice", &g);
+    add_checks(&f.runs[f.n - 1], 2, 4096);
+    add(&f, "once", &g);
+    add_checks(&f.runs[f.n - 1], 1, 4096);
+    struct impl_result r = judge(&f, "twice");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "baseline_0 records no count for it, so it must fire exactly once per backward"));
+    assert_int_equal(judge(&f, "once").verdict, V_PASS);
     fixture_free(&f);
 }
 
@@ -854,9 +1170,18 @@ int main(void)
         cmocka_unit_test(tensor_whose_baselines_agree_bitwise_must_match_bitwise),
         cmocka_unit_test(sign_flips_near_zero_are_noise_not_a_raw_ulp_floor),
         cmocka_unit_test(weight_moved_by_1e_4_relative_fails_despite_sign_flip_noise),
-        cmocka_unit_test(rerun_within_every_envelope_makes_noise),
-        cmocka_unit_test(rerun_outside_too_keeps_fail),
-        cmocka_unit_test(impl_samples_that_disagree_make_a_bitwise_tensor_noisy),
+        cmocka_unit_test(a_run_outside_fails_though_a_rerun_lies_within),
+        cmocka_unit_test(a_flaky_bug_fails_though_a_rerun_reproduces_baseline_0),
+        cmocka_unit_test(a_one_ulp_flake_fails_where_the_baselines_never_spread),
+        cmocka_unit_test(a_rerun_outside_fails_though_the_run_lies_within),
+        cmocka_unit_test(a_rerun_that_differs_from_a_bitwise_run_fails),
+        cmocka_unit_test(a_rerun_missing_a_tensor_fails_naming_it),
+        cmocka_unit_test(every_attempt_outside_is_counted),
+        cmocka_unit_test(the_farthest_attempt_gives_the_first_divergence),
+        cmocka_unit_test(kernel_noise_within_in_every_attempt_is_noise),
+        cmocka_unit_test(a_run_and_reruns_all_bitwise_pass),
+        cmocka_unit_test(a_rerun_that_did_not_complete_is_not_an_attempt),
+        cmocka_unit_test(impl_samples_that_disagree_make_a_bitwise_tensor_noisy_where_the_baselines_spread),
         cmocka_unit_test(impl_samples_that_agree_keep_a_bitwise_tensor_strict),
         cmocka_unit_test(impl_samples_that_disagree_do_not_excuse_a_large_difference),
         cmocka_unit_test(tensor_after_a_noisy_step_gets_the_least_envelope),
@@ -869,6 +1194,7 @@ int main(void)
         cmocka_unit_test(holding_fewer_than_predicted_is_memfail_naming_the_shortfall),
         cmocka_unit_test(holding_exactly_the_prediction_on_the_cpu_passes),
         cmocka_unit_test(on_cuda_the_gap_may_reach_the_stated_fraction_and_no_further),
+        cmocka_unit_test(on_cuda_holding_fewer_than_the_fraction_allows_is_memfail),
         cmocka_unit_test(a_baseline_off_its_prediction_makes_memfail_naming_the_baseline),
         cmocka_unit_test(a_run_without_a_prediction_is_not_judged_on_held_bytes_and_says_so),
         cmocka_unit_test(a_gap_leaves_a_fail_as_it_is),
@@ -881,7 +1207,12 @@ int main(void)
         cmocka_unit_test(a_hook_that_never_fires_fails_too),
         cmocka_unit_test(a_step_starting_with_more_live_bytes_than_step_1_fails_as_a_leak),
         cmocka_unit_test(runs_without_hook_or_byte_records_are_not_held_to_them),
-        cmocka_unit_test(a_baseline_whose_hook_fires_twice_is_an_input_error),
+        cmocka_unit_test(a_hook_fired_as_often_as_the_baselines_passes),
+        cmocka_unit_test(a_hook_firing_fewer_times_than_the_baselines_fails),
+        cmocka_unit_test(a_hook_count_fail_says_the_gradients_are_right_and_what_breaks),
+        cmocka_unit_test(a_hook_count_fail_within_noise_says_the_gradients_are_within_it),
+        cmocka_unit_test(a_hook_count_fail_keeps_its_memory_and_time_figures),
+        cmocka_unit_test(a_hook_count_the_baseline_lacks_is_held_to_once),
         cmocka_unit_test(a_run_growing_as_much_as_its_baseline_is_no_leak),
         cmocka_unit_test(a_run_growing_more_than_its_baseline_fails_naming_both),
         cmocka_unit_test(a_user_run_allocating_bounded_state_once_is_no_leak),

@@ -71,10 +71,12 @@ static void print_memory_line(FILE *out, const char *what, double held, double p
  * judge's envelope measured and the one distance the table, the summary,
  * the plots and JUnit show. NAN where no distance was measured: an ERROR,
  * or a FAIL stopped before any gradient differed (the checkpoint's own
- * check, a missing or incomparable tensor). */
+ * check, a missing or incomparable tensor). A FAIL of a run check alone
+ * (hooks, leaks) measured its gradients: 0 when they are bitwise right. */
 double report_verdict_distance(const struct impl_result *x)
 {
-    if (x->verdict == V_ERROR || (x->verdict == V_FAIL && x->max_scaled_ulp == 0 && x->max_ulp == 0))
+    if (x->verdict == V_ERROR ||
+        (x->verdict == V_FAIL && !x->gradients_right && x->max_scaled_ulp == 0 && x->max_ulp == 0))
         return NAN;
     return x->max_scaled_ulp;
 }

@@ -152,6 +152,12 @@ struct spread_table {
     int nb;
     double *spread;          /* per item of baselines[0]; NAN: out of scope */
     unsigned char *bitwise;
+    /* Some in-scope tensor's baselines differ: the plain runs themselves
+     * show that this case's kernels are not deterministic. Only then may
+     * the impl's own samples disagreeing count as kernel noise; where the
+     * plain runs never spread, an impl that varies is a flaky bug. */
+    int baselines_spread;
+    int noisy_from;          /* first_noisy_step over the judged run's attempts */
 };
 
 static void spread_table_free(struct spread_table *tab)
@@ -167,6 +173,7 @@ static int spread_table_build(const struct run_record *const *baselines, int nb,
     const struct run_record *base = baselines[0];
     tab->baselines = baselines;
     tab->nb = nb;
+    tab->baselines_spread = 0;
     tab->spread = calloc((size_t)base->n + 1, sizeof *tab->spread);
     tab->bitwise = calloc((size_t)base->n + 1, 1);
     if (!tab->spread || !tab->bitwise) {
@@ -183,7 +190,9 @@ static int spread_table_build(const struct run_record *const *baselines, int nb,
             return st;
         }
         tab->bitwise[i] = (unsigned char)bitwise;
+        tab->baselines_spread |= !bitwise;
     }
+    tab->noisy_from = INT_MAX;
     return ST_OK;
 }
 
@@ -230,9 +239,10 @@ static int step_of(const char *path)
 #define MAX_NOISE_STEPS 1024
 
 /* The first step in which kernel noise shows: some tensor of it that the
- * baselines, or the impl's own samples, do not all draw alike. Training
- * carries noise forward: every later step's tensors and the final
- * parameters are computed from it. INT_MAX when none shows. */
+ * baselines, or (where the baselines spread anywhere) the impl's own
+ * samples, do not all draw alike. Training carries noise forward: every
+ * later step's tensors and the final parameters are computed from it.
+ * INT_MAX when none shows. */
 static int first_noisy_step(const struct spread_table *tab, const struct run_record *const *samples, int n_samples,
                             int *first)
 {
@@ -243,7 +253,8 @@ static int first_noisy_step(const struct spread_table *tab, const struct run_rec
         int k = step_of(ref->path), differ = 0, st;
         if (k < 1 || k >= *first)
             continue;
-        if (tab->bitwise[i] && (st = samples_differ(samples, n_samples, ref->path, &differ)))
+        if (tab->bitwise[i] && tab->baselines_spread &&
+            (st = samples_differ(samples, n_samples, ref->path, &differ)))
             return st;
         if (!tab->bitwise[i] || differ)
             *first = k;
@@ -253,7 +264,7 @@ static int first_noisy_step(const struct spread_table *tab, const struct run_rec
 
 /* check_envelope's work on one tensor pair, both held. */
 static int envelope_tensor(const struct spread_table *tab, int i, const struct run_record *const *samples,
-                           int n_samples, int noisy_from, const struct host_tensor *ref_t,
+                           int n_samples, const struct host_tensor *ref_t,
                            const struct host_tensor *run_t, const char *path, struct envelope_check *out)
 {
     if (host_tensors_bitwise_equal(ref_t, run_t))
@@ -265,12 +276,15 @@ static int envelope_tensor(const struct spread_table *tab, int i, const struct r
     double spread = tab->spread[i], scale;
     int bitwise = tab->bitwise[i];
     /* Baselines that happened to agree prove nothing when the impl's own
-     * samples of the tensor disagree: an atomic reduction can land alike
-     * in every baseline and differently in a checkpointed run. The
-     * tensor then gets the least envelope, one ULP at its scale, so a
-     * rounding-sized difference is noise there and a bug still is not. */
+     * samples of the tensor disagree and the baselines spread elsewhere
+     * (the kernels are shown non-deterministic): an atomic reduction can
+     * land alike in every baseline and differently in a checkpointed run.
+     * The tensor then gets the least envelope, one ULP at its scale, so a
+     * rounding-sized difference is noise there and a bug still is not.
+     * Where no baseline ever spread, nothing shows noise: an impl whose
+     * own runs disagree is flaky, and each attempt must match bitwise. */
     int differ = 0;
-    if (bitwise && (st = samples_differ(samples, n_samples, path, &differ)))
+    if (bitwise && tab->baselines_spread && (st = samples_differ(samples, n_samples, path, &differ)))
         return st;
     if (bitwise && differ) {
         bitwise = 0;
@@ -279,7 +293,7 @@ static int envelope_tensor(const struct spread_table *tab, int i, const struct r
     /* Nor do they downstream of a step where noise showed: this
      * tensor was computed from noisy state, however alike the few
      * baselines came out. */
-    int k = step_of(path);
+    int k = step_of(path), noisy_from = tab->noisy_from;
     if (bitwise && noisy_from != INT_MAX && (k == 0 || k > noisy_from)) {
         bitwise = 0;
         out->downstream_of_noise++;
@@ -320,9 +334,7 @@ static int check_envelope(const struct spread_table *tab, const struct run_recor
 {
     memset(out, 0, sizeof *out);
     const struct run_record *base = tab->baselines[0];
-    int noisy_from, st = first_noisy_step(tab, samples, n_samples, &noisy_from);
-    if (st)
-        return st;
+    int st;
     for (int i = 0; i < base->n; i++) {
         const struct run_tensor *ref = &base->items[i], *t;
         if (!in_scope(ref->path) || !(t = run_record_find(run, ref->path)) ||
@@ -335,7 +347,7 @@ static int check_envelope(const struct spread_table *tab, const struct run_recor
             run_tensor_release(&hr);
             return st;
         }
-        st = envelope_tensor(tab, i, samples, n_samples, noisy_from, &hr.t, &ht.t, ref->path, out);
+        st = envelope_tensor(tab, i, samples, n_samples, &hr.t, &ht.t, ref->path, out);
         run_tensor_release(&hr);
         run_tensor_release(&ht);
         if (st)
@@ -460,12 +472,184 @@ static void run_figures(const struct run_record *runs, int n, const char *family
     res->timing_stable = fastest && slowest <= JUDGE_STABLE_TIMING_SPREAD * step_ms(fastest);
 }
 
-/* PASS, NOISE or FAIL from the tensors alone (the run completed). */
-static int judge_envelope(const struct ckpt_case *c, const struct spread_table *tab,
-                          const struct run_record *const *samples, int n_samples,
-                          const struct run_record *const *reruns, int n_reruns, const struct run_record *run,
-                          const struct run_diff *diff, struct impl_result *res);
+/* ---- the attempts: the run and its re-runs ---------------------------------- */
 
+/* One attempt of the judged run (the run itself or a completed re-run)
+ * against baseline_0 and every tensor's envelope. */
+struct attempt {
+    const struct run_record *run;
+    struct run_diff d;         /* against baseline_0 */
+    struct envelope_check env; /* where d diverges and nothing is missing */
+    int broken;                /* a tensor on one side only, or of another dtype or shape */
+    int outside;               /* broken, or some tensor outside its envelope */
+    double badness;            /* how far out: inf when broken, else its max scaled ULP */
+};
+
+static int judge_attempt(const struct spread_table *tab, const struct run_record *const *samples, int n_samples,
+                         const struct run_record *run, struct attempt *a)
+{
+    memset(a, 0, sizeof *a);
+    a->run = run;
+    int st = compare_runs(tab->baselines[0], run, NULL, &a->d);
+    if (st)
+        return st;
+    if (a->d.n_missing || a->d.incomparable) {
+        a->broken = a->outside = 1;
+        a->badness = INFINITY;
+        return ST_OK;
+    }
+    if (!a->d.has_divergence)
+        return ST_OK;
+    if ((st = check_envelope(tab, samples, n_samples, run, &a->env)))
+        return st;
+    a->outside = a->env.outside;
+    a->badness = a->env.max_scaled;
+    return ST_OK;
+}
+
+/* The attempts' figures together: the largest distance and raw ULP of any
+ * attempt, and the tensor nearest its limit in any. */
+static void attempts_merge(struct envelope_check *all, uint64_t *max_ulp, const char **max_ulp_path,
+                           const struct attempt *a)
+{
+    if (a->d.max_ulp > *max_ulp || !*max_ulp_path) {
+        *max_ulp = a->d.max_ulp;
+        *max_ulp_path = a->d.max_ulp_path;
+    }
+    if (!a->d.has_divergence || a->broken)
+        return;
+    const struct envelope_check *e = &a->env;
+    if (e->max_scaled > all->max_scaled)
+        all->max_scaled = e->max_scaled;
+    if (e->worst_path[0] && (e->worst_ratio > all->worst_ratio || !all->worst_path[0])) {
+        all->worst_ratio = e->worst_ratio;
+        all->worst_distance = e->worst_distance;
+        snprintf(all->worst_path, sizeof all->worst_path, "%s", e->worst_path);
+    }
+    all->bitwise_tensors_differ = e->bitwise_tensors_differ > all->bitwise_tensors_differ
+                                      ? e->bitwise_tensors_differ : all->bitwise_tensors_differ;
+    all->impl_varies = e->impl_varies > all->impl_varies ? e->impl_varies : all->impl_varies;
+    all->downstream_of_noise =
+        e->downstream_of_noise > all->downstream_of_noise ? e->downstream_of_noise : all->downstream_of_noise;
+}
+
+/* FAIL: `outside` of the n attempts lie outside; *worst is the farthest
+ * (a broken one first, then the largest max scaled ULP). Its first tensor
+ * outside is the first divergence. */
+static void attempts_fail(const struct spread_table *tab, int n, int outside, const struct attempt *worst,
+                          const struct run_record *run, double max_scaled, struct impl_result *res)
+{
+    const struct run_record *base = tab->baselines[0];
+    const struct envelope_check *env = &worst->env;
+    char a[32], b[32], e[32], f[32], intro[160], where[RESULT_TEXT_MAX];
+    res->verdict = V_FAIL;
+    /* More baselines may widen an envelope; none makes a missing tensor appear. */
+    res->outside_envelope = !worst->broken;
+    if (n > 1)
+        snprintf(intro, sizeof intro, "differs in %d of %d attempts (the run and %d re-run(s); the worst, %s)", outside,
+                 n, n - 1, worst->run->name);
+    else
+        snprintf(intro, sizeof intro, "differs in %d of %d attempts", outside, n);
+    if (worst->broken && worst->d.n_missing) {
+        int in_it = run_record_find(worst->run, worst->d.first_missing) != NULL;
+        const char *has = in_it ? worst->run->name : base->name, *lacks = in_it ? base->name : worst->run->name;
+        snprintf(where, sizeof where, "%s missing in %s", worst->d.first_missing, lacks);
+        snprintf(res->reason, sizeof res->reason, "%s: %s is recorded by %s but not by %s (%d tensor(s) on one side "
+                 "only)", intro, worst->d.first_missing, has, lacks, worst->d.n_missing);
+    } else if (worst->broken) {
+        snprintf(where, sizeof where, "%s: %s", worst->d.incomparable_path, worst->d.incomparable_why);
+        snprintf(res->reason, sizeof res->reason, "%s: %s differs in dtype or shape: %s", intro,
+                 worst->d.incomparable_path, worst->d.incomparable_why);
+    } else {
+        describe_tensor(base, env->path, &env->diff, where, sizeof where);
+        if (env->baselines_bitwise)
+            snprintf(res->reason, sizeof res->reason,
+                     "%s: %s: its %d baselines agree bitwise, %s differs by %s scaled ULP (max |x| %.3g; its raw max "
+                     "ULP %s); max scaled ULP %s",
+                     intro, env->path, tab->nb, worst->run->name, scaled_format(env->distance, a, sizeof a),
+                     env->scale, ulp_format(env->diff.max_ulp, e, sizeof e), scaled_format(max_scaled, b, sizeof b));
+        else
+            snprintf(res->reason, sizeof res->reason,
+                     "%s: %s lies outside its noise envelope: %s scaled ULP (max |x| %.3g; its raw max ULP %s) vs its "
+                     "baselines' spread %s over %d runs, NOISE allows %gx max(spread, 1); max scaled ULP %s",
+                     intro, env->path, scaled_format(env->distance, a, sizeof a), env->scale,
+                     ulp_format(env->diff.max_ulp, e, sizeof e), scaled_format(env->spread, b, sizeof b), tab->nb,
+                     JUDGE_NOISE_MARGIN, scaled_format(max_scaled, f, sizeof f));
+    }
+    if (worst->run == run)
+        snprintf(res->first_divergence, sizeof res->first_divergence, "%s", where);
+    else
+        snprintf(res->first_divergence, sizeof res->first_divergence, "%s: %.400s", worst->run->name, where);
+}
+
+/* PASS, NOISE or FAIL over every attempt (samples[0] is the run, the rest
+ * its completed re-runs; some attempt differs from baseline_0). Every
+ * attempt must lie inside every envelope: a checkpoint bug that shows in
+ * one attempt of N is a bug, however many others reproduce baseline_0. */
+static int judge_attempts(const struct ckpt_case *c, const struct spread_table *tab,
+                          const struct run_record *const *samples, int n, struct impl_result *res)
+{
+    const struct run_record *base = tab->baselines[0], *run = samples[0];
+    struct attempt cur, worst;
+    struct envelope_check all;
+    memset(&all, 0, sizeof all);
+    memset(&worst, 0, sizeof worst);
+    uint64_t max_ulp = 0;
+    const char *max_ulp_path = NULL;
+    int outside = 0, any_broken = 0, st;
+    for (int k = 0; k < n; k++) {
+        if ((st = judge_attempt(tab, samples, n, samples[k], &cur)))
+            return st;
+        attempts_merge(&all, &max_ulp, &max_ulp_path, &cur);
+        any_broken |= cur.broken;
+        if (cur.d.has_divergence && !res->first_divergence[0]) {
+            char where[RESULT_TEXT_MAX];
+            describe_tensor(base, cur.d.first_path, &cur.d.first, where, sizeof where);
+            snprintf(res->first_divergence, sizeof res->first_divergence, "%s%s%.400s", k ? cur.run->name : "",
+                     k ? ": " : "", where);
+        }
+        if (cur.outside && (!outside || cur.badness > worst.badness))
+            worst = cur;
+        outside += cur.outside;
+    }
+    char a[32], b[32], e[32];
+    res->max_ulp = max_ulp;
+    res->max_scaled_ulp = all.max_scaled;
+    res->noise_ratio = all.worst_ratio;
+    res->bitwise_tensors_differ = all.bitwise_tensors_differ;
+    if (c->tolerance > 0 && !any_broken && (double)max_ulp <= c->tolerance) {
+        res->verdict = V_PASS;
+        snprintf(res->reason, sizeof res->reason,
+                 "within the case's tolerance: raw max ULP %s <= %g (%s%s); max scaled ULP %s",
+                 ulp_format(max_ulp, a, sizeof a), c->tolerance, max_ulp_path ? max_ulp_path : "",
+                 n > 1 ? ", over all attempts" : "", scaled_format(all.max_scaled, b, sizeof b));
+        return ST_OK;
+    }
+    if (outside) {
+        attempts_fail(tab, n, outside, &worst, run, all.max_scaled, res);
+        return ST_OK;
+    }
+    res->verdict = V_NOISE;
+    char attempts[80] = "";
+    if (n > 1)
+        snprintf(attempts, sizeof attempts, " in all %d attempts (the run and %d re-run(s))", n, n - 1);
+    int len = snprintf(res->reason, sizeof res->reason,
+                       "every tensor within %gx its own spread over %d baselines%s: max scaled ULP %s; nearest its "
+                       "limit %s, %s scaled ULP, %.3gx its spread; raw max ULP %s: kernel non-determinism, not the "
+                       "checkpoint",
+                       JUDGE_NOISE_MARGIN, tab->nb, attempts, scaled_format(all.max_scaled, e, sizeof e),
+                       all.worst_path, scaled_format(all.worst_distance, b, sizeof b), all.worst_ratio,
+                       ulp_format(max_ulp, a, sizeof a));
+    if ((all.impl_varies || all.downstream_of_noise) && len > 0 && (size_t)len < sizeof res->reason)
+        snprintf(res->reason + len, sizeof res->reason - (size_t)len,
+                 " (the baselines drew %d differing tensor(s) alike: %d vary between this impl's own runs, %d "
+                 "come after a step where noise showed)",
+                 all.impl_varies + all.downstream_of_noise, all.impl_varies, all.downstream_of_noise);
+    return ST_OK;
+}
+
+/* PASS, NOISE or FAIL from the tensors alone (the run completed): the run
+ * and every re-run of it that completed are the attempts. */
 static int judge_tensors(const struct ckpt_case *c, const struct run_record *const *baselines, int nb,
                          const struct run_record *const *reruns, int n_reruns, const struct run_record *run,
                          struct impl_result *res)
@@ -493,123 +677,47 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
                  d.incomparable_why);
         return ST_OK;
     }
-    if (!d.has_divergence) {
+    /* The attempts: this run and its re-runs that completed. */
+    const struct run_record *samples[65];
+    int n_samples = 0, any_differs = d.has_divergence;
+    samples[n_samples++] = run;
+    for (int k = 0; k < n_reruns && n_samples < 65; k++)
+        if (!reruns[k]->outcome[0])
+            samples[n_samples++] = reruns[k];
+    for (int k = 1; k < n_samples && !any_differs; k++) {
+        struct run_diff rd;
+        if ((st = compare_runs(base, samples[k], NULL, &rd)))
+            return st;
+        any_differs = rd.has_divergence || rd.n_missing || rd.incomparable;
+    }
+    if (!any_differs) {
         int per_step = 0, buffers = 0;
         for (int i = 0; i < base->n; i++) {
             per_step += strncmp(base->items[i].path, "steps/", 6) == 0;
             buffers += strncmp(base->items[i].path, "steps/", 6) == 0 && strstr(base->items[i].path, "/buffers/");
         }
         res->verdict = V_PASS;
+        int len;
         if (buffers)
-            snprintf(res->reason, sizeof res->reason,
-                     "bitwise identical to %s: %d per-step tensors (losses, gradients), %d per-step buffers and %d "
-                     "final parameters", base->name, per_step - buffers, buffers, d.n_tensors - per_step);
+            len = snprintf(res->reason, sizeof res->reason,
+                           "bitwise identical to %s: %d per-step tensors (losses, gradients), %d per-step buffers "
+                           "and %d final parameters", base->name, per_step - buffers, buffers, d.n_tensors - per_step);
         else
-            snprintf(res->reason, sizeof res->reason,
-                     "bitwise identical to %s: %d per-step tensors (losses, gradients) and %d final parameters",
-                     base->name, per_step, d.n_tensors - per_step);
+            len = snprintf(res->reason, sizeof res->reason,
+                           "bitwise identical to %s: %d per-step tensors (losses, gradients) and %d final parameters",
+                           base->name, per_step, d.n_tensors - per_step);
+        if (n_samples > 1 && len > 0 && (size_t)len < sizeof res->reason)
+            snprintf(res->reason + len, sizeof res->reason - (size_t)len, ", in all %d attempts (the run and %d "
+                     "re-run(s))", n_samples, n_samples - 1);
         return ST_OK;
     }
-    describe_tensor(base, d.first_path, &d.first, res->first_divergence, sizeof res->first_divergence);
-    /* The impl's samples: this run and its re-runs. */
-    const struct run_record *samples[65];
-    int n_samples = 0;
-    samples[n_samples++] = run;
-    for (int k = 0; k < n_reruns && n_samples < 65; k++)
-        samples[n_samples++] = reruns[k];
     struct spread_table tab;
     if ((st = spread_table_build(baselines, nb, &tab)))
         return st;
-    st = judge_envelope(c, &tab, samples, n_samples, reruns, n_reruns, run, &d, res);
+    if (!(st = first_noisy_step(&tab, samples, n_samples, &tab.noisy_from)))
+        st = judge_attempts(c, &tab, samples, n_samples, res);
     spread_table_free(&tab);
     return st;
-}
-
-/* The verdict of a run that differs from baseline_0 somewhere (d), from
- * its envelope check and those of its re-runs. */
-static int judge_envelope(const struct ckpt_case *c, const struct spread_table *tab,
-                          const struct run_record *const *samples, int n_samples,
-                          const struct run_record *const *reruns, int n_reruns, const struct run_record *run,
-                          const struct run_diff *diff, struct impl_result *res)
-{
-    const struct run_record *base = tab->baselines[0];
-    const struct run_diff d = *diff;
-    int nb = tab->nb, st;
-    char a[32], b[32], e[32], f[32];
-    struct envelope_check env;
-    if ((st = check_envelope(tab, samples, n_samples, run, &env)))
-        return st;
-    res->max_scaled_ulp = env.max_scaled;
-    res->noise_ratio = env.worst_ratio;
-    res->bitwise_tensors_differ = env.bitwise_tensors_differ;
-    if (c->tolerance > 0 && (double)d.max_ulp <= c->tolerance) {
-        res->verdict = V_PASS;
-        snprintf(res->reason, sizeof res->reason,
-                 "within the case's tolerance: raw max ULP %s <= %g (%s); max scaled ULP %s",
-                 ulp_format(d.max_ulp, a, sizeof a), c->tolerance, d.max_ulp_path,
-                 scaled_format(env.max_scaled, b, sizeof b));
-        return ST_OK;
-    }
-    if (!env.outside) {
-        res->verdict = V_NOISE;
-        int len = snprintf(res->reason, sizeof res->reason,
-                           "every tensor within %gx its own spread over %d baselines: max scaled ULP %s; nearest its "
-                           "limit %s, %s scaled ULP, %.3gx its spread; raw max ULP %s: kernel non-determinism, not "
-                           "the checkpoint",
-                           JUDGE_NOISE_MARGIN, nb, scaled_format(env.max_scaled, e, sizeof e), env.worst_path,
-                           scaled_format(env.worst_distance, b, sizeof b), env.worst_ratio,
-                           ulp_format(d.max_ulp, a, sizeof a));
-        if ((env.impl_varies || env.downstream_of_noise) && len > 0 && (size_t)len < sizeof res->reason)
-            snprintf(res->reason + len, sizeof res->reason - (size_t)len,
-                     " (the baselines drew %d differing tensor(s) alike: %d vary between this impl's own runs, %d "
-                     "come after a step where noise showed)",
-                     env.impl_varies + env.downstream_of_noise, env.impl_varies, env.downstream_of_noise);
-        return ST_OK;
-    }
-    /* A correct impl on non-deterministic kernels can land on baseline_0's
-     * side of its envelope in some re-run; a checkpoint bug differs every
-     * time. */
-    for (int k = 0; k < n_reruns; k++) {
-        struct run_diff rd;
-        struct envelope_check renv;
-        if (reruns[k]->outcome[0] || (st = compare_runs(base, reruns[k], NULL, &rd)))
-            continue;
-        if (rd.n_missing || rd.incomparable || (st = check_envelope(tab, samples, n_samples, reruns[k], &renv)))
-            continue;
-        if (!renv.outside) {
-            res->verdict = V_NOISE;
-            snprintf(res->reason, sizeof res->reason,
-                     "max scaled ULP %s; %s lies outside its envelope (%s scaled ULP vs %s over %d baselines), "
-                     "but re-run %s lies within every envelope: kernel non-determinism, not the checkpoint",
-                     scaled_format(env.max_scaled, e, sizeof e), env.path, scaled_format(env.distance, a, sizeof a),
-                     env.baselines_bitwise ? "bitwise agreement" : scaled_format(env.spread, b, sizeof b), nb,
-                     reruns[k]->name);
-            return ST_OK;
-        }
-    }
-    if (st)
-        return st;
-    res->verdict = V_FAIL;
-    res->outside_envelope = 1;
-    describe_tensor(base, env.path, &env.diff, res->first_divergence, sizeof res->first_divergence);
-    char reruns_note[64] = "";
-    if (n_reruns)
-        snprintf(reruns_note, sizeof reruns_note, "; none of %d re-run(s) lies within", n_reruns);
-    if (env.baselines_bitwise)
-        snprintf(res->reason, sizeof res->reason,
-                 "%s: its %d baselines agree bitwise, %s differs by %s scaled ULP (max |x| %.3g; its raw max ULP %s); "
-                 "max scaled ULP %s%s",
-                 env.path, nb, run->name, scaled_format(env.distance, a, sizeof a), env.scale,
-                 ulp_format(env.diff.max_ulp, e, sizeof e), scaled_format(env.max_scaled, b, sizeof b), reruns_note);
-    else
-        snprintf(res->reason, sizeof res->reason,
-                 "%s lies outside its noise envelope: %s scaled ULP (max |x| %.3g; its raw max ULP %s) vs its "
-                 "baselines' spread %s over %d runs, NOISE allows %gx max(spread, 1); max scaled ULP %s%s",
-                 env.path, scaled_format(env.distance, a, sizeof a), env.scale,
-                 ulp_format(env.diff.max_ulp, e, sizeof e), scaled_format(env.spread, b, sizeof b), nb,
-                 JUDGE_NOISE_MARGIN,
-                 scaled_format(env.max_scaled, f, sizeof f), reruns_note);
-    return ST_OK;
 }
 
 /* The case's explicit requirements: min_memory_saving on the peak cut,
@@ -749,9 +857,13 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
         if ((st = run_checks_judge(run, base, &violated, why, sizeof why, where, sizeof where)))
             return st;
         if (violated) {
-            res->verdict = V_FAIL;
-            snprintf(res->reason, sizeof res->reason, "%s", why);
+            /* The same work with the right gradients: what breaks is what
+             * hangs on the run beyond them, and its figures stand. */
+            snprintf(res->reason, sizeof res->reason, "gradients %s %s, but %.440s",
+                     res->verdict == V_PASS ? "bitwise identical to" : "within the kernels' noise of", base_name, why);
             snprintf(res->first_divergence, sizeof res->first_divergence, "%s", where);
+            res->verdict = V_FAIL;
+            res->gradients_right = 1;
         }
     }
     if (run->warning[0] && res->verdict != V_PASS) {
@@ -760,8 +872,9 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
     }
     run_figures(runs, n, family, base, run, res);
     /* FAIL and ERROR runs did not do the same work: their figures would
-     * mislead, so they are left out of savings and overheads. */
-    if (res->verdict == V_FAIL || res->verdict == V_ERROR)
+     * mislead, so they are left out of savings and overheads; a FAIL of a
+     * run check alone (its gradients right) did, and keeps them. */
+    if ((res->verdict == V_FAIL && !res->gradients_right) || res->verdict == V_ERROR)
         res->memory_saved = res->end_forward_saved = res->overhead = NAN;
     memory_requirement(c, run_record_attr(base, "memory.peak_bytes"), res);
     xla_evidence_judge(base, run, res);

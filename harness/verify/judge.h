@@ -1,7 +1,9 @@
 /* judge: verdicts from recorded runs alone, the one place they are decided.
  * Runs named baseline_* give every tensor its own noise envelope at the
- * tensor's scale; every other run is judged against baseline_0 (re-runs
- * named <run>_rerun_<k> count as more samples of <run>). The runner judges
+ * tensor's scale; every other run is judged against baseline_0, and so is
+ * each of its re-runs (<run>_rerun_<k>): every attempt must lie inside
+ * every envelope, and a tensor the baselines agree on bitwise must match
+ * bitwise unless the baselines show noise elsewhere. The runner judges
  * the runs it just made; `ckpt-verify judge` the runs of any file that
  * follows the schema, whoever wrote them. Pure C over run_records. */
 #ifndef CKPT_JUDGE_H
@@ -43,6 +45,10 @@ struct impl_result {
     double noise_ratio;           /* max over differing tensors whose baselines differ of distance / envelope */
     int bitwise_tensors_differ;   /* differing tensors whose baselines agree bitwise (each one is outside) */
     int outside_envelope;         /* FAIL because a tensor lies outside its envelope (more samples may help) */
+    /* FAIL from a run check alone (run_checks.h: hook counts, leaks) while
+     * every tensor PASSed or was NOISE: the run did the same work, so its
+     * memory and time figures are kept. */
+    int gradients_right;
     double memory_saved;          /* 1 - peak(impl)/peak(baseline_0) */
     double end_forward_saved;     /* 1 - held at end of forward (impl / baseline_0) */
     double overhead;              /* step time impl / the fastest baseline's */

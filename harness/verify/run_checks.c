@@ -29,38 +29,76 @@ static int check_int64(const struct run_record *r, const struct run_tensor *t, i
     return ST_OK;
 }
 
-/* The first hook count other than 1 at or before `step` (1-based); 0 when
- * none. */
-static int hook_violation(const struct run_record *r, int step, int *violated, char *reason, size_t reason_len,
-                          char *where, size_t where_len)
+/* What a parameter's hook firing other than the reference's count breaks
+ * beyond the gradients (which the judge has found right when it asks). */
+static const char *hook_consequence(int64_t fired, int64_t expected)
+{
+    if (fired > expected)
+        return "what hangs on it runs more often than in the plain step (a gradient-scaling register_hook "
+               "scales again; DDP without static_graph=True marks the parameter ready twice, an error)";
+    return "what hangs on it runs less often than in the plain step (a gradient-scaling register_hook misses a "
+           "pass; DDP without static_graph=True waits for a ready mark that never comes)";
+}
+
+/* The first hook count at `step` (1-based) other than the reference's
+ * count for the same parameter, step and call, or other than 1 where the
+ * reference records none; *violated stays 0 when none. */
+static int hook_violation(const struct run_record *r, const struct run_record *reference, int step, int *violated,
+                          char *reason, size_t reason_len, char *where, size_t where_len)
 {
     size_t prefix = strlen(RUN_CHECKS_HOOK_PREFIX);
     for (int i = 0; i < r->n; i++) {
-        const struct run_tensor *t = &r->items[i];
+        const struct run_tensor *t = &r->items[i], *rt = NULL;
         if (strncmp(t->path, RUN_CHECKS_HOOK_PREFIX, prefix) != 0)
             continue;
         int st = check_int64(r, t, 2);
         if (st)
             return st;
+        if (reference && (rt = run_record_find(reference, t->path)) == t)
+            continue; /* a run against itself: its own counts are the reference */
+        if (rt && (st = check_int64(reference, rt, 2)))
+            return st;
         int64_t steps = t->t.shape[0], calls = t->t.shape[1];
         if (step > steps)
             continue;
-        struct tensor_hold h;
+        struct tensor_hold h, hr = {0};
         if ((st = run_tensor_acquire(r, t, &h)))
             return st;
-        const int64_t *fires = h.t.data;
+        if (rt && (st = run_tensor_acquire(reference, rt, &hr))) {
+            run_tensor_release(&h);
+            return st;
+        }
+        const int64_t *fires = h.t.data, *ref = rt ? hr.t.data : NULL;
+        int64_t ref_calls = rt ? rt->t.shape[1] : 0;
         for (int64_t call = 0; call < calls && !*violated; call++) {
-            int64_t n = fires[(step - 1) * calls + call];
-            if (n == 1)
+            int has_ref = rt && step <= rt->t.shape[0] && call < ref_calls;
+            int64_t n = fires[(step - 1) * calls + call], expected = has_ref ? ref[(step - 1) * ref_calls + call] : 1;
+            if (n == expected)
                 continue;
             *violated = 1;
-            snprintf(reason, reason_len,
-                     "gradient hook of parameter %s fired %" PRId64 " time(s) in backward call %" PRId64
-                     " of step %d (%" PRId64 " call(s) per step); each must fire exactly once per backward",
-                     t->path + prefix, n, call + 1, step, calls);
-            snprintf(where, where_len, "%s [%d, %" PRId64 "] = %" PRId64, t->path, step - 1, call, n);
+            if (has_ref)
+                snprintf(reason, reason_len,
+                         "the gradient hook of parameter %s fired %" PRId64 " time(s) in backward call %" PRId64
+                         " of step %d (%" PRId64 " call(s) per step), where %s's fired %" PRId64 ": %s",
+                         t->path + prefix, n, call + 1, step, calls, reference->name, expected,
+                         hook_consequence(n, expected));
+            else if (reference)
+                snprintf(reason, reason_len,
+                         "the gradient hook of parameter %s fired %" PRId64 " time(s) in backward call %" PRId64
+                         " of step %d (%" PRId64 " call(s) per step); %s records no count for it, so it must fire "
+                         "exactly once per backward: %s",
+                         t->path + prefix, n, call + 1, step, calls, reference->name, hook_consequence(n, expected));
+            else
+                snprintf(reason, reason_len,
+                         "the gradient hook of parameter %s fired %" PRId64 " time(s) in backward call %" PRId64
+                         " of step %d (%" PRId64 " call(s) per step); each must fire exactly once per backward",
+                         t->path + prefix, n, call + 1, step, calls);
+            snprintf(where, where_len, "%s [%d, %" PRId64 "] = %" PRId64 " (%s: %" PRId64 ")", t->path, step - 1,
+                     call, n, has_ref ? reference->name : "expected", expected);
         }
         run_tensor_release(&h);
+        if (rt)
+            run_tensor_release(&hr);
         if (*violated)
             return ST_OK;
     }
@@ -140,7 +178,7 @@ static int judge_steps(const struct run_record *r, const struct run_record *refe
 {
     int st;
     for (int step = 1; step <= steps; step++) {
-        if ((st = hook_violation(r, step, violated, reason, reason_len, where, where_len)) || *violated)
+        if ((st = hook_violation(r, reference, step, violated, reason, reason_len, where, where_len)) || *violated)
             return st;
         if (!bytes || step > (int64_t)bytes->numel)
             continue;

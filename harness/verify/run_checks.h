@@ -1,7 +1,10 @@
 /* run_checks: what a run must keep true beyond its tensors, judged from its
  * record alone (so `judge` decides from the file what the runner decided):
- *  - every parameter's gradient hook fired exactly once in each backward
- *    call (checks/hook_fires/<name>, int64 [steps, calls]);
+ *  - every parameter's gradient hook fired in each backward call as often
+ *    as the reference's (its baseline's) did, exactly once where the
+ *    reference records no count (checks/hook_fires/<name>, int64
+ *    [steps, calls]): a plain step that backwards a parameter's gradient
+ *    twice fires it twice, and a checkpoint must match that, not a fixed 1;
  *  - every step began with the live allocator bytes step 1 began with
  *    (checks/step_start_bytes, int64 [steps]): nothing leaks across steps.
  * A record without these datasets (another producer's) passes them. */
@@ -22,7 +25,10 @@ int run_checks_record_start_bytes(struct run_record *rec, const int64_t *bytes, 
 /* *violated = 1 with the reason (naming the parameter, the step and the
  * count, or the step and the bytes) and where (the dataset) when a check
  * fails; the first failure in step order, hooks before bytes within a
- * step. Hooks must fire exactly once. Each step's start bytes must exceed
+ * step. Each hook must fire as often as in reference for the same step
+ * and call (reference NULL, or a count it lacks: exactly once); the reason
+ * names both counts and what a differing count breaks (gradient-changing
+ * hooks, DDP without static_graph). Each step's start bytes must exceed
  * step 1's by what reference's did (NULL: by nothing), so a model that
  * allocates lazily in its first steps, baseline and all, is no leak; a
  * run checked against itself passes the byte rule. ST_INPUT naming the
