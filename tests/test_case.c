@@ -792,13 +792,14 @@ static void test_attrs_cover_every_key_and_load_back(void **state)
 {
     (void)state;
     struct ckpt_case c = load_one("[case:a]\nmodel = gpt_block\nhidden = 48\nheads = 6\n"
-                                  "segments = 2\nlr = 0.003\nmin_memory_saving = 0.25\n"
+                                  "segments = 2\nlr = 0.003\nmin_memory_saving = 0.25\nmin_held_cut = 0.5\n"
                                   "impls = reentrant, no_rng_stash\n"
                                   "expect = no_rng_stash:FAIL|MEMFAIL\nlabels = smoke\n");
     struct attr_text first = {.ini = "[case:a]\n"};
     case_foreach_attr(&c, collect_attr, &first);
-    assert_int_equal(first.count, 3 + 32); /* name, file, line + every key */
+    assert_int_equal(first.count, 3 + 33); /* name, file, line + every key */
     assert_non_null(strstr(first.ini, "lr = 0.003\n"));
+    assert_non_null(strstr(first.ini, "min_held_cut = 0.5\n"));
     assert_non_null(strstr(first.ini, "expect = no_rng_stash:FAIL|MEMFAIL\n"));
     assert_non_null(strstr(first.ini, "impls = reentrant,no_rng_stash\n"));
 

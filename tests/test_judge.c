@@ -604,6 +604,26 @@ static void memory_below_the_required_saving_is_memfail(void **state)
     fixture_free(&f);
 }
 
+static void held_bytes_cut_below_min_held_cut_is_memfail(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add(&f, "baseline_0", &g);
+    add(&f, "mine", &g);
+    run_record_set_attr(&f.runs[0], "memory.end_forward_bytes", 1000);
+    run_record_set_attr(&f.runs[1], "memory.end_forward_bytes", 700);
+    f.c.min_held_cut = 0.5;
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_MEMFAIL);
+    assert_non_null(strstr(r.reason, "bytes held at the end of forward cut 30.0% < required 50.0% (min_held_cut"));
+    f.c.min_held_cut = 0.25;
+    assert_int_equal(judge(&f, "mine").verdict, V_PASS);
+    fixture_free(&f);
+}
+
 /* Held bytes at the end of forward, and the prediction recorded beside them. */
 static void set_held(struct run_record *r, double held, double predicted)
 {
@@ -1190,6 +1210,7 @@ int main(void)
         cmocka_unit_test(expectations_default_to_pass_for_other_producers_runs),
         cmocka_unit_test(declared_tolerance_turns_a_small_difference_into_pass),
         cmocka_unit_test(memory_below_the_required_saving_is_memfail),
+        cmocka_unit_test(held_bytes_cut_below_min_held_cut_is_memfail),
         cmocka_unit_test(holding_more_than_predicted_on_the_cpu_is_memfail_naming_the_excess),
         cmocka_unit_test(holding_fewer_than_predicted_is_memfail_naming_the_shortfall),
         cmocka_unit_test(holding_exactly_the_prediction_on_the_cpu_passes),
