@@ -139,6 +139,22 @@ static void a_run_keeping_an_op_its_policy_does_not_name_is_off_naming_both(void
     run_record_free(&r);
 }
 
+/* The other direction alone: an op the policy names recomputed instead of
+ * kept, nothing extra kept (the held-bytes check may not fire first). */
+static void a_run_recomputing_an_op_its_policy_names_is_off_by_itself(void **state)
+{
+    (void)state;
+    struct ckpt_case c = gpt_case();
+    snprintf(c.policy, sizeof c.policy, "save_matmuls");
+    struct run_record r;
+    record(&r, "selective", BIT(POP_LINEAR) | BIT(POP_CAUSAL_ATTENTION), BIT(POP_LINEAR));
+    char why[512];
+    assert_int_equal(policy_statement_check_run(&c, &r, "selective", why, sizeof why), HELD_OFF);
+    assert_non_null(strstr(why, "selective recomputed the saved tensors of [causal_attention], which the policy names "
+                                "and keeps (policy 'save_matmuls')"));
+    run_record_free(&r);
+}
+
 /* A full recompute keeps nothing from forward, whatever the case's policy. */
 static void a_full_recompute_that_keeps_anything_is_off(void **state)
 {
@@ -196,6 +212,7 @@ int main(void)
         cmocka_unit_test(layer_norm_keeps_the_layer_input_where_no_segment_starts),
         cmocka_unit_test(the_bytes_are_stated_for_the_gpt_block_without_autocast_only),
         cmocka_unit_test(a_run_keeping_an_op_its_policy_does_not_name_is_off_naming_both),
+        cmocka_unit_test(a_run_recomputing_an_op_its_policy_names_is_off_by_itself),
         cmocka_unit_test(a_full_recompute_that_keeps_anything_is_off),
         cmocka_unit_test(a_gpt_run_holding_other_bytes_than_its_policy_states_is_off),
         cmocka_unit_test(a_run_that_records_no_packed_ops_is_not_judged),

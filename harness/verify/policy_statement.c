@@ -167,10 +167,16 @@ enum held_outcome policy_statement_check_run(const struct ckpt_case *c, const st
         char extra[160], missing[160];
         policy_list_ops(kept & ~expected, extra, sizeof extra);
         policy_list_ops(expected & ~kept, missing, sizeof missing);
-        snprintf(why, len, "%s kept from forward the saved tensors of [%s], which %s, and recomputed those of [%s], "
-                           "which it names",
-                 run->name, extra, with_policy ? "the policy does not name" : "a full recompute keeps none of",
-                 missing);
+        const char *which = with_policy ? "the policy does not name" : "a full recompute keeps none of";
+        if (!missing[0])
+            snprintf(why, len, "%s kept from forward the saved tensors of [%s], which %s", run->name, extra, which);
+        else if (!extra[0])
+            snprintf(why, len, "%s recomputed the saved tensors of [%s], which the policy names and keeps", run->name,
+                     missing);
+        else
+            snprintf(why, len, "%s kept from forward the saved tensors of [%s], which %s, and recomputed those of "
+                               "[%s], which it names",
+                     run->name, extra, which, missing);
         if (with_policy) {
             size_t used = strlen(why);
             snprintf(why + used, len - used, " (policy '%s')", c->policy);
