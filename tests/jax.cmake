@@ -12,7 +12,7 @@ set(JAX_TESTS
   "prevent_cse_with_barriers_kept_saves_more|prevent_cse|PASS|recompute kept by XLA in 4 region[(]s[)]: [0-9]+ op[(]s[)] marked as recompute after optimization, 72 traced, XLA temp buffers 0[.][0-4][0-9]x baseline|1"
   "no_prevent_cse_is_merged_by_cse|no_prevent_cse|MEMFAIL|XLA merged the recompute of 4 region[(]s[)] into the forward [(]CSE[)]: the optimized step has ([0-9]+) instructions, no more than the plain baseline's .*1[.]00x baseline|0"
   "checkpoint_dots_keeps_the_recompute_and_saves|checkpoint_dots|PASS|recompute kept by XLA in 4 region[(]s[)]: [0-9]+ op[(]s[)] marked as recompute after optimization, [0-9]+ traced, XLA temp buffers 0[.][0-9]+x baseline|0"
-  "planted_recompute_dropping_a_bias_fails|planted_recompute_drops_bias|FAIL|^steps/1/grads/|0"
+  "planted_recompute_dropping_a_bias_fails|planted_recompute_drops_bias|FAIL|^(differs in [0-9]+ of [0-9]+ attempts[^:]*: )?steps/1/grads/|0"
 )
 foreach(spec ${JAX_TESTS})
   string(REPLACE "|" ";" parts "${spec}")

@@ -16,10 +16,10 @@ set(XLA_TESTS
   "reference_xla_style_checkpoint_passes|xla_cse|xla_style|PASS|recompute kept by XLA in 4 region[(]s[)]: [0-9]+ op[(]s[)] marked as recompute after optimization, 84 traced.*0[.][0-9]+x baseline|1"
   "planted_no_barrier_is_merged_by_cse|xla_cse|planted_no_barrier|MEMFAIL|recompute of 4 of 4 region[(]s[)] was merged into the forward by XLA [(]CSE[)]|1"
   "planted_barrier_everything_passes_with_its_extra_barriers_reported|xla_cse|planted_barrier_everything|PASS|finding: opt-barriers beyond the recompute inputs: 52 held value[(]s[)] no recompute op reads.*[0-9]+ bytes kept live|1"
-  "dropout_planted_no_xla_rng_stash_fails_in_step_1|xla_dropout|planted_no_xla_rng_stash|FAIL|^steps/1/grads/|1"
-  "dropout_torch_xla_checkpoint_moves_the_next_steps_rng|xla_dropout|torch_xla_checkpoint|FAIL|^steps/2/loss|1"
+  "dropout_planted_no_xla_rng_stash_fails_in_step_1|xla_dropout|planted_no_xla_rng_stash|FAIL|^(differs in [0-9]+ of [0-9]+ attempts[^:]*: )?steps/1/grads/|1"
+  "dropout_torch_xla_checkpoint_moves_the_next_steps_rng|xla_dropout|torch_xla_checkpoint|FAIL|^(differs in [0-9]+ of [0-9]+ attempts[^:]*: )?steps/2/loss|1"
   "autocast_reference_replays_bf16_autocast|xla_autocast|xla_style|PASS|bitwise identical|1"
-  "autocast_planted_no_replay_fails|xla_autocast|planted_no_autocast_replay|FAIL|^steps/1/grads/|1"
+  "autocast_planted_no_replay_fails|xla_autocast|planted_no_autocast_replay|FAIL|^(differs in [0-9]+ of [0-9]+ attempts[^:]*: )?steps/1/grads/|1"
   "autocast_torch_xla_checkpoint_replays_bf16_autocast|xla_autocast|torch_xla_checkpoint|PASS|bitwise identical|1"
 )
 foreach(spec ${XLA_TESTS})
