@@ -2,8 +2,9 @@
  * reference run's is a hard link to it (one object, read back equal), a
  * tensor that differs in one byte, dtype, shape or only past a CRC-32
  * collision is a copy, every run dataset carries its zlib crc32, and
- * judging reads runs as stored tensors, through one open report when held.
- * Each test in its own directory. */
+ * judging reads runs as stored tensors, through one open report when held,
+ * and a report opened once (h5report_open) is read whole, and judged,
+ * through that handle alone. Each test in its own directory. */
 #define _XOPEN_SOURCE 700
 
 #include <ftw.h>
@@ -26,6 +27,7 @@
 #include "error.h"
 #include "h5store.h"
 #include "host_tensor.h"
+#include "judge.h"
 #include "run_record.h"
 #include "run_tensors.h"
 
@@ -268,6 +270,96 @@ static void test_a_held_source_loads_through_one_open_report(void **state)
     host_tensor_free(&a);
 }
 
+/* A small complete report: baseline_0, baseline_1 and reentrant, each one
+ * step (loss, one grad) and a final parameter, the same bytes throughout. */
+static void write_small_report(const char *file)
+{
+    static const char *const runs[] = {"baseline_0", "baseline_1", "reentrant"};
+    static const char *const paths[] = {"steps/1/loss", "steps/1/grads/w", "final_params/w"};
+    uint32_t loss[1] = {0x3f800000u}, w[4] = {0x3f800000u, 0x40000000u, 0x40400000u, 0x40800000u};
+    struct host_tensor l = f32_bits(loss, 1), t = f32_bits(w, 4);
+    struct h5store *s;
+    assert_int_equal(h5store_create(&s, file), ST_OK);
+    assert_int_equal(h5store_attr_int(s, "/", "schema_version", H5STORE_SCHEMA_VERSION), ST_OK);
+    assert_int_equal(h5store_attr_str(s, "/", "case", "one_handle"), ST_OK);
+    for (int r = 0; r < 3; r++)
+        for (int p = 0; p < 3; p++)
+            assert_int_equal(h5store_write_run_tensor(s, runs[r], "baseline_0", paths[p], p ? &t : &l, NULL), ST_OK);
+    assert_int_equal(h5store_commit(s), ST_OK);
+    host_tensor_free(&l);
+    host_tensor_free(&t);
+}
+
+/* A report opened once is read whole through its handle: with its name
+ * gone, the attributes, the run list, the claimed bytes, a loaded run and
+ * a stored run (holding the same handle after it is closed) all still
+ * read, where every reader by path fails. */
+static void test_a_report_opened_once_reads_whole_after_its_name_is_gone(void **state)
+{
+    struct fixture *f = *state;
+    write_small_report(f->path);
+    struct h5report *rep;
+    assert_int_equal(h5report_open(&rep, f->path), ST_OK);
+    assert_string_equal(h5report_path(rep), f->path);
+    assert_int_equal(unlink(f->path), 0);
+    char buf[64], (*names)[64] = NULL;
+    int count = 0;
+    assert_int_equal(h5report_read_attr_str(rep, "/", "case", buf, sizeof buf), ST_OK);
+    assert_string_equal(buf, "one_handle");
+    assert_true(h5report_has_group(rep, "/runs/reentrant"));
+    assert_false(h5report_has_group(rep, "/case"));
+    assert_int_equal(h5report_list_runs(rep, &names, &count), ST_OK);
+    assert_int_equal(count, 3);
+    assert_string_equal(names[2], "reentrant");
+    free(names);
+    uint64_t bytes = 0, largest = 0, budget = 1 << 20;
+    assert_int_equal(h5report_claimed_bytes(rep, "reentrant", &bytes, &largest), ST_OK);
+    assert_int_equal(bytes, 4 + 16 + 16);
+    assert_int_equal(largest, 16);
+    struct run_record loaded, stored;
+    assert_int_equal(h5report_read_run_within(rep, "baseline_1", &budget, &loaded), ST_OK);
+    assert_int_equal(loaded.n, 3);
+    assert_int_equal(budget, (1 << 20) - 36);
+    run_record_free(&loaded);
+    assert_int_equal(h5report_read_run_stored(rep, "reentrant", &stored), ST_OK);
+    assert_true(stored.source_file > 0);
+    h5report_close(rep); /* the run still holds the one open file */
+    struct tensor_hold h;
+    assert_int_equal(run_tensor_acquire(&stored, run_record_find(&stored, "steps/1/grads/w"), &h), ST_OK);
+    assert_int_equal(h.t.numel, 4);
+    run_tensor_release(&h);
+    h5store_let_go_source(&stored);
+    run_record_free(&stored);
+    /* By path, the report is gone. */
+    assert_int_equal(h5store_list_runs(f->path, &names, &count), ST_INPUT);
+    assert_null(names);
+    assert_int_equal(h5store_read_attr_str(f->path, "/", "case", buf, sizeof buf), ST_INPUT);
+    assert_int_equal(h5store_read_run_stored(f->path, "reentrant", &stored), ST_INPUT);
+}
+
+/* judge_report reads nothing by path: a report whose name is gone once it
+ * is open is judged whole (the run list, /case, every run and tensor),
+ * where judge_file, opening the path, finds nothing. */
+static void test_judge_reads_a_report_through_its_one_handle(void **state)
+{
+    struct fixture *f = *state;
+    write_small_report(f->path);
+    struct h5report *rep;
+    struct case_result *out = calloc(1, sizeof *out);
+    assert_non_null(out);
+    assert_int_equal(h5report_open(&rep, f->path), ST_OK);
+    assert_int_equal(unlink(f->path), 0);
+    uint64_t budget = 1 << 20;
+    assert_int_equal(judge_report(rep, &budget, out), ST_OK);
+    h5report_close(rep);
+    assert_string_equal(out->name, "one_handle");
+    assert_int_equal(out->n_results, 1);
+    assert_true(out->results[0].expected);
+    assert_int_equal(judge_file(f->path, NULL, out), ST_INPUT);
+    assert_non_null(strstr(error_message(), "report.h5"));
+    free(out);
+}
+
 /* Overwrites a dataset's data without touching its crc32: a bit flip on
  * disk, as far as a reader can tell. */
 static void overwrite(const char *file, const char *dataset, const uint32_t *bits)
@@ -378,6 +470,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stored_runs_know_linked_tensors_equal_unread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stored_tensor_past_the_limit_is_refused_naming_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_held_source_loads_through_one_open_report, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_report_opened_once_reads_whole_after_its_name_is_gone, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_judge_reads_a_report_through_its_one_handle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_changed_under_its_crc32_fails_the_load_naming_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_an_object_runs_share_is_verified_once_unread, setup, teardown),
         cmocka_unit_test(test_checked_objects_keep_thousands_of_objects_once),

@@ -18,22 +18,29 @@
 #include "h5store.h"
 #include "run_tensors.h"
 
-/* "file.h5:run" -> file, run (default: baseline_0, else the only run). */
-static int split_file_run(const char *arg, char *file, size_t flen, char *run, size_t rlen)
+/* "file.h5:run" -> file, run (default: baseline_0, else the only run),
+ * and the report opened once (*rep, which the caller closes) unless
+ * `same` already holds that file open. */
+static int split_file_run(const char *arg, char *file, size_t flen, char *run, size_t rlen, struct h5report *same,
+                          struct h5report **rep)
 {
+    *rep = NULL;
     /* An argument that names an existing file is that file, colon or not. */
     struct stat sb;
     const char *colon = stat(arg, &sb) == 0 ? NULL : strrchr(arg, ':');
-    if (colon && strstr(colon, ".h5") == NULL) {
+    int named = colon && strstr(colon, ".h5") == NULL;
+    if (named) {
         snprintf(file, flen, "%.*s", (int)(colon - arg), arg);
         snprintf(run, rlen, "%s", colon + 1);
-        return ST_OK;
+    } else {
+        snprintf(file, flen, "%s", arg);
     }
-    snprintf(file, flen, "%s", arg);
+    int st = same && strcmp(h5report_path(same), file) == 0 ? (*rep = same, ST_OK) : h5report_open(rep, file);
+    if (st || named)
+        return st;
     char (*names)[64] = NULL;
     int count = 0;
-    int st = h5store_list_runs(file, &names, &count);
-    if (st)
+    if ((st = h5report_list_runs(*rep, &names, &count)))
         return st;
     run[0] = '\0';
     for (int i = 0; i < count; i++)
@@ -49,7 +56,7 @@ static int split_file_run(const char *arg, char *file, size_t flen, char *run, s
 
 /* A run asked for that the file does not hold: the message lists the runs
  * it does hold, so the next try can name one. */
-static int run_missing_hint(const char *file, int st)
+static int run_missing_hint(struct h5report *rep, int st)
 {
     const char *msg = error_message();
     size_t n = strlen(msg);
@@ -59,7 +66,7 @@ static int run_missing_hint(const char *file, int st)
         return st;
     char text[1024];
     snprintf(text, sizeof text, "%s", msg);
-    if (h5store_list_runs(file, &names, &count) || count == 0) {
+    if (h5report_list_runs(rep, &names, &count) || count == 0) {
         free(names);
         return error_set(st, "%s", text);
     }
@@ -299,6 +306,49 @@ static int diff_runs(const char *fa, const struct run_record *a, const char *fb,
     return code;
 }
 
+/* Compares run ra of one open report with run rb of another (or the
+ * same): everything, sizes first, is read through the two handles. */
+static int diff_reports(struct h5report *rep_a, const char *ra, struct h5report *rep_b, const char *rb,
+                        const struct diff_options *o)
+{
+    const char *fa = h5report_path(rep_a), *fb = h5report_path(rep_b);
+    struct run_record a, b;
+    struct read_budget budget;
+    uint64_t claim_a, claim_b, largest_a, largest_b;
+    char what[2200];
+    int st;
+    if ((st = cli_read_budget(&budget)))
+        return cli_fail(st);
+    /* The runs are read as stored tensors and compared one pair at a time:
+     * what must fit is the largest dataset of each side, checked from the
+     * shapes before anything is loaded (a small file can claim a huge one). */
+    if ((st = h5report_claimed_bytes(rep_a, ra, &claim_a, &largest_a)))
+        return cli_fail(run_missing_hint(rep_a, st));
+    if ((st = h5report_claimed_bytes(rep_b, rb, &claim_b, &largest_b)))
+        return cli_fail(run_missing_hint(rep_b, st));
+    snprintf(what, sizeof what, "%s:/runs/%s with %s:/runs/%s", fa, ra, fb, rb);
+    if ((st = cli_check_held(&budget, what, largest_a > largest_b ? largest_a : largest_b, 2)))
+        return cli_fail(st);
+    /* Each run holds its report's handle, not a new open. */
+    if ((st = h5report_read_run_stored(rep_a, ra, &a)))
+        return cli_fail(run_missing_hint(rep_a, st));
+    if ((st = h5report_read_run_stored(rep_b, rb, &b))) {
+        h5store_let_go_source(&a);
+        run_record_free(&a);
+        return cli_fail(run_missing_hint(rep_b, st));
+    }
+    a.tensor_limit = b.tensor_limit = budget.bytes / 2;
+    struct checked_objects checked = {0};
+    a.checked = b.checked = &checked;
+    int code = diff_runs(fa, &a, fb, &b, o);
+    h5store_let_go_source(&a);
+    h5store_let_go_source(&b);
+    run_record_free(&a);
+    run_record_free(&b);
+    checked_objects_free(&checked);
+    return code;
+}
+
 static const char diff_usage[] = "usage: ckpt-verify diff [-t|--tolerance ULP] [-j|--json] A.h5[:run] B.h5[:run]\n";
 
 int cli_diff(int argc, char **argv)
@@ -342,41 +392,13 @@ int cli_diff(int argc, char **argv)
     }
     argv += first - 1;
     char fa[1024], fb[1024], ra[64], rb[64];
-    struct run_record a, b;
-    int st;
-    if ((st = split_file_run(argv[1], fa, sizeof fa, ra, sizeof ra)) ||
-        (st = split_file_run(argv[2], fb, sizeof fb, rb, sizeof rb)))
-        return cli_fail(st);
-    struct read_budget budget;
-    uint64_t claim_a, claim_b, largest_a, largest_b;
-    char what[2200];
-    if ((st = cli_read_budget(&budget)))
-        return cli_fail(st);
-    /* The runs are read as stored tensors and compared one pair at a time:
-     * what must fit is the largest dataset of each side, checked from the
-     * shapes before anything is loaded (a small file can claim a huge one). */
-    if ((st = h5store_claimed_bytes(fa, ra, &claim_a, &largest_a)))
-        return cli_fail(run_missing_hint(fa, st));
-    if ((st = h5store_claimed_bytes(fb, rb, &claim_b, &largest_b)))
-        return cli_fail(run_missing_hint(fb, st));
-    snprintf(what, sizeof what, "%s:/runs/%s with %s:/runs/%s", fa, ra, fb, rb);
-    if ((st = cli_check_held(&budget, what, largest_a > largest_b ? largest_a : largest_b, 2)))
-        return cli_fail(st);
-    if ((st = h5store_read_run_stored(fa, ra, &a)))
-        return cli_fail(run_missing_hint(fa, st));
-    if ((st = h5store_read_run_stored(fb, rb, &b))) {
-        run_record_free(&a);
-        return cli_fail(run_missing_hint(fb, st));
-    }
-    a.tensor_limit = b.tensor_limit = budget.bytes / 2;
-    struct checked_objects checked = {0};
-    a.checked = b.checked = &checked;
-    int code = (st = h5store_hold_source(&a)) || (st = h5store_hold_source(&b)) ? cli_fail(st)
-                                                                               : diff_runs(fa, &a, fb, &b, &o);
-    h5store_let_go_source(&a);
-    h5store_let_go_source(&b);
-    run_record_free(&a);
-    run_record_free(&b);
-    checked_objects_free(&checked);
+    struct h5report *rep_a = NULL, *rep_b = NULL;
+    int st = split_file_run(argv[1], fa, sizeof fa, ra, sizeof ra, NULL, &rep_a);
+    if (!st)
+        st = split_file_run(argv[2], fb, sizeof fb, rb, sizeof rb, rep_a, &rep_b);
+    int code = st ? cli_fail(st) : diff_reports(rep_a, ra, rep_b, rb, &o);
+    if (rep_b != rep_a)
+        h5report_close(rep_b);
+    h5report_close(rep_a);
     return code;
 }

@@ -76,14 +76,21 @@ int cli_judge(int argc, char **argv)
          * the largest dataset that many times must fit, checked from the
          * shapes before any is loaded. */
         uint64_t file_budget = budget.bytes, claimed = 0, largest = 0;
-        int claim_st = h5store_claimed_bytes(argv[first + i], NULL, &claimed, &largest);
-        if (claim_st == ST_OK)
+        /* The report is opened once: its size, its case and every run are
+         * read through this one handle. */
+        struct h5report *rep = NULL;
+        memset(&results[i], 0, sizeof results[i]);
+        snprintf(results[i].h5_path, sizeof results[i].h5_path, "%s", argv[first + i]);
+        int claim_st = h5report_open(&rep, argv[first + i]);
+        if (claim_st == ST_OK && (claim_st = h5report_claimed_bytes(rep, NULL, &claimed, &largest)) == ST_OK)
             claim_st = cli_check_held(&budget, argv[first + i], largest, JUDGE_TENSORS_HELD);
-        else {
-            claim_st = ST_OK; /* judge_file names what is wrong with the file */
+        else if (rep) {
+            claim_st = ST_OK; /* judge_report names what is wrong with the file */
             error_clear();
         }
-        if ((st = claim_st) || (st = judge_file(argv[first + i], &file_budget, &results[i]))) {
+        st = claim_st ? claim_st : judge_report(rep, &file_budget, &results[i]);
+        h5report_close(rep);
+        if (st) {
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
             if (st != ST_INPUT)
                 break;

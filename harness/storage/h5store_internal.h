@@ -40,6 +40,13 @@ hid_t h5store_str_type(size_t len);
  * input its own ST_INPUT message: exists, is a file, is HDF5, opens, has
  * schema_version == H5STORE_SCHEMA_VERSION. */
 int h5store_open_report(const char *path, hid_t *out);
+/* An open report (h5store.h): the file id, the path it was opened by and
+ * the file's identity (st_dev, st_ino) when it was opened. */
+struct h5report {
+    hid_t file;
+    char *path;
+    unsigned long long dev, ino;
+};
 /* 1 if every component of an absolute path exists in the file. */
 int h5store_path_exists(hid_t file, const char *path);
 /* Reads a scalar string attribute (fixed- or variable-length) into buf.

@@ -155,13 +155,55 @@ int h5store_open_report(const char *path, hid_t *out)
 
 int h5store_check_file(const char *path)
 {
-    h5store_silence_hdf5();
-    hid_t f;
-    int rc = h5store_open_report(path, &f);
-    if (rc == ST_OK)
-        H5Fclose(f);
+    struct h5report *rep;
+    int rc = h5report_open(&rep, path);
+    h5report_close(rep);
     return rc;
 }
+
+int h5report_open(struct h5report **out, const char *path)
+{
+    h5store_silence_hdf5();
+    *out = NULL;
+    hid_t f;
+    int rc = h5store_open_report(path, &f);
+    if (rc != ST_OK)
+        return rc;
+    struct h5report *rep = calloc(1, sizeof *rep);
+    char *copy = strdup(path);
+    if (!rep || !copy) {
+        free(rep);
+        free(copy);
+        H5Fclose(f);
+        return error_set(ST_INTERNAL, "%s: out of memory opening the report", path);
+    }
+    rep->file = f;
+    rep->path = copy;
+    /* The identity of what was opened (its descriptor, under the default
+     * POSIX driver), not of whatever the path names later. */
+    struct stat st;
+    void *handle = NULL;
+    int have = H5Fget_vfd_handle(f, H5P_DEFAULT, &handle) >= 0 && handle && fstat(*(int *)handle, &st) == 0;
+    if (!have)
+        have = stat(path, &st) == 0;
+    if (have) {
+        rep->dev = (unsigned long long)st.st_dev;
+        rep->ino = (unsigned long long)st.st_ino;
+    }
+    *out = rep;
+    return ST_OK;
+}
+
+void h5report_close(struct h5report *rep)
+{
+    if (!rep)
+        return;
+    H5Fclose(rep->file); /* the file stays open while a run holds it */
+    free(rep->path);
+    free(rep);
+}
+
+const char *h5report_path(const struct h5report *rep) { return rep->path; }
 
 struct h5store_open_attr h5store_attr_open(hid_t loc, const char *name)
 {
@@ -182,15 +224,20 @@ void h5store_attr_close(struct h5store_open_attr *o)
         H5Aclose(o->a);
 }
 
-int h5store_has_group(const char *path, const char *group)
+int h5report_has_group(struct h5report *rep, const char *group)
 {
     h5store_silence_hdf5();
-    hid_t f;
-    if (h5store_open_report(path, &f) != ST_OK) {
+    return group && h5store_path_exists(rep->file, group);
+}
+
+int h5store_has_group(const char *path, const char *group)
+{
+    struct h5report *rep;
+    if (h5report_open(&rep, path) != ST_OK) {
         error_clear();
         return 0;
     }
-    int has = h5store_path_exists(f, group);
-    H5Fclose(f);
+    int has = h5report_has_group(rep, group);
+    h5report_close(rep);
     return has;
 }

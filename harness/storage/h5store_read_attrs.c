@@ -13,16 +13,14 @@
 #include "error.h"
 #include "h5store_internal.h"
 
-int h5store_read_attr_str(const char *path, const char *group, const char *key, char *buf,
-                          size_t len)
+int h5report_read_attr_str(struct h5report *rep, const char *group, const char *key, char *buf, size_t len)
 {
     h5store_silence_hdf5();
     if (buf && len)
         buf[0] = '\0';
-    hid_t f;
-    int rc = h5store_open_report(path, &f);
-    if (rc != ST_OK)
-        return rc;
+    const char *path = rep->path;
+    hid_t f = rep->file;
+    int rc = ST_OK;
     hid_t obj = H5I_INVALID_HID, a = H5I_INVALID_HID;
     htri_t has = 0;
     if (!group || !key || !buf || !len)
@@ -49,7 +47,18 @@ int h5store_read_attr_str(const char *path, const char *group, const char *key, 
         H5Aclose(a);
     if (obj >= 0)
         H5Oclose(obj);
-    H5Fclose(f);
+    return rc;
+}
+
+int h5store_read_attr_str(const char *path, const char *group, const char *key, char *buf, size_t len)
+{
+    if (buf && len)
+        buf[0] = '\0';
+    struct h5report *rep;
+    int rc = h5report_open(&rep, path);
+    if (rc == ST_OK)
+        rc = h5report_read_attr_str(rep, group, key, buf, len);
+    h5report_close(rep);
     return rc;
 }
 
@@ -102,22 +111,30 @@ static herr_t walk_attr(hid_t loc, const char *name, const H5A_info_t *info, voi
     return w->status == ST_OK ? 0 : -1;
 }
 
-int h5store_foreach_attr(const char *path, const char *group, int (*fn)(void *ctx, const char *key, const char *value),
-                         void *ctx)
+int h5report_foreach_attr(struct h5report *rep, const char *group,
+                          int (*fn)(void *ctx, const char *key, const char *value), void *ctx)
 {
     h5store_silence_hdf5();
-    hid_t f;
-    int rc = h5store_open_report(path, &f);
-    if (rc != ST_OK)
-        return rc;
+    const char *path = rep->path;
+    int rc = ST_OK;
     struct attr_walk w = {path, group, fn, ctx, ST_OK};
     hid_t obj = H5I_INVALID_HID;
-    if (!h5store_path_exists(f, group) || (obj = H5Oopen(f, group, H5P_DEFAULT)) < 0)
-        rc = error_set(ST_INPUT, "%s: %s: group missing", path, group);
+    if (!group || !h5store_path_exists(rep->file, group) || (obj = H5Oopen(rep->file, group, H5P_DEFAULT)) < 0)
+        rc = error_set(ST_INPUT, "%s: %s: group missing", path, group ? group : "");
     else if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, NULL, walk_attr, &w) < 0)
         rc = w.status != ST_OK ? w.status : h5store_fail(ST_INPUT, path, group, "cannot list attributes");
     if (obj >= 0)
         H5Oclose(obj);
-    H5Fclose(f);
+    return rc;
+}
+
+int h5store_foreach_attr(const char *path, const char *group, int (*fn)(void *ctx, const char *key, const char *value),
+                         void *ctx)
+{
+    struct h5report *rep;
+    int rc = h5report_open(&rep, path);
+    if (rc == ST_OK)
+        rc = h5report_foreach_attr(rep, group, fn, ctx);
+    h5report_close(rep);
     return rc;
 }

@@ -91,15 +91,14 @@ static herr_t list_link(hid_t group, const char *name, const H5L_info_t *info, v
     return 0;
 }
 
-int h5store_list_runs(const char *path, char (**names)[64], int *count)
+int h5report_list_runs(struct h5report *rep, char (**names)[64], int *count)
 {
     h5store_silence_hdf5();
     *names = NULL;
     *count = 0;
-    hid_t f;
-    int rc = h5store_open_report(path, &f);
-    if (rc != ST_OK)
-        return rc;
+    const char *path = rep->path;
+    hid_t f = rep->file;
+    int rc = ST_OK;
     struct run_list l = {path, NULL, 0, 0, ST_OK};
     hid_t g = H5I_INVALID_HID;
     if (!h5store_path_exists(f, "/runs") || (g = H5Gopen2(f, "/runs", H5P_DEFAULT)) < 0)
@@ -108,7 +107,6 @@ int h5store_list_runs(const char *path, char (**names)[64], int *count)
         rc = l.status != ST_OK ? l.status : h5store_fail(ST_INPUT, path, "/runs", "cannot list runs");
     if (g >= 0)
         H5Gclose(g);
-    H5Fclose(f);
     if (rc != ST_OK) {
         free(l.names);
         return rc;
@@ -116,6 +114,18 @@ int h5store_list_runs(const char *path, char (**names)[64], int *count)
     *names = l.names;
     *count = l.n;
     return ST_OK;
+}
+
+int h5store_list_runs(const char *path, char (**names)[64], int *count)
+{
+    *names = NULL;
+    *count = 0;
+    struct h5report *rep;
+    int rc = h5report_open(&rep, path);
+    if (rc == ST_OK)
+        rc = h5report_list_runs(rep, names, count);
+    h5report_close(rep);
+    return rc;
 }
 
 int h5store_check_run(const char *path, const struct run_record *r)
@@ -292,24 +302,61 @@ static int check_not_external(hid_t f, const char *file, const char *link)
     return ST_OK;
 }
 
-int h5store_read_run(const char *path, const char *run, struct run_record *out)
+static int read_run(struct h5report *rep, const char *run, uint64_t *budget, int stored, struct run_record *out);
+
+int h5report_read_run_within(struct h5report *rep, const char *run, uint64_t *budget, struct run_record *out)
 {
-    uint64_t budget = H5STORE_READ_LIMIT;
-    return h5store_read_run_within(path, run, &budget, out);
+    return read_run(rep, run, budget, 0, out);
 }
 
-static int read_run(const char *path, const char *run, uint64_t *budget, int stored, struct run_record *out);
-
-int h5store_read_run_within(const char *path, const char *run, uint64_t *budget, struct run_record *out)
+int h5store_read_run(const char *path, const char *run, struct run_record *out)
 {
-    return read_run(path, run, budget, 0, out);
+    run_record_init(out, run ? run : "");
+    uint64_t budget = H5STORE_READ_LIMIT;
+    struct h5report *rep;
+    int rc = h5report_open(&rep, path);
+    if (rc == ST_OK)
+        rc = h5report_read_run_within(rep, run, &budget, out);
+    h5report_close(rep);
+    return rc;
+}
+
+/* A stored run read through rep: its source is rep's path and file. */
+static int read_run_stored(struct h5report *rep, const char *run, struct run_record *out)
+{
+    int rc = read_run(rep, run, NULL, 1, out);
+    if (rc == ST_OK && (rc = run_record_set_source(out, rep->path)) != ST_OK)
+        run_record_free(out);
+    if (rc == ST_OK && rep->ino) {
+        out->source_dev = rep->dev;
+        out->source_ino = rep->ino;
+    }
+    return rc;
+}
+
+int h5report_read_run_stored(struct h5report *rep, const char *run, struct run_record *out)
+{
+    int rc = read_run_stored(rep, run, out);
+    if (rc != ST_OK)
+        return rc;
+    /* The run holds this handle's file, one more reference to one open. */
+    if (H5Iinc_ref(rep->file) < 0) {
+        rc = h5store_fail(ST_INTERNAL, rep->path, NULL, "cannot hold the open report");
+        run_record_free(out);
+        return rc;
+    }
+    out->source_file = (int64_t)rep->file;
+    return ST_OK;
 }
 
 int h5store_read_run_stored(const char *path, const char *run, struct run_record *out)
 {
-    int rc = read_run(path, run, NULL, 1, out);
-    if (rc == ST_OK && (rc = run_record_set_source(out, path)) != ST_OK)
-        run_record_free(out);
+    run_record_init(out, run ? run : "");
+    struct h5report *rep;
+    int rc = h5report_open(&rep, path);
+    if (rc == ST_OK)
+        rc = read_run_stored(rep, run, out);
+    h5report_close(rep);
     return rc;
 }
 
@@ -394,14 +441,13 @@ void h5store_let_go_source(struct run_record *r)
     r->source_file = 0;
 }
 
-static int read_run(const char *path, const char *run, uint64_t *budget, int stored, struct run_record *out)
+static int read_run(struct h5report *rep, const char *run, uint64_t *budget, int stored, struct run_record *out)
 {
     h5store_silence_hdf5();
     run_record_init(out, run ? run : "");
-    hid_t f;
-    int rc = h5store_open_report(path, &f);
-    if (rc != ST_OK)
-        return rc;
+    const char *path = rep->path;
+    hid_t f = rep->file;
+    int rc = ST_OK;
     char run_path[sizeof out->name + 8];
     snprintf(run_path, sizeof run_path, "/runs/%s", out->name);
     struct run_visit v = {path, run_path, out, budget, NULL, ST_OK, stored};
@@ -419,7 +465,6 @@ static int read_run(const char *path, const char *run, uint64_t *budget, int sto
     }
     if (g >= 0)
         H5Gclose(g);
-    H5Fclose(f);
     if (rc != ST_OK) {
         run_record_free(out);
         return rc;
@@ -466,16 +511,15 @@ static herr_t claim_link(hid_t group, const char *name, const H5L_info_t *info, 
     return 0;
 }
 
-int h5store_claimed_bytes(const char *path, const char *run, uint64_t *bytes, uint64_t *largest)
+int h5report_claimed_bytes(struct h5report *rep, const char *run, uint64_t *bytes, uint64_t *largest)
 {
     h5store_silence_hdf5();
     *bytes = 0;
     if (largest)
         *largest = 0;
-    hid_t f;
-    int rc = h5store_open_report(path, &f);
-    if (rc != ST_OK)
-        return rc;
+    const char *path = rep->path;
+    hid_t f = rep->file;
+    int rc = ST_OK;
     char where[128];
     snprintf(where, sizeof where, "/runs%s%s", run ? "/" : "", run ? run : "");
     struct claim_visit v = {path, 0, 0, ST_OK};
@@ -492,7 +536,6 @@ int h5store_claimed_bytes(const char *path, const char *run, uint64_t *bytes, ui
         rc = v.status != ST_OK ? v.status : h5store_fail(ST_INPUT, path, where, "cannot walk it");
     if (g >= 0)
         H5Gclose(g);
-    H5Fclose(f);
     *bytes = v.bytes;
     if (largest)
         *largest = v.largest;

@@ -71,9 +71,10 @@ struct run_record {
      * of one reader (run_tensors.h), or NULL: every load that verifies a
      * checksum adds its object. Not owned. */
     struct checked_objects *checked;
-    /* An HDF5 file id open read-only on source, held by whoever called
-     * h5store_hold_source (a reader judging many tensors), or 0: each load
-     * then opens the report itself. run_record_free does not close it. */
+    /* An HDF5 file id open read-only on source: the report handle it was
+     * read through (h5report_read_run_stored) or one h5store_hold_source
+     * opened, held until h5store_let_go_source; or 0: each load then opens
+     * the report itself. run_record_free does not close it. */
     int64_t source_file;
     uint64_t tensor_limit; /* the most bytes one stored tensor may load (0: H5STORE_READ_LIMIT) */
     int n_attrs, cap_attrs;

@@ -1196,16 +1196,27 @@ static int find_gone_runs(const char *path, const struct run_record *runs, int n
 
 int judge_file(const char *path, uint64_t *budget, struct case_result *out)
 {
+    memset(out, 0, sizeof *out);
+    snprintf(out->h5_path, sizeof out->h5_path, "%s", path);
+    struct h5report *rep;
+    int st = h5report_open(&rep, path);
+    if (st == ST_OK)
+        st = judge_report(rep, budget, out);
+    h5report_close(rep);
+    return st;
+}
+
+int judge_report(struct h5report *rep, uint64_t *budget, struct case_result *out)
+{
     uint64_t default_budget = H5STORE_READ_LIMIT;
     if (!budget)
         budget = &default_budget;
+    const char *path = h5report_path(rep);
     memset(out, 0, sizeof *out);
     snprintf(out->h5_path, sizeof out->h5_path, "%s", path);
-    int st = h5store_check_file(path);
-    if (st)
-        return st;
+    int st = ST_OK;
     char name[CASE_NAME_MAX] = "";
-    if (h5store_read_attr_str(path, "/", "case", name, sizeof name)) {
+    if (h5report_read_attr_str(rep, "/", "case", name, sizeof name)) {
         const char *slash = strrchr(path, '/');
         snprintf(name, sizeof name, "%s", slash ? slash + 1 : path);
         error_clear();
@@ -1213,7 +1224,7 @@ int judge_file(const char *path, uint64_t *budget, struct case_result *out)
     struct case_walk walk = {NULL, path, ""};
     if ((st = case_attrs_begin(&walk.builder, path)))
         return st;
-    if (h5store_has_group(path, "/case") && (st = h5store_foreach_attr(path, "/case", case_walk_attr, &walk))) {
+    if (h5report_has_group(rep, "/case") && (st = h5report_foreach_attr(rep, "/case", case_walk_attr, &walk))) {
         struct ckpt_case ignored;
         case_attrs_finish(walk.builder, &ignored);
         return st;
@@ -1223,7 +1234,7 @@ int judge_file(const char *path, uint64_t *budget, struct case_result *out)
     snprintf(out->definition.name, sizeof out->definition.name, "%s", name);
     snprintf(out->name, sizeof out->name, "%s", name);
     char producer[256];
-    out->definition_from_producer = h5store_read_attr_str(path, "/", "producer", producer, sizeof producer) == ST_OK;
+    out->definition_from_producer = h5report_read_attr_str(rep, "/", "producer", producer, sizeof producer) == ST_OK;
     error_clear();
     struct named_runs *named = calloc(1, sizeof *named);
     struct gone_run *gone = calloc(JUDGE_GONE_MAX, sizeof *gone);
@@ -1240,7 +1251,7 @@ int judge_file(const char *path, uint64_t *budget, struct case_result *out)
 
     char (*names)[64] = NULL;
     int count = 0;
-    if ((st = h5store_list_runs(path, &names, &count))) {
+    if ((st = h5report_list_runs(rep, &names, &count))) {
         free(named);
         free(gone);
         return st;
@@ -1254,12 +1265,8 @@ int judge_file(const char *path, uint64_t *budget, struct case_result *out)
         /* Runs are read as stored tensors, loaded one at a time while they
          * are compared: at most JUDGE_TENSORS_HELD at once, so the budget
          * bounds each tensor, not the report. */
-        if ((st = h5store_read_run_stored(path, names[i], &runs[i])))
+        if ((st = h5report_read_run_stored(rep, names[i], &runs[i])))
             break;
-        if ((st = h5store_hold_source(&runs[i]))) {
-            run_record_free(&runs[i]);
-            break;
-        }
         runs[i].tensor_limit = *budget / JUDGE_TENSORS_HELD;
         runs[i].checked = &checked;
         loaded++;

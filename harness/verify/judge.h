@@ -136,7 +136,12 @@ int judge_case(const struct ckpt_case *c, const struct run_record *runs, int n,
  * is an ERROR result, never expected; a file with nothing to judge leaves
  * out->n_results 0 and says why in out->error (docs/schema.md, "What
  * ckpt-verify judge reads"). *budget (NULL: H5STORE_READ_LIMIT) bounds
- * what one stored tensor may load (a quarter of it each, JUDGE_TENSORS_HELD). */
+ * what one stored tensor may load (a quarter of it each, JUDGE_TENSORS_HELD).
+ * judge_report reads everything through one open report (h5store.h), the
+ * runs holding that handle while they are judged; judge_file opens path
+ * once for it. */
+struct h5report;
+int judge_report(struct h5report *rep, uint64_t *budget, struct case_result *out);
 int judge_file(const char *path, uint64_t *budget, struct case_result *out);
 
 #endif
