@@ -181,15 +181,23 @@ def _at(step):
     return "warm-up step" if step == 0 else f"step {step}"
 
 
-def check_loss(loss, run_name, step):
+def check_loss(loss, run_name, step, step_fn=None):
+    """Refuses (NonScalarLoss) what step_fn returned unless it is a 0-dim
+    floating loss that requires grad. When step_fn is the default baseline
+    (no baseline= given), the message says so and gives the fix."""
+    default = getattr(step_fn, "is_default_baseline", False)
+    who = ("the default baseline (ckpt_verify.default_baseline: no baseline= was given, so the model computes its "
+           "own loss)" if default else "step_fn")
+    fix = (" Give your plain step instead, e.g. baseline=lambda m, b: m(**b).loss" if default else "")
     if not isinstance(loss, torch.Tensor):
-        raise NonScalarLoss(f"run {run_name}, {_at(step)}: step_fn returned {type(loss).__name__}, "
-                            f"not a tensor; it must return the scalar loss")
+        raise NonScalarLoss(f"run {run_name}, {_at(step)}: {who} returned {type(loss).__name__}, "
+                            f"not a tensor; it must return the scalar loss.{fix}")
     if loss.dim() != 0 or not loss.is_floating_point():
-        raise NonScalarLoss(f"run {run_name}, {_at(step)}: step_fn returned a {loss.dtype} tensor of shape "
-                            f"{tuple(loss.shape)}; it must return a 0-dim floating loss (reduce it, e.g. .mean())")
+        raise NonScalarLoss(f"run {run_name}, {_at(step)}: {who} returned a {loss.dtype} tensor of shape "
+                            f"{tuple(loss.shape)}; it must return a 0-dim floating loss (reduce it, e.g. .mean())."
+                            f"{fix}")
     if not loss.requires_grad:
-        raise NonScalarLoss(f"run {run_name}, {_at(step)}: the loss does not require grad: nothing in step_fn "
+        raise NonScalarLoss(f"run {run_name}, {_at(step)}: the loss does not require grad: nothing in {who} "
                             f"reached a parameter (a detached output, or a reentrant checkpoint whose inputs "
                             f"need no grad)")
 
@@ -407,7 +415,7 @@ def probe_run(spec, run, run_name):
         with watcher:
             watcher.step_starts(step)
             loss = _call(run.step, model, batch, run_name, step)
-            check_loss(loss, run_name, step)
+            check_loss(loss, run_name, step, run.step)
             grad = torch.ones_like(loss)  # made here: only the engine's work is backward
             watcher.backward_starts()
             _backward(loss, run_name, step, grad)
@@ -470,7 +478,7 @@ def warm_up(spec, run, run_name, watch=False):
         watcher = probe.RecomputeProbe()
         with watcher:
             loss = _call(step_fn, model, spec.batches[0], run_name, 0)
-            check_loss(loss, run_name, 0)
+            check_loss(loss, run_name, 0, step_fn)
             grad = torch.ones_like(loss)  # made here: only the engine's work is backward
             watcher.backward_starts()
             _backward(loss, run_name, 0, grad)
@@ -483,7 +491,7 @@ def warm_up(spec, run, run_name, watch=False):
                 f"with model_fn building the plain model")
     else:
         loss = _call(step_fn, model, spec.batches[0], run_name, 0)
-        check_loss(loss, run_name, 0)
+        check_loss(loss, run_name, 0, step_fn)
         _backward(loss, run_name, 0)
     del loss, model
     meter.sync()
@@ -524,7 +532,7 @@ def map_step(spec, run, run_name, saves):
         meter.sync()
         before_forward = meter.live()
         loss = _call(run.step, model, spec.batches[0], run_name, 0)
-        check_loss(loss, run_name, 0)
+        check_loss(loss, run_name, 0, run.step)
         meter.sync()
         mapper.mark_end_forward(meter.live() - before_forward)
         grad = torch.ones_like(loss)  # made here: only the engine's work is backward
@@ -602,7 +610,7 @@ def train(spec, run, sink, baseline=False):
             before = meter.live()
             meter.reset_peak()
         loss = _call(step_fn, model, batch, run_name, step)
-        check_loss(loss, run_name, step)
+        check_loss(loss, run_name, step, step_fn)
         t1 = _clock(meter)
         if measured:
             fwd_peak = meter.peak() - before
