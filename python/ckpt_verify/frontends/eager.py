@@ -358,6 +358,17 @@ class HookCounts:
                 for name, fires in self.fires.items() if name in self.every_step and fires}
 
 
+def no_gradient_warning(run_name, missing, trainable):
+    """The warning a baseline carries when parameters that require grad
+    got no gradient in any of its steps (the judge shows it in every run's
+    reason): a run would then be judged on the parameters that do train
+    only, whatever its checkpoint does to the others."""
+    names = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+    return (f"{len(missing)} of {trainable} parameters that require grad got no gradient in {run_name}: {names}; "
+            f"a reentrant checkpoint whose input needs no grad is the usual cause (or a module the step "
+            f"does not use)")
+
+
 def input_leaves(batch) -> dict[str, torch.Tensor]:
     """{name: tensor} of the batch's tensors that require grad, whose
     gradients are recorded as steps/<k>/input_grads/<name> (docs/schema.md).
@@ -589,6 +600,8 @@ def train(spec, run, sink, baseline=False):
     seed_all(spec.seed)  # after construction: every run draws the same stream
     hooks = HookCounts(params)
     generators = probe.GeneratorWatch() if baseline else None  # a baseline's every backward draws nothing
+    trainable = [name for name, p in params if p.requires_grad]
+    never_grad = set(trainable)  # a baseline's trainable parameters that no step gave a gradient
     start_bytes = []
     fwd_ms, bwd_ms = [], []
     mem = {"peak_bytes": 0, "forward_peak_bytes": 0, "backward_peak_bytes": 0}
@@ -647,6 +660,7 @@ def train(spec, run, sink, baseline=False):
         for name, p in params:
             if p.grad is not None:
                 sink.add(f"steps/{step}/grads/{name}", p.grad)
+                never_grad.discard(name)
         for name, b in buffers:
             if not storable(b):
                 raise BadInput(f"run {run_name}: buffer {name} is {b.dtype}, which the report schema "
@@ -686,6 +700,9 @@ def train(spec, run, sink, baseline=False):
             sink.attrs[f"memory.{key}"] = value
         sink.attrs["memory.one_time_bytes"] = one_time
         sink.attrs.update(statement_attrs(spec, run, baseline, mem.get("end_forward_bytes")))
+    if baseline and never_grad:
+        sink.attrs["warning"] = no_gradient_warning(run_name, [n for n in trainable if n in never_grad],
+                                                    len(trainable))
     sink.attrs["timing.forward_ms"] = statistics.median(fwd_ms)
     sink.attrs["timing.backward_ms"] = statistics.median(bwd_ms)
     sink.attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(fwd_ms, bwd_ms))
