@@ -1,7 +1,8 @@
 """Hugging Face transformers (PyPI) on tiny configs built locally with random
 initialisation (nothing downloaded): GPT-2, Llama and BERT with dropout on,
 each with gradient_checkpointing_enable() under use_reentrant True and
-False (a ckpt_verify.Run prepare: the baseline stays plain), and
+False (a ckpt_verify.Run prepare: the baseline stays plain, the default
+baseline taking the model output's .loss), and
 activation_checkpointing_enable(offload=True) on GPT-2.
 
 Known-bug version, a patch around the real transformers:
@@ -67,10 +68,6 @@ def _causal_batch(step: int) -> dict[str, Any]:
     return dict(_batch(step), use_cache=False)
 
 
-def _loss(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    return model(**batch).loss
-
-
 def _enable(reentrant: bool):
     def prepare(model):
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": reentrant})
@@ -103,10 +100,10 @@ def cases() -> list[Case]:
             runs.append(RunSpec("hf_gpt2_offload", f"{desc}.activation_checkpointing_enable(offload=True)",
                                 ok + "; saved inputs kept on the host (save_on_cpu)", prepare=_offload))
         out.append(Case(name=f"hf_{arch}", framework="transformers", package=PKG, model=model, model_fn=build,
-                        batch_fn=batch, baseline=_loss, runs=runs, skip=skip))
+                        batch_fn=batch, baseline=None, runs=runs, skip=skip))
     gpt2 = f"GPT2LMHeadModel: 2 layers, hidden {HIDDEN}, dropout 0.1, plain step with the KV cache on (the default)"
     out.append(Case(name="hf_gpt2_use_cache", framework="transformers", package=PKG, model=gpt2, model_fn=_gpt2,
-                    batch_fn=_batch, baseline=_loss, skip=skip, runs=[
+                    batch_fn=_batch, baseline=None, skip=skip, runs=[
         RunSpec("hf_gpt2_use_cache", "GPT2LMHeadModel.gradient_checkpointing_enable(use_reentrant=False)",
                 "not the recompute: gradient checkpointing forces use_cache=False, and GPT-2's attention without "
                 "the cache rounds differently (1.5 ULP at the tensor's scale) from the plain step with it",
@@ -114,7 +111,7 @@ def cases() -> list[Case]:
     ]))
     frozen = "LlamaForCausalLM: 2 layers, hidden 32, input embeddings frozen, random init"
     out.append(Case(name="hf_llama_frozen_embeddings", framework="transformers", package=PKG, model=frozen,
-                    model_fn=_llama(frozen_embeddings=True), batch_fn=_batch, baseline=_loss, skip=skip,
+                    model_fn=_llama(frozen_embeddings=True), batch_fn=_batch, baseline=None, skip=skip,
                     setup=_install_issue21381, runs=[
         RunSpec("hf_frozen_reentrant", "LlamaForCausalLM.gradient_checkpointing_enable(use_reentrant=True)",
                 "enable_input_require_grads (PR #21598) makes the embeddings' output require grad",

@@ -33,6 +33,30 @@ set_tests_properties(cli.judge_takes_options_after_files cli.diff_takes_options_
   cli.short_options_for_common_flags cli.unknown_impl_suggests_names cli.unknown_suite_suggests_labels
   cli.help_ends_with_exit_codes_not_blas PROPERTIES LABELS "cli")
 
+# CLI edges (issue 40): --list refuses an unknown suite as a run does and
+# lists only the --case it is given; an unknown long option or a mistyped
+# subcommand names the near one; `diff` with one file says what is missing.
+set(EXPECT_ERROR ${CMAKE_SOURCE_DIR}/tests/expect_error.sh)
+set(GOOD_CASES ${CMAKE_SOURCE_DIR}/tests/data/cases/good.ini)
+add_test(NAME cli.list_of_an_unknown_suite_suggests_labels
+  COMMAND ${EXPECT_ERROR} 2 "no case is labelled 'nighty'.*did you mean: nightly" -- ${CV} --suite nighty --list)
+add_test(NAME cli.list_with_case_lists_only_that_case
+  COMMAND bash -c "out=$(${CV} --list --case none_bs32 --case bias_gelu_bs1) || exit 1; printf '%s\\n' \"$out\"; [ \"$(printf '%s\\n' \"$out\" | wc -l)\" -eq 2 ] && printf '%s\\n' \"$out\" | head -n 1 | grep -q '^none_bs32 '")
+add_test(NAME cli.list_with_an_unknown_case_suggests_names
+  COMMAND ${EXPECT_ERROR} 2 "unknown case 'tiny_bs3' \\(did you mean: tiny_bs1" -- ${CV} --cases ${GOOD_CASES} --list --case tiny_bs3)
+add_test(NAME cli.unknown_option_suggests_the_near_one
+  COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: unknown option '--cas' \\(did you mean: --case" -- ${CV} --cas bias_gelu_bs1)
+add_test(NAME cli.unknown_subcommand_option_suggests_the_near_one
+  COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify judge: unknown option '--ot' \\(did you mean: --out\\?\\)$" -- ${CV} judge --ot x x.h5)
+add_test(NAME cli.mistyped_subcommand_suggests_the_near_one
+  COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: unknown subcommand 'jugde' \\(did you mean: judge\\?\\)$" -- ${CV} jugde x.h5)
+add_test(NAME cli.diff_with_one_file_says_a_second_is_missing
+  COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify diff: a second file is missing" -- ${CV} diff x.h5)
+set_tests_properties(cli.list_of_an_unknown_suite_suggests_labels cli.list_with_case_lists_only_that_case
+  cli.list_with_an_unknown_case_suggests_names cli.unknown_option_suggests_the_near_one
+  cli.unknown_subcommand_option_suggests_the_near_one cli.mistyped_subcommand_suggests_the_near_one
+  cli.diff_with_one_file_says_a_second_is_missing PROPERTIES LABELS "cli")
+
 # The triage command of the README: both references bitwise PASS, file written.
 add_test(NAME case.bias_gelu_bs1
   COMMAND ${EXPECT} 0 "reentrant +PASS +yes +0 " "nonreentrant +PASS +yes +0 " "bias_gelu_bs1.h5"

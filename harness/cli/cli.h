@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct option; /* <getopt.h> */
+
 #define EXIT_UNEXPECTED 1
 #define EXIT_USAGE 2
 #define EXIT_INTERNAL 3
@@ -35,7 +37,15 @@ int cli_fail(int code);
  * it (opt ':' a missing value, else unknown; arg the word as typed): one
  * line on stderr; returns EXIT_USAGE. Every command takes options and
  * operands in any order (getopt_long permutes; "--" ends the options). */
-int cli_option_error(const char *command, int opt, const char *arg);
+int cli_option_error(const char *command, int opt, const char *arg, const struct option *options);
+/* The long options of `options` nearest to an unknown one (`arg` as typed,
+ * "--cas" or "--cas=x"): " (did you mean: --case, --cases?)", else
+ * `otherwise`, into buf. */
+void cli_option_hint(char *buf, size_t len, const char *arg, const struct option *options, const char *otherwise);
+/* The subcommands (main.c) nearest to a word the main run took as an
+ * operand ("jugde"): " (did you mean: judge?)" into buf, else "";
+ * returns how many it named. */
+int cli_subcommand_hint(char *buf, size_t len, const char *word);
 /* Runs and benchmarks compute: a slow BLAS gets its one-line warning, and
  * `header`, when given, a line naming what the run computes with. */
 void cli_announce_blas(FILE *header);

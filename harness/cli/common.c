@@ -2,6 +2,7 @@
  * the BLAS line, the output directory's checks and creation, the read
  * budget. */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -37,16 +38,56 @@ int cli_fail(int code)
     return code == ST_INPUT ? EXIT_USAGE : code == ST_OK ? 0 : EXIT_INTERNAL;
 }
 
-int cli_option_error(const char *command, int opt, const char *arg)
+#define OPTION_NAMES_MAX 64
+#define OPTION_NAME_MAX 40
+
+static const char *option_name_at(const void *ctx, int i)
+{
+    return ((const char(*)[OPTION_NAME_MAX])ctx)[i];
+}
+
+void cli_option_hint(char *buf, size_t len, const char *arg, const struct option *options, const char *otherwise)
+{
+    char names[OPTION_NAMES_MAX][OPTION_NAME_MAX], typed[OPTION_NAME_MAX];
+    const char *near[3];
+    int count = 0, n = 0;
+    for (; options && count < OPTION_NAMES_MAX && options[count].name; count++)
+        snprintf(names[count], sizeof names[count], "--%s", options[count].name);
+    if (strncmp(arg, "--", 2) == 0 && arg[2]) { /* a short option has no near miss worth naming */
+        snprintf(typed, sizeof typed, "%.*s", (int)strcspn(arg, "="), arg);
+        n = text_suggest(typed, option_name_at, names, count, near, 3);
+    }
+    text_format_suggestions(buf, len, near, n, otherwise);
+}
+
+int cli_option_error(const char *command, int opt, const char *arg, const struct option *options)
 {
     const char *sp = command[0] ? " " : "";
-    if (opt == ':')
-        fprintf(stderr, "ckpt-verify%s%s: option '%s' needs a value (see ckpt-verify%s%s --help)\n", sp, command, arg,
-                sp, command);
-    else
-        fprintf(stderr, "ckpt-verify%s%s: unknown option '%s' (see ckpt-verify%s%s --help)\n", sp, command, arg, sp,
-                command);
+    char see[96], hint[3 * OPTION_NAME_MAX + 64];
+    snprintf(see, sizeof see, " (see ckpt-verify%s%s --help)", sp, command);
+    if (opt == ':') {
+        fprintf(stderr, "ckpt-verify%s%s: option '%s' needs a value%s\n", sp, command, arg, see);
+    } else {
+        cli_option_hint(hint, sizeof hint, arg, options, see);
+        fprintf(stderr, "ckpt-verify%s%s: unknown option '%s'%s\n", sp, command, arg, hint);
+    }
     return EXIT_USAGE;
+}
+
+static const char *const subcommands[] = {"diff", "plot", "bench", "merge", "judge"};
+
+static const char *subcommand_at(const void *ctx, int i)
+{
+    return ((const char *const *)ctx)[i];
+}
+
+int cli_subcommand_hint(char *buf, size_t len, const char *word)
+{
+    const char *near[3];
+    int count = (int)(sizeof subcommands / sizeof *subcommands);
+    int n = word[0] == '-' ? 0 : text_suggest(word, subcommand_at, subcommands, count, near, 3);
+    text_format_suggestions(buf, len, near, n, "");
+    return n;
 }
 
 /* What the runs read from files may load in all: CKPT_MEMORY_LIMIT when it

@@ -382,12 +382,18 @@ int cli_diff(int argc, char **argv)
                    "exit codes: 0 identical (or within the tolerance), 1 different, 2 bad input, 3 internal error\n",
                    diff_usage);
             return 0;
-        default: return cli_option_error("diff", opt, argv[optind - 1]);
+        default: return cli_option_error("diff", opt, argv[optind - 1], options);
         }
     }
     int first = optind;
     if (argc - first != 2) {
-        fprintf(stderr, "%s", diff_usage);
+        /* One line on what is wrong: the usage says the rest (--help). */
+        if (argc - first == 1)
+            fprintf(stderr, "ckpt-verify diff: a second file is missing: diff compares A.h5[:run] with B.h5[:run] "
+                            "(A.h5:run_a A.h5:run_b compares two runs of one file)\n");
+        else
+            fprintf(stderr, "ckpt-verify diff: %d files given, where diff compares two: A.h5[:run] B.h5[:run] "
+                            "(see ckpt-verify diff --help)\n", argc - first);
         return EXIT_USAGE;
     }
     argv += first - 1;

@@ -30,7 +30,7 @@ void cli_usage(FILE *out)
             "  -c, --case NAME    run this case (repeatable)\n"
             "  -s, --suite LABEL  run every case labelled LABEL (smoke, nightly, ...)\n"
             "  --cases PATH       case file or directory (default: %s)\n"
-            "  -l, --list         list the cases (with --suite: its cases), their impl count and labels, and exit\n"
+            "  -l, --list         list the cases (with --suite or --case: those), impl count and labels, and exit\n"
             "  -i, --impl LIST    comma-separated impls instead of each case's own\n"
             "  -o, --out DIR      output directory (default: reports/<UTC timestamp>)\n"
             "  --steps N          training steps per run (overrides the case)\n"

@@ -50,7 +50,7 @@ int cli_judge(int argc, char **argv)
                    "exit codes: 0 all verdicts expected, 1 an unexpected verdict, 2 bad input, 3 internal error\n",
                    judge_usage, JUDGE_NOISE_MARGIN);
             return 0;
-        default: return cli_option_error("judge", opt, argv[optind - 1]);
+        default: return cli_option_error("judge", opt, argv[optind - 1], options);
         }
     }
     int first = optind;

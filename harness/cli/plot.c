@@ -21,7 +21,7 @@ int cli_plot(int argc, char **argv)
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
         if (opt != 'h')
-            return cli_option_error("plot", opt, argv[optind - 1]);
+            return cli_option_error("plot", opt, argv[optind - 1], options);
         printf("%sDraws the run's determinism, memory and time plots with gnuplot (CKPT_GNUPLOT, else PATH)\n"
                "from RUN_DIR/summary.json into RUN_DIR/plots.\n", usage);
         return 0;

@@ -264,13 +264,20 @@ int cli_run(int argc, char **argv)
         case ':':
             fprintf(stderr, "ckpt-verify: option '%s' needs a value (see --help)\n", argv[optind - 1]);
             return EXIT_USAGE;
-        default:
-            fprintf(stderr, "ckpt-verify: unknown option '%s' (see --help)\n", argv[optind - 1]);
+        default: {
+            char hint[256];
+            cli_option_hint(hint, sizeof hint, argv[optind - 1], options, " (see --help)");
+            fprintf(stderr, "ckpt-verify: unknown option '%s'%s\n", argv[optind - 1], hint);
             return EXIT_USAGE;
+        }
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "ckpt-verify: unexpected argument '%s' (see --help)\n", argv[optind]);
+        char hint[128];
+        if (cli_subcommand_hint(hint, sizeof hint, argv[optind]))
+            fprintf(stderr, "ckpt-verify: unknown subcommand '%s'%s\n", argv[optind], hint);
+        else
+            fprintf(stderr, "ckpt-verify: unexpected argument '%s' (see --help)\n", argv[optind]);
         return EXIT_USAGE;
     }
     if (out_dir && cli_check_out_dir(out_dir))
@@ -291,24 +298,9 @@ int cli_run(int argc, char **argv)
     int st = case_list_load(&cases, cases_path);
     if (st)
         return cli_fail(st);
-    if (list) {
-        /* With --suite, only its cases: `--suite nightly --list | wc -l` is
-         * the suite's size, and the impls summed its records (docs quote
-         * both, tests/check_docs_figures.py checks them). */
-        for (int i = 0; i < cases.count; i++) {
-            const struct ckpt_case *c = &cases.items[i];
-            if (suite && !case_has_label(c, suite))
-                continue;
-            printf("%-32s %s:%d  impls: %d  labels:", c->name, c->file, c->line, c->n_impls);
-            for (int k = 0; k < c->n_labels; k++)
-                printf("%s%s", k ? "," : " ", c->labels[k]);
-            printf("\n");
-        }
-        case_list_free(&cases);
-        return 0;
-    }
-
-    /* Which cases: the named ones, else a suite's, else the smoke suite. */
+    /* Which cases: the named ones, else a suite's, else the smoke suite
+     * (--list alone: every case). An unknown name or label is refused the
+     * same way with --list as without it. */
     const struct ckpt_case **run = calloc((size_t)cases.count + 1, sizeof *run);
     int n_run = 0;
     for (int i = 0; i < n_selected; i++) {
@@ -325,7 +317,10 @@ int cli_run(int argc, char **argv)
         }
         run[n_run++] = c;
     }
-    if (!n_selected) {
+    if (!n_selected && list && !suite) {
+        for (int i = 0; i < cases.count; i++)
+            run[n_run++] = &cases.items[i];
+    } else if (!n_selected) {
         const char *label = suite ? suite : "smoke";
         for (int i = 0; i < cases.count; i++)
             if (case_has_label(&cases.items[i], label))
@@ -340,6 +335,21 @@ int cli_run(int argc, char **argv)
             case_list_free(&cases);
             return EXIT_USAGE;
         }
+    }
+    if (list) {
+        /* The selection: `--suite nightly --list | wc -l` is the suite's
+         * size, and the impls summed its records (docs quote both,
+         * tests/check_docs_figures.py checks them). */
+        for (int i = 0; i < n_run; i++) {
+            const struct ckpt_case *c = run[i];
+            printf("%-32s %s:%d  impls: %d  labels:", c->name, c->file, c->line, c->n_impls);
+            for (int k = 0; k < c->n_labels; k++)
+                printf("%s%s", k ? "," : " ", c->labels[k]);
+            printf("\n");
+        }
+        free(run);
+        case_list_free(&cases);
+        return 0;
     }
 
     /* The shard keeps each case's index in the full selection, so merged

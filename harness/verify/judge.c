@@ -881,6 +881,12 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
     compile_evidence_judge(base, run, res);
     held_requirement(c, base, run, res);
     apply_observability(c, res);
+    /* What the baseline itself warned of (parameters that require grad
+     * but got none) qualifies every verdict judged against it, PASS too. */
+    if (base->warning[0]) {
+        size_t len = strlen(res->reason);
+        snprintf(res->reason + len, sizeof res->reason - len, " [baseline warning: %s]", base->warning);
+    }
     res->expected = (expected_mask(c, name) >> res->verdict) & 1u;
     return ST_OK;
 }

@@ -197,7 +197,10 @@ class Collection:
     def step(self, step_fn: Callable) -> Callable:
         """step_fn, each call of which opens a new forward; with `measure`,
         run under an outer saved_tensors_hooks that counts every tensor
-        autograd packs (identity: the tensor itself is kept)."""
+        autograd packs (identity: the tensor itself is kept). It carries
+        step_fn's name and attributes (functools.wraps): check_loss names
+        the default baseline by its marker."""
+        @functools.wraps(step_fn)
         def step(*args: Any, **kwargs: Any) -> Any:
             self.forwards.append([])
             self.hooked = [0, 0]

@@ -17,7 +17,7 @@ import tempfile
 import traceback
 import types
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -63,12 +63,33 @@ _WORD = re.compile(r"^[A-Za-z0-9_]{1,63}$")
 def default_baseline(model: torch.nn.Module, batch: Any) -> torch.Tensor:
     """The plain step when no `baseline=` is given: the model computes its
     own loss from the batch (model(*batch) for a tuple or list,
-    model(**batch) for a dict, model(batch) otherwise)."""
+    model(**batch) for a dict, model(batch) otherwise). An output that
+    carries the loss is reduced to it: a tensor `.loss` attribute (a
+    transformers ModelOutput given labels) or a mapping's "loss" entry."""
     if isinstance(batch, (tuple, list)):
-        return model(*batch)
-    if isinstance(batch, dict):
-        return model(**batch)
-    return model(batch)
+        out = model(*batch)
+    elif isinstance(batch, dict):
+        out = model(**batch)
+    else:
+        out = model(batch)
+    return _loss_of(out)
+
+
+default_baseline.is_default_baseline = True  # check_loss names it in a NonScalarLoss
+
+
+def _loss_of(out: Any) -> Any:
+    """out itself when it is a tensor, else the tensor it carries as its
+    loss (a mapping's "loss" entry, then a `.loss` attribute), else out
+    (for check_loss to refuse, naming what it is)."""
+    if isinstance(out, torch.Tensor):
+        return out
+    if isinstance(out, Mapping):
+        loss = out.get("loss")
+        if isinstance(loss, torch.Tensor):
+            return loss
+    loss = getattr(out, "loss", None)
+    return loss if isinstance(loss, torch.Tensor) else out
 
 
 def _check_name(name, what):

@@ -230,7 +230,7 @@ def train_rank(spec, cfg, run, rank, world, say):
     with mapper or contextlib.nullcontext():
         before_forward = meter.live() if measured else 0
         loss = _call(run.step, model, batch, cfg.run_name, 0)
-        check_loss(loss, cfg.run_name, 0)
+        check_loss(loss, cfg.run_name, 0, run.step)
         if mapper:
             mapper.mark_end_forward(meter.live() - before_forward)
         say("warm-up step: backward")
@@ -277,7 +277,7 @@ def train_rank(spec, cfg, run, rank, world, say):
         with Collectives() as coll:
             t0 = time.perf_counter()
             loss = _call(run.step, model, batch, cfg.run_name, step)
-            check_loss(loss, cfg.run_name, step)
+            check_loss(loss, cfg.run_name, step, run.step)
             t1 = time.perf_counter()
             if measured:
                 fwd_peak = meter.peak() - before

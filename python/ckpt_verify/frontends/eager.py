@@ -181,15 +181,23 @@ def _at(step):
     return "warm-up step" if step == 0 else f"step {step}"
 
 
-def check_loss(loss, run_name, step):
+def check_loss(loss, run_name, step, step_fn=None):
+    """Refuses (NonScalarLoss) what step_fn returned unless it is a 0-dim
+    floating loss that requires grad. When step_fn is the default baseline
+    (no baseline= given), the message says so and gives the fix."""
+    default = getattr(step_fn, "is_default_baseline", False)
+    who = ("the default baseline (ckpt_verify.default_baseline: no baseline= was given, so the model computes its "
+           "own loss)" if default else "step_fn")
+    fix = (" Give your plain step instead, e.g. baseline=lambda m, b: m(**b).loss" if default else "")
     if not isinstance(loss, torch.Tensor):
-        raise NonScalarLoss(f"run {run_name}, {_at(step)}: step_fn returned {type(loss).__name__}, "
-                            f"not a tensor; it must return the scalar loss")
+        raise NonScalarLoss(f"run {run_name}, {_at(step)}: {who} returned {type(loss).__name__}, "
+                            f"not a tensor; it must return the scalar loss.{fix}")
     if loss.dim() != 0 or not loss.is_floating_point():
-        raise NonScalarLoss(f"run {run_name}, {_at(step)}: step_fn returned a {loss.dtype} tensor of shape "
-                            f"{tuple(loss.shape)}; it must return a 0-dim floating loss (reduce it, e.g. .mean())")
+        raise NonScalarLoss(f"run {run_name}, {_at(step)}: {who} returned a {loss.dtype} tensor of shape "
+                            f"{tuple(loss.shape)}; it must return a 0-dim floating loss (reduce it, e.g. .mean())."
+                            f"{fix}")
     if not loss.requires_grad:
-        raise NonScalarLoss(f"run {run_name}, {_at(step)}: the loss does not require grad: nothing in step_fn "
+        raise NonScalarLoss(f"run {run_name}, {_at(step)}: the loss does not require grad: nothing in {who} "
                             f"reached a parameter (a detached output, or a reentrant checkpoint whose inputs "
                             f"need no grad)")
 
@@ -350,6 +358,17 @@ class HookCounts:
                 for name, fires in self.fires.items() if name in self.every_step and fires}
 
 
+def no_gradient_warning(run_name, missing, trainable):
+    """The warning a baseline carries when parameters that require grad
+    got no gradient in any of its steps (the judge shows it in every run's
+    reason): a run would then be judged on the parameters that do train
+    only, whatever its checkpoint does to the others."""
+    names = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+    return (f"{len(missing)} of {trainable} parameters that require grad got no gradient in {run_name}: {names}; "
+            f"a reentrant checkpoint whose input needs no grad is the usual cause (or a module the step "
+            f"does not use)")
+
+
 def input_leaves(batch) -> dict[str, torch.Tensor]:
     """{name: tensor} of the batch's tensors that require grad, whose
     gradients are recorded as steps/<k>/input_grads/<name> (docs/schema.md).
@@ -407,7 +426,7 @@ def probe_run(spec, run, run_name):
         with watcher:
             watcher.step_starts(step)
             loss = _call(run.step, model, batch, run_name, step)
-            check_loss(loss, run_name, step)
+            check_loss(loss, run_name, step, run.step)
             grad = torch.ones_like(loss)  # made here: only the engine's work is backward
             watcher.backward_starts()
             _backward(loss, run_name, step, grad)
@@ -470,7 +489,7 @@ def warm_up(spec, run, run_name, watch=False):
         watcher = probe.RecomputeProbe()
         with watcher:
             loss = _call(step_fn, model, spec.batches[0], run_name, 0)
-            check_loss(loss, run_name, 0)
+            check_loss(loss, run_name, 0, step_fn)
             grad = torch.ones_like(loss)  # made here: only the engine's work is backward
             watcher.backward_starts()
             _backward(loss, run_name, 0, grad)
@@ -483,7 +502,7 @@ def warm_up(spec, run, run_name, watch=False):
                 f"with model_fn building the plain model")
     else:
         loss = _call(step_fn, model, spec.batches[0], run_name, 0)
-        check_loss(loss, run_name, 0)
+        check_loss(loss, run_name, 0, step_fn)
         _backward(loss, run_name, 0)
     del loss, model
     meter.sync()
@@ -524,7 +543,7 @@ def map_step(spec, run, run_name, saves):
         meter.sync()
         before_forward = meter.live()
         loss = _call(run.step, model, spec.batches[0], run_name, 0)
-        check_loss(loss, run_name, 0)
+        check_loss(loss, run_name, 0, run.step)
         meter.sync()
         mapper.mark_end_forward(meter.live() - before_forward)
         grad = torch.ones_like(loss)  # made here: only the engine's work is backward
@@ -581,6 +600,8 @@ def train(spec, run, sink, baseline=False):
     seed_all(spec.seed)  # after construction: every run draws the same stream
     hooks = HookCounts(params)
     generators = probe.GeneratorWatch() if baseline else None  # a baseline's every backward draws nothing
+    trainable = [name for name, p in params if p.requires_grad]
+    never_grad = set(trainable)  # a baseline's trainable parameters that no step gave a gradient
     start_bytes = []
     fwd_ms, bwd_ms = [], []
     mem = {"peak_bytes": 0, "forward_peak_bytes": 0, "backward_peak_bytes": 0}
@@ -602,7 +623,7 @@ def train(spec, run, sink, baseline=False):
             before = meter.live()
             meter.reset_peak()
         loss = _call(step_fn, model, batch, run_name, step)
-        check_loss(loss, run_name, step)
+        check_loss(loss, run_name, step, step_fn)
         t1 = _clock(meter)
         if measured:
             fwd_peak = meter.peak() - before
@@ -639,6 +660,7 @@ def train(spec, run, sink, baseline=False):
         for name, p in params:
             if p.grad is not None:
                 sink.add(f"steps/{step}/grads/{name}", p.grad)
+                never_grad.discard(name)
         for name, b in buffers:
             if not storable(b):
                 raise BadInput(f"run {run_name}: buffer {name} is {b.dtype}, which the report schema "
@@ -678,6 +700,9 @@ def train(spec, run, sink, baseline=False):
             sink.attrs[f"memory.{key}"] = value
         sink.attrs["memory.one_time_bytes"] = one_time
         sink.attrs.update(statement_attrs(spec, run, baseline, mem.get("end_forward_bytes")))
+    if baseline and never_grad:
+        sink.attrs["warning"] = no_gradient_warning(run_name, [n for n in trainable if n in never_grad],
+                                                    len(trainable))
     sink.attrs["timing.forward_ms"] = statistics.median(fwd_ms)
     sink.attrs["timing.backward_ms"] = statistics.median(bwd_ms)
     sink.attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(fwd_ms, bwd_ms))

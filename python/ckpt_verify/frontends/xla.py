@@ -241,7 +241,7 @@ def _train(spec: eager.Spec, run: eager.Run, record, baseline: bool) -> None:
                 p.grad = None
             t0 = time.perf_counter()
             loss = eager._call(step_fn, model, batch, run_name, step)
-            eager.check_loss(loss, run_name, step)
+            eager.check_loss(loss, run_name, step, step_fn)
             t1 = time.perf_counter()
             hooks.start_backward()
             grad = torch.ones_like(loss)   # made here: only the engine's work is backward
