@@ -38,6 +38,17 @@ static int copy_file(const char *from, const char *to)
     return st;
 }
 
+/* After a time out the warden is reaped, but what the command started
+ * may still be on its way out (a signal is delivered when the process is
+ * next scheduled): ended with SIGKILL, and waited for until the group is
+ * empty (at most two seconds), so "stopped" means stopped. */
+static void end_stopped_group(pid_t group)
+{
+    const struct timespec tick = {0, 10 * 1000 * 1000};
+    for (int i = 0; i < 200 && kill(-group, SIGKILL) == 0; i++)
+        nanosleep(&tick, NULL);
+}
+
 /* Waits for pid up to timeout_s seconds (<= 0: for ever); on time out
  * stops its process group (SIGTERM, then SIGKILL after a grace second)
  * and reaps it. 1 when it timed out, 0 when it ended (*status), -1 on a
@@ -49,8 +60,11 @@ static int wait_within(pid_t pid, double timeout_s, int *status)
     int stopping = 0;
     for (;;) {
         pid_t got = waitpid(pid, status, timeout_s > 0 ? WNOHANG : 0);
-        if (got == pid)
+        if (got == pid) {
+            if (stopping)
+                end_stopped_group(pid);
             return stopping;
+        }
         if (got < 0 && errno != EINTR)
             return -1;
         if (got == 0) {
