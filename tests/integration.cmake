@@ -86,6 +86,10 @@ set_tests_properties(cases.atomic_is_never_fail PROPERTIES PROCESSORS 2)
 # case that asks for threads (case file or --threads) still gets them.
 add_test(NAME env.threads_pinned_and_case_threads_honoured
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/check_threads.sh ${CV} ${IT_OUT}/threads ${CKPT_PYTHON} ${CKPT_TEST_THREADS})
+# Unpinned, a case too small to split runs on one thread, a larger one on
+# libtorch's default; idle OpenMP workers sleep unless the caller says.
+add_test(NAME env.threads_fit_the_case_and_idle_workers_sleep
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/check_thread_policy.sh ${CV} ${IT_OUT}/thread_policy ${CKPT_PYTHON})
 
 # diff --tolerance: a one-ULP change is reported but within 1 ULP (exit 0),
 # and beyond 0 (exit 1); --json says the same as data.

@@ -16,6 +16,10 @@ set -u
 ours='/(ckpt-verify|test_[a-z_0-9]+|libckpt_[a-z_0-9]+\.so[.0-9]*)$'
 if [ "${1:-}" = --ours ]; then ours=$2; shift 2; fi
 if [ "${1:-}" = -- ]; then shift; fi
+# ckpt-verify re-executes itself when OMP_WAIT_POLICY is unset
+# (harness/cli/wait_policy.c); valgrind would run that second image
+# natively, unchecked. Set, it runs once, under memcheck.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 "$@" 2> >(tee "$log" >&2)

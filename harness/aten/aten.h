@@ -40,6 +40,9 @@ int aten_device_count(void);               /* CUDA devices (0 on CPU builds) */
 const char *aten_device_name(int device, char *buf, size_t len);
 int aten_set_threads(int n);
 int aten_get_threads(void);
+/* The fewest elements libtorch splits across intra-op threads
+ * (at::internal::GRAIN_SIZE): an op on fewer runs on one thread. */
+int64_t aten_parallel_grain(void);
 /* Waits for queued device work (no-op on CPU); timings call it. */
 int aten_synchronize(int device);
 /* Parses "cpu", "cuda", "cuda:N" into a device id. */

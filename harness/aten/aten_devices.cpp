@@ -11,6 +11,7 @@
 #include "torch_runtime.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/TensorIterator.h>
 #include <torch/version.h>
 
 #ifdef CKPT_WITH_CUDA
@@ -132,6 +133,8 @@ int aten_set_threads(int n)
         return (int)ST_OK;
     });
 }
+
+int64_t aten_parallel_grain(void) { return at::internal::GRAIN_SIZE; }
 
 int aten_get_threads(void) { return guarded_or(__func__, 1, [] { return at::get_num_threads(); }); }
 

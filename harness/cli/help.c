@@ -1,6 +1,7 @@
 /* help: the main command's --help (usage, the impls, exit codes)
  * and --version (harness, torch, CUDA, BLAS). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "aten/aten.h"
@@ -84,4 +85,11 @@ void cli_print_version(FILE *out)
                 aten_device_name(0, name, sizeof name));
     }
     fprintf(out, "BLAS %s%s%s\n", blas.name, blas.path[0] ? ": " : "", blas.path);
+    /* Cases that name no thread count get this one, or 1 when too small to
+     * use more (harness/verify/thread_policy.h); idle workers wait as the
+     * policy says (harness/cli/wait_policy.c: PASSIVE unless the caller set it). */
+    const char *pinned = getenv("OMP_NUM_THREADS"), *wait = getenv("OMP_WAIT_POLICY");
+    fprintf(out, "threads: %d intra-op (%s); OMP_WAIT_POLICY=%s\n", aten_get_threads(),
+            pinned ? "OMP_NUM_THREADS" : "libtorch's default; 1 for a case too small to use more",
+            wait ? wait : "unset (libgomp spins idle workers)");
 }

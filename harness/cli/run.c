@@ -403,7 +403,10 @@ int cli_run(int argc, char **argv)
         return cli_fail(st);
     }
     struct run_settings settings = {.out_dir = out_dir, .git_rev = CKPT_GIT_REV, .harness_version = CKPT_VERSION,
-                                    .repeats = o.repeats};
+                                    .repeats = o.repeats,
+                                    /* Read once, before any case sets its own. */
+                                    .default_threads = aten_get_threads(),
+                                    .fit_threads_to_size = getenv("OMP_NUM_THREADS") == NULL};
     int unexpected = 0, worst = 0;
     struct case_result *result = malloc(sizeof *result);
     struct progress bar;

@@ -22,6 +22,7 @@
 #include "run_record.h"
 #include "run_checks.h"
 #include "step_backward.h"
+#include "thread_policy.h"
 
 /* Runs one case may hold: baselines, impls and their noise re-runs. When
  * full, no more noise runs are made (the verdict says how many ran). */
@@ -67,6 +68,7 @@ struct case_setup {
      * not kept in memory (their data freed once in the report's
      * /params_init), or NULL: params_init holds them. */
     const char *params_init_file;
+    struct thread_choice threads; /* recorded as threads and threads_reason */
 };
 
 static int plan_segments(struct case_setup *s);
@@ -146,16 +148,20 @@ static void setup_free(struct case_setup *s)
     model_free(&s->model);
 }
 
-static int setup_case(struct case_setup *s, const struct ckpt_case *c)
+static int setup_case(struct case_setup *s, const struct ckpt_case *c, const struct run_settings *set)
 {
     memset(s, 0, sizeof *s);
     s->c = c;
     int st = aten_parse_device(c->device, &s->device);
     if (st)
         return st;
-    if (c->threads > 0 && (st = aten_set_threads(c->threads)))
-        return st;
     if ((st = model_create(&s->model, c, s->device)) || (st = plan_segments(s)))
+        return st;
+    /* Before any run: every run of the case computes with the same count. */
+    thread_policy_choose(c, thread_policy_largest_activation(&s->model, c), aten_parallel_grain(),
+                         set->default_threads > 0 ? set->default_threads : aten_get_threads(),
+                         set->fit_threads_to_size, &s->threads);
+    if ((st = aten_set_threads(s->threads.threads)))
         return st;
     if (!(s->params_init = calloc((size_t)s->model.n_params, sizeof *s->params_init)))
         return error_set(ST_RUN, "out of memory for initial parameters");
@@ -862,6 +868,7 @@ static int write_header(struct h5store *h5, const struct case_state *cs, const s
         (st = h5store_attr_int(h5, "/", "seed", (long long)c->seed)) ||
         (st = h5store_attr_int(h5, "/", "steps", c->steps)) ||
         (st = h5store_attr_int(h5, "/", "threads", aten_get_threads())) ||
+        (st = h5store_attr_str(h5, "/", "threads_reason", cs->setup.threads.why)) ||
         (st = h5store_attr_str(h5, "/", "created_utc", when)))
         return st;
     struct attr_writer w = {h5, ST_OK};
@@ -936,7 +943,7 @@ int runner_run_case(const struct ckpt_case *c, const struct run_settings *s, str
     cs->settings = s;
     int st = s->skip_h5 ? ST_OK : case_fit_check_disk(c, s->out_dir);
     if (!st)
-        st = setup_case(&cs->setup, c);
+        st = setup_case(&cs->setup, c, s);
     cs->setup.timed_steps = s->repeats;
     /* The report is opened before any run (an unusable --out is found
      * before the work) and each run streams into it. */

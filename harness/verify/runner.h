@@ -21,6 +21,12 @@ struct run_settings {
      * recorded steps. */
     int repeats;
     int skip_h5;                  /* no HDF5 file (h5_path left empty) */
+    /* Intra-op threads of a case that names none (thread_policy.h): the
+     * process's count at start (0: the count libtorch has now), and whether
+     * a case too small to use them runs on one (0 when the caller pinned
+     * the count with OMP_NUM_THREADS, and for benchmarks). */
+    int default_threads;
+    int fit_threads_to_size;
     /* Called as each run of the case starts (the CLI's progress line), or NULL. */
     void (*run_started)(void *ctx, const char *case_name, const char *run);
     void *run_started_ctx;
