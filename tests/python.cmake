@@ -55,6 +55,10 @@ add_test(NAME python.cli_passes_the_script_its_arguments
 set_tests_properties(python.assert_verified_raises_on_an_undeclared_fail python.cli_runs_a_script
   python.cli_passes_the_script_its_arguments PROPERTIES
   LABELS "python" ENVIRONMENT "${PY_ENV};PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
+# README's first example is python/examples/quickstart.py and runs as written.
+add_test(NAME python.readme_quickstart_passes
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_readme_quickstart.py ${PY_OUT}/quickstart)
+set_tests_properties(python.readme_quickstart_passes PROPERTIES LABELS "python;docs" ENVIRONMENT "${PY_ENV}")
 # docs/external.md's walkthrough runs as written.
 add_test(NAME python.external_md_walkthrough_passes
   COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_walkthrough.py ${PY_OUT}/walkthrough)
