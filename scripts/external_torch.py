@@ -3,7 +3,7 @@
 torch.utils.checkpoint, and appends the runs to the harness's report so that
 `ckpt-verify` judges them with its own:
 
-    ckpt-verify --case gpt_none --external "python3 scripts/external_torch.py"
+    ckpt-verify --case gpt_none --external "$PWD/scripts/external_torch.py"
 
 The harness calls it with the report's path as the last argument. It rebuilds
 the case from the report alone (ckpt_verify.frontends.harness_twin: /case,
@@ -25,14 +25,44 @@ twice and with its checkpoint, append the runs (docs/schema.md, docs/external.md
 
 usage: external_torch.py [--plant no_rng_preserve] REPORT.h5
 Exit 0 when the runs were appended, 2 when the case cannot be rebuilt.
+
+It runs from any directory and under any python3: started by a Python
+that lacks h5py or torch (the system's python3), it runs itself again
+under the tree's own environment (.venv, what scripts/python runs), so
+`--external /path/to/ckpt-verify/scripts/external_torch.py` works as it
+stands; without that environment it says so in one line, exit 2.
 """
 import argparse
+import importlib.util
 import os
 import sys
 
-import h5py
+HERE = os.path.dirname(os.path.abspath(__file__))
+_AGAIN = "CKPT_EXTERNAL_TORCH_REEXEC"  # set once: the tree's Python is never asked twice
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+
+def _needs_project_python():
+    """Runs this script again under the tree's .venv when this Python lacks
+    what it imports; one line and exit 2 when there is none to run."""
+    missing = [m for m in ("h5py", "torch") if importlib.util.find_spec(m) is None]
+    if not missing:
+        return
+    venv = os.path.join(HERE, "..", ".venv", "bin", "python")
+    if os.access(venv, os.X_OK) and not os.environ.get(_AGAIN):
+        os.environ[_AGAIN] = "1"
+        os.execv(venv, [venv, os.path.abspath(__file__), *sys.argv[1:]])
+    print(f"external_torch: {sys.executable} has no {' or '.join(missing)}, and the tree's environment "
+          f"({os.path.normpath(venv)}) {'lacks them too' if os.environ.get(_AGAIN) else 'does not exist'}: run "
+          f"bash scripts/setup-env.sh, or start this script with a Python that has them", file=sys.stderr)
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+    _needs_project_python()
+
+import h5py  # noqa: E402
+
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
 import torch  # noqa: E402
 
 from ckpt_verify.errors import BadInput, CannotRebuild  # noqa: E402

@@ -18,6 +18,16 @@ foreach(case bias_gelu_bs1 gpt_none)
   set_tests_properties(external.torch_adapter_${case} PROPERTIES LABELS "external")
 endforeach()
 
+# The adapter as docs/external.md gives it: its own path as the command, from
+# a directory outside the tree, under whatever python3 PATH finds (one
+# without h5py or torch makes it run again under the tree's environment).
+file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/it/elsewhere)
+add_test(NAME external.torch_adapter_runs_from_outside_the_tree
+  COMMAND ${EXPECT} 0 "torch_reentrant +PASS +yes +0 " "torch_nonreentrant +PASS +yes +0 " "all verdicts as expected"
+  -- ${CV} --case bias_gelu_bs1 --out ${EXT_OUT}/elsewhere --external "${CMAKE_SOURCE_DIR}/scripts/external_torch.py"
+  WORKING_DIRECTORY ${CMAKE_BINARY_DIR}/it/elsewhere)
+set_tests_properties(external.torch_adapter_runs_from_outside_the_tree PROPERTIES LABELS "external")
+
 add_test(NAME external.planted_torch_rng_bug_fails
   COMMAND ${EXPECT} 1 "torch_reentrant +FAIL +NO" "torch_nonreentrant +FAIL +NO" "UNEXPECTED"
   -- ${CV} --case mlp_seg2 --out ${EXT_OUT}/planted --external "${TORCH_ADAPTER} --plant no_rng_preserve")

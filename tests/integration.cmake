@@ -52,10 +52,18 @@ add_test(NAME cli.mistyped_subcommand_suggests_the_near_one
   COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify: unknown subcommand 'jugde' \\(did you mean: judge\\?\\)$" -- ${CV} jugde x.h5)
 add_test(NAME cli.diff_with_one_file_says_a_second_is_missing
   COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify diff: a second file is missing" -- ${CV} diff x.h5)
+# bench and merge name a bad option as the other commands do (cli_option_error).
+add_test(NAME cli.bench_unknown_option_suggests_the_near_one
+  COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify bench: unknown option '--quik' \\(did you mean: --quick\\?\\)$" -- ${CV} bench --quik)
+add_test(NAME cli.bench_option_without_its_value_says_so
+  COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify bench: option '--out' needs a value \\(see ckpt-verify bench --help\\)$" -- ${CV} bench --out)
+add_test(NAME cli.merge_unknown_option_suggests_the_near_one
+  COMMAND ${EXPECT_ERROR} 2 "^ckpt-verify merge: unknown option '--stict' \\(did you mean: --strict\\?\\)$" -- ${CV} merge --stict out in)
 set_tests_properties(cli.list_of_an_unknown_suite_suggests_labels cli.list_with_case_lists_only_that_case
   cli.list_with_an_unknown_case_suggests_names cli.unknown_option_suggests_the_near_one
   cli.unknown_subcommand_option_suggests_the_near_one cli.mistyped_subcommand_suggests_the_near_one
-  cli.diff_with_one_file_says_a_second_is_missing PROPERTIES LABELS "cli")
+  cli.diff_with_one_file_says_a_second_is_missing cli.bench_unknown_option_suggests_the_near_one
+  cli.bench_option_without_its_value_says_so cli.merge_unknown_option_suggests_the_near_one PROPERTIES LABELS "cli")
 
 # The triage command of the README: both references bitwise PASS, file written.
 add_test(NAME case.bias_gelu_bs1

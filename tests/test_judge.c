@@ -1045,6 +1045,33 @@ static void a_hook_firing_fewer_times_than_the_baselines_fails(void **state)
     fixture_free(&f);
 }
 
+/* A distributed run's counts are each rank's (ranks/<r>/checks/...), held
+ * to the same rank of its baseline, and the reason names the rank. */
+static void a_ranks_hook_count_is_held_to_the_same_rank_of_the_baseline(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    int64_t shape[2] = {2, 1}, once[2] = {1, 1}, twice[2] = {1, 2};
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    for (int i = 0; i < 2; i++) {
+        add_i64(&f.runs[i], "ranks/0/checks/hook_fires/l0.weight", 2, shape, once);
+        add_i64(&f.runs[i], "ranks/1/checks/hook_fires/l0.weight", 2, shape, once);
+    }
+    add(&f, "mine", &g);
+    add_i64(&f.runs[f.n - 1], "ranks/0/checks/hook_fires/l0.weight", 2, shape, once);
+    add_i64(&f.runs[f.n - 1], "ranks/1/checks/hook_fires/l0.weight", 2, shape, twice);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "gradients bitwise identical to baseline_0, but the gradient hook of parameter "
+                                     "l0.weight fired 2 time(s) on rank 1 in backward call 1 of step 2 (1 call(s) per "
+                                     "step), where baseline_0's fired 1 on rank 1: what hangs on it runs more often"));
+    assert_string_equal(r.first_divergence, "ranks/1/checks/hook_fires/l0.weight [1, 0] = 2 (baseline_0: 1)");
+    fixture_free(&f);
+}
+
 static void a_hook_count_fail_says_the_gradients_are_right_and_what_breaks(void **state)
 {
     (void)state;
@@ -1230,6 +1257,7 @@ int main(void)
         cmocka_unit_test(runs_without_hook_or_byte_records_are_not_held_to_them),
         cmocka_unit_test(a_hook_fired_as_often_as_the_baselines_passes),
         cmocka_unit_test(a_hook_firing_fewer_times_than_the_baselines_fails),
+        cmocka_unit_test(a_ranks_hook_count_is_held_to_the_same_rank_of_the_baseline),
         cmocka_unit_test(a_hook_count_fail_says_the_gradients_are_right_and_what_breaks),
         cmocka_unit_test(a_hook_count_fail_within_noise_says_the_gradients_are_within_it),
         cmocka_unit_test(a_hook_count_fail_keeps_its_memory_and_time_figures),

@@ -1,5 +1,6 @@
 /* merge: `ckpt-verify merge OUT_DIR DIR...` merges run directories (the
  * shards of one run) into one report, with its plots. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +30,10 @@ int cli_merge(int argc, char **argv)
         if (strcmp(argv[i], "--strict") == 0)
             strict = 1;
         else if (strncmp(argv[i], "--", 2) == 0 && argv[i][2]) {
-            fprintf(stderr, "ckpt-verify: merge: unknown option %s\n%s", argv[i], merge_usage);
-            return EXIT_USAGE;
+            /* Named as every command names an unknown option, with the near ones. */
+            static const struct option options[] = {
+                {"strict", no_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+            return cli_option_error("merge", '?', argv[i], options);
         } else
             operands[n++] = argv[i];
     }

@@ -1,7 +1,5 @@
 #include "bench.h"
 
-#include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,54 +67,6 @@ void bench_usage(FILE *out)
             "  --repeats N    timed steps per run, median taken (default %d; %d with --quick)\n"
             "  --keep-h5      also write each case's HDF5 file (large for the full benchmark)\n",
             CKPT_CASES_DIR, DEFAULT_REPEATS, QUICK_REPEATS);
-}
-
-int bench_parse_args(int argc, char **argv, struct bench_options *o, int *help)
-{
-    enum { OPT_CASES = 256, OPT_REPEATS, OPT_KEEP, OPT_DEVICE };
-    static const struct option options[] = {
-        {"quick", no_argument, NULL, 'q'},           {"out", required_argument, NULL, 'o'},
-        {"cases", required_argument, NULL, OPT_CASES}, {"repeats", required_argument, NULL, OPT_REPEATS},
-        {"keep-h5", no_argument, NULL, OPT_KEEP},    {"device", required_argument, NULL, OPT_DEVICE},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    memset(o, 0, sizeof *o);
-    *help = 0;
-    optind = 1;
-    opterr = 0; /* the message below names the flag, once */
-    int opt;
-    while ((opt = getopt_long(argc, argv, "hqo:", options, NULL)) != -1) {
-        switch (opt) {
-        case 'q': o->quick = 1; break;
-        case 'o': o->out_dir = optarg; break;
-        case OPT_CASES: o->cases_path = optarg; break;
-        case OPT_KEEP: o->keep_h5 = 1; break;
-        case OPT_DEVICE: {
-            int device;
-            if (aten_parse_device(optarg, &device))
-                return error_wrap(ST_INPUT, "bench --device");
-            o->device = optarg;
-            break;
-        }
-        case OPT_REPEATS: {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || *end || !*optarg || v < 1 || v > 1000)
-                return error_set(ST_INPUT, "bench --repeats: '%s' is not a number 1..1000", optarg);
-            o->repeats = (int)v;
-            break;
-        }
-        case 'h': *help = 1; return ST_OK;
-        default:
-            return error_set(ST_INPUT, "bench: unknown option or missing value: '%s' (see ckpt-verify bench --help)",
-                             argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return error_set(ST_INPUT, "bench: unexpected argument '%s'", argv[optind]);
-    return ST_OK;
 }
 
 /* ---- evaluation --------------------------------------------------------- */

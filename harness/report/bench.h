@@ -32,9 +32,7 @@ struct bench_options {
     const char *device;     /* NULL: as the cases say; else every case runs there (cuda:N: bench_gpu cases) */
 };
 
-/* Parses `bench` flags (argv[0] is "bench"). ST_INPUT with the message on a
- * bad flag; *help set for -h. */
-int bench_parse_args(int argc, char **argv, struct bench_options *o, int *help);
+/* `ckpt-verify bench --help` (the CLI parses the flags, harness/cli/bench.c). */
 void bench_usage(FILE *out);
 
 /* Runs the benchmark (the output directory must exist; aten_init done).

@@ -199,6 +199,10 @@ static herr_t visit_attr(hid_t loc, const char *name, const H5A_info_t *info, vo
                 text = v->rec->warning, text_len = sizeof v->rec->warning;
             else if (strcmp(name, "baselines") == 0)
                 text = v->rec->baselines, text_len = sizeof v->rec->baselines;
+            else if (strcmp(name, "twin_of") == 0)
+                text = v->rec->twin_of, text_len = sizeof v->rec->twin_of;
+            else if (strcmp(name, "noise_cause") == 0)
+                text = v->rec->noise_cause, text_len = sizeof v->rec->noise_cause;
             else if (strcmp(name, "op_log") == 0)
                 text = v->rec->op_log, text_len = sizeof v->rec->op_log;
             else if (strcmp(name, "memory_statement") == 0)

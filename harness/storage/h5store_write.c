@@ -573,7 +573,7 @@ static int write_run(struct h5store *s, const struct run_record *r)
     /* How the run ended, when it did not simply complete (run_record.h). */
     const struct { const char *key, *value; } texts[] = {
         {"outcome", r->outcome}, {"message", r->message}, {"warning", r->warning}, {"baselines", r->baselines},
-        {"op_log", r->op_log}, {"memory_statement", r->memory_statement},
+        {"twin_of", r->twin_of}, {"noise_cause", r->noise_cause}, {"op_log", r->op_log}, {"memory_statement", r->memory_statement},
         {"memory_still_held", r->memory_still_held}, {"memory_kept", r->memory_kept}};
     snprintf(full, cap, "/runs/%s", r->name);
     for (size_t i = 0; i < sizeof texts / sizeof *texts && rc == ST_OK; i++)

@@ -50,6 +50,15 @@ struct run_record {
     char message[RUN_TEXT_MAX]; /* why, for an outcome */
     char warning[RUN_TEXT_MAX]; /* a warning the run raised ("" if none) */
     char baselines[64];         /* the baseline family it is judged against ("": "baseline") */
+    /* A twin (a distributed run's <run>_vs_single, a compiled run's
+     * <run>_vs_eager): the run whose tensors it is, judged again against a
+     * mixed family; its verdict counts only while that run's own is PASS
+     * or NOISE. "" for any other run. */
+    char twin_of[64];
+    /* What a NOISE verdict's spread stands for, where it is not the
+     * kernels' run-to-run noise (a twin's family: what distribution or
+     * compiling does to the numbers); "" says kernel non-determinism. */
+    char noise_cause[RUN_TEXT_MAX];
     /* With check_failed from a non-reentrant check: the saved tensors' ops
      * in forward and in recompute side by side, up to the first difference
      * (several lines; "" otherwise). */

@@ -633,13 +633,23 @@ static int judge_attempts(const struct ckpt_case *c, const struct spread_table *
     char attempts[80] = "";
     if (n > 1)
         snprintf(attempts, sizeof attempts, " in all %d attempts (the run and %d re-run(s))", n, n - 1);
-    int len = snprintf(res->reason, sizeof res->reason,
-                       "every tensor within %gx its own spread over %d baselines%s: max scaled ULP %s; nearest its "
-                       "limit %s, %s scaled ULP, %.3gx its spread; raw max ULP %s: kernel non-determinism, not the "
-                       "checkpoint",
-                       JUDGE_NOISE_MARGIN, tab->nb, attempts, scaled_format(all.max_scaled, e, sizeof e),
-                       all.worst_path, scaled_format(all.worst_distance, b, sizeof b), all.worst_ratio,
-                       ulp_format(max_ulp, a, sizeof a));
+    /* A twin's family spreads by what it mixes (run_record.h noise_cause),
+     * said first: the figures after it are what a long reason may lose. */
+    int len = run->noise_cause[0]
+                  ? snprintf(res->reason, sizeof res->reason,
+                             "%s; every tensor within %gx its own spread over %d baselines%s: max scaled ULP %s; "
+                             "nearest its limit %s, %s scaled ULP, %.3gx its spread; raw max ULP %s",
+                             run->noise_cause, JUDGE_NOISE_MARGIN, tab->nb, attempts,
+                             scaled_format(all.max_scaled, e, sizeof e), all.worst_path,
+                             scaled_format(all.worst_distance, b, sizeof b), all.worst_ratio,
+                             ulp_format(max_ulp, a, sizeof a))
+                  : snprintf(res->reason, sizeof res->reason,
+                             "every tensor within %gx its own spread over %d baselines%s: max scaled ULP %s; "
+                             "nearest its limit %s, %s scaled ULP, %.3gx its spread; raw max ULP %s: kernel "
+                             "non-determinism, not the checkpoint",
+                             JUDGE_NOISE_MARGIN, tab->nb, attempts, scaled_format(all.max_scaled, e, sizeof e),
+                             all.worst_path, scaled_format(all.worst_distance, b, sizeof b), all.worst_ratio,
+                             ulp_format(max_ulp, a, sizeof a));
     if ((all.impl_varies || all.downstream_of_noise) && len > 0 && (size_t)len < sizeof res->reason)
         snprintf(res->reason + len, sizeof res->reason - (size_t)len,
                  " (the baselines drew %d differing tensor(s) alike: %d vary between this impl's own runs, %d "
@@ -1000,6 +1010,38 @@ static void gone_result(const struct gone_run *g, struct impl_result *res)
     res->forward_ms = res->backward_ms = res->recompute_ms = res->step_ms = res->recomputed_ops_ms = NAN;
 }
 
+/* A twin (run_record.h twin_of) is its run judged again against a mixed
+ * family (one process and distributed, eager and compiled). It takes no
+ * expectation of its own from the run: where the run's own verdict is not
+ * PASS or NOISE (a FAIL of its gradients, a MEMFAIL, an ERROR) that verdict
+ * is the finding, whether expected or not, and it explains any difference
+ * from the mixed family: the twin is then not judged (expected, its
+ * measured verdict kept and named in the reason; the run's row has why). A run FAILed only by a
+ * run check (gradients right: a hook count, a leak) leaves its twin judged,
+ * since the gradients it compares are the right ones. */
+static void twins_follow_their_runs(const struct run_record *runs, int n, struct case_result *out)
+{
+    for (int i = 0; i < out->n_results; i++) {
+        struct impl_result *twin = &out->results[i];
+        const struct run_record *r = find_run(runs, n, twin->impl);
+        if (!r || !r->twin_of[0])
+            continue;
+        const struct impl_result *of = NULL;
+        for (int k = 0; k < out->n_results; k++)
+            if (strcmp(out->results[k].impl, r->twin_of) == 0)
+                of = &out->results[k];
+        if (!of || of->verdict == V_PASS || of->verdict == V_NOISE || (of->verdict == V_FAIL && of->gradients_right))
+            continue;
+        const struct run_record *src = find_run(runs, n, r->twin_of);
+        snprintf(twin->reason, sizeof twin->reason,
+                 "not judged: %s is itself %s against %s_0 (%s), which explains any difference from this family "
+                 "(measured here: %s)",
+                 r->twin_of, verdict_name(of->verdict), src && src->baselines[0] ? src->baselines : "baseline",
+                 of->expected ? "expected" : "unexpected", verdict_name(twin->verdict));
+        twin->expected = 1;
+    }
+}
+
 /* judge_case with the names to judge first as strings of any length, and
  * the runs judge_file found absent or incomplete: each is an ERROR record
  * in its place instead of a verdict. */
@@ -1038,6 +1080,7 @@ static int judge_listed(const struct ckpt_case *c, const struct run_record *runs
             out->n_results++;
         }
     }
+    twins_follow_their_runs(runs, n, out);
     return case_figures(runs, n, out);
 }
 

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
@@ -29,6 +30,25 @@ static int check_int64(const struct run_record *r, const struct run_tensor *t, i
     return ST_OK;
 }
 
+/* The parameter a hook count is of, or NULL for a dataset that is none:
+ * checks/hook_fires/<name>, or ranks/<r>/checks/hook_fires/<name> (each
+ * rank's own count in a distributed run, judged against the same rank of
+ * its baseline); *rank is r, or -1 for the run's own. */
+static const char *hook_param(const char *path, int *rank)
+{
+    size_t prefix = strlen(RUN_CHECKS_HOOK_PREFIX);
+    *rank = -1;
+    if (strncmp(path, "ranks/", 6) == 0) {
+        const char *p = path + 6;
+        size_t digits = strspn(p, "0123456789");
+        if (digits == 0 || digits > 6 || p[digits] != '/')
+            return NULL;
+        *rank = atoi(p);
+        path = p + digits + 1;
+    }
+    return strncmp(path, RUN_CHECKS_HOOK_PREFIX, prefix) == 0 ? path + prefix : NULL;
+}
+
 /* What a parameter's hook firing other than the reference's count breaks
  * beyond the gradients (which the judge has found right when it asks). */
 static const char *hook_consequence(int64_t fired, int64_t expected)
@@ -46,11 +66,15 @@ static const char *hook_consequence(int64_t fired, int64_t expected)
 static int hook_violation(const struct run_record *r, const struct run_record *reference, int step, int *violated,
                           char *reason, size_t reason_len, char *where, size_t where_len)
 {
-    size_t prefix = strlen(RUN_CHECKS_HOOK_PREFIX);
     for (int i = 0; i < r->n; i++) {
         const struct run_tensor *t = &r->items[i], *rt = NULL;
-        if (strncmp(t->path, RUN_CHECKS_HOOK_PREFIX, prefix) != 0)
+        int rank;
+        const char *param = hook_param(t->path, &rank);
+        if (!param)
             continue;
+        char on[32] = "";
+        if (rank >= 0)
+            snprintf(on, sizeof on, " on rank %d", rank);
         int st = check_int64(r, t, 2);
         if (st)
             return st;
@@ -78,21 +102,21 @@ static int hook_violation(const struct run_record *r, const struct run_record *r
             *violated = 1;
             if (has_ref)
                 snprintf(reason, reason_len,
-                         "the gradient hook of parameter %s fired %" PRId64 " time(s) in backward call %" PRId64
-                         " of step %d (%" PRId64 " call(s) per step), where %s's fired %" PRId64 ": %s",
-                         t->path + prefix, n, call + 1, step, calls, reference->name, expected,
+                         "the gradient hook of parameter %s fired %" PRId64 " time(s)%s in backward call %" PRId64
+                         " of step %d (%" PRId64 " call(s) per step), where %s's fired %" PRId64 "%s: %s",
+                         param, n, on, call + 1, step, calls, reference->name, expected, on,
                          hook_consequence(n, expected));
             else if (reference)
                 snprintf(reason, reason_len,
-                         "the gradient hook of parameter %s fired %" PRId64 " time(s) in backward call %" PRId64
+                         "the gradient hook of parameter %s fired %" PRId64 " time(s)%s in backward call %" PRId64
                          " of step %d (%" PRId64 " call(s) per step); %s records no count for it, so it must fire "
                          "exactly once per backward: %s",
-                         t->path + prefix, n, call + 1, step, calls, reference->name, hook_consequence(n, expected));
+                         param, n, on, call + 1, step, calls, reference->name, hook_consequence(n, expected));
             else
                 snprintf(reason, reason_len,
-                         "the gradient hook of parameter %s fired %" PRId64 " time(s) in backward call %" PRId64
+                         "the gradient hook of parameter %s fired %" PRId64 " time(s)%s in backward call %" PRId64
                          " of step %d (%" PRId64 " call(s) per step); each must fire exactly once per backward",
-                         t->path + prefix, n, call + 1, step, calls);
+                         param, n, on, call + 1, step, calls);
             snprintf(where, where_len, "%s [%d, %" PRId64 "] = %" PRId64 " (%s: %" PRId64 ")", t->path, step - 1,
                      call, n, has_ref ? reference->name : "expected", expected);
         }
@@ -120,10 +144,11 @@ int run_checks_judge(const struct run_record *r, const struct run_record *refere
         return st;
     if (ref_bytes && (st = check_int64(reference, ref_bytes, 1)))
         return st;
-    for (int i = 0; i < r->n; i++)
-        if (strncmp(r->items[i].path, RUN_CHECKS_HOOK_PREFIX, strlen(RUN_CHECKS_HOOK_PREFIX)) == 0 &&
-            r->items[i].t.ndim >= 1 && r->items[i].t.shape[0] > steps)
+    for (int i = 0; i < r->n; i++) {
+        int rank;
+        if (hook_param(r->items[i].path, &rank) && r->items[i].t.ndim >= 1 && r->items[i].t.shape[0] > steps)
             steps = (int)r->items[i].t.shape[0];
+    }
     if (bytes && (int64_t)bytes->t.numel > steps)
         steps = (int)bytes->t.numel;
     struct tensor_hold hb = {0}, hrb = {0};

@@ -3,8 +3,9 @@
  *  - every parameter's gradient hook fired in each backward call as often
  *    as the reference's (its baseline's) did, exactly once where the
  *    reference records no count (checks/hook_fires/<name>, int64
- *    [steps, calls]): a plain step that backwards a parameter's gradient
- *    twice fires it twice, and a checkpoint must match that, not a fixed 1;
+ *    [steps, calls]; a distributed run's ranks/<r>/checks/hook_fires/<name>
+ *    against the same rank's): a plain step that backwards a parameter's
+ *    gradient twice fires it twice, and a checkpoint must match that;
  *  - every step began with the live allocator bytes step 1 began with
  *    (checks/step_start_bytes, int64 [steps]): nothing leaks across steps.
  * A record without these datasets (another producer's) passes them. */

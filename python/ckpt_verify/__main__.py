@@ -17,7 +17,9 @@ Exit status, the same contract as the `ckpt-verify` binary:
      needs torch_xla: run it with scripts/python-xla"), batch_fn or
      model_fn raises, the plain baseline raises, the report cannot be
      written at --out (a read-only or full file system: no temporary is
-     left)
+     left). The directories above --out that do not exist are created,
+     as the ckpt-verify binary creates its --out directory (and removed
+     again when nothing is written)
   3  an internal error of ckpt_verify, or the judge failed (the report is
      kept and named)
 A script that calls sys.exit(N) itself (its own argument parser, say) ends
@@ -45,6 +47,41 @@ ENVIRONMENTS = {"torch_xla": "scripts/python-xla", "jax": "scripts/python-jax", 
                 "torch": "scripts/python"}
 
 EXIT_BAD_INPUT, EXIT_INTERNAL = 2, 3
+
+
+def _make_parents(out: str) -> list[str]:
+    """Creates the directories above the report file `out` that do not
+    exist, as the ckpt-verify binary creates its --out directory (every
+    missing component, mode 0777 less the umask). Returns those it
+    created, deepest last, so that a run that writes nothing can remove
+    them. OSError naming the directory when one cannot be created (a
+    component that is a file, a read-only parent)."""
+    parent = os.path.dirname(os.path.abspath(out))
+    missing = []
+    while parent and not os.path.isdir(parent):
+        if os.path.exists(parent):
+            raise OSError(f"{parent}: exists and is not a directory")
+        missing.append(parent)
+        parent = os.path.dirname(parent)
+    made = []
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, 0o777)
+        except FileExistsError:
+            continue
+        except OSError as e:
+            _remove_dirs(made)
+            raise OSError(f"{path}: cannot create directory: {e.strerror}") from e
+        made.append(path)
+    return made
+
+
+def _remove_dirs(made: list[str]) -> None:
+    for path in reversed(made):
+        try:
+            os.rmdir(path)  # only while empty: nothing of anyone's is removed
+        except OSError:
+            pass
 
 
 def _load(script, script_args):
@@ -148,6 +185,13 @@ def main(argv: list[str] | None = None) -> int:
     # folder by default (verify() alone would remove its own with the Report).
     scratch = None if args.out else tempfile.mkdtemp(prefix="ckpt_verify.")
     out = args.out or os.path.join(scratch, f"{kwargs['name']}.h5")
+    made = []
+    if args.out:  # its directory is made as the ckpt-verify binary makes its --out
+        try:
+            made = _make_parents(args.out)
+        except OSError as e:
+            cli.say(f"bad input: --out {args.out}: {e}; nothing written")
+            return EXIT_BAD_INPUT
     try:
         report = verify(defs["model_fn"], defs["batch_fn"], defs["runs"], device=args.device, out=out, **kwargs)
     except errors.JudgeError as e:  # the report is complete and kept
@@ -157,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as e:
         if scratch:  # nothing was written: leave no folder behind either
             shutil.rmtree(scratch, ignore_errors=True)
+        _remove_dirs(made)
         if isinstance(e, (errors.MissingFrontend, errors.ReportNotWritable)):
             cli.say(_one_line(e))
         elif isinstance(e, errors.BadInput):

@@ -264,8 +264,10 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
         timeout = distributed.DEFAULT_TIMEOUT if timeout is None else timeout
         distributed.check_config(world_size, parallel, backend, parallel_options, timeout, batches, dev)
         cfg = distributed.Config(world_size, parallel, backend, parallel_options, timeout)
-        twins = distributed.twin_names([r for r, fn in runs.items() if not isinstance(fn, Skipped)], against_single)
-        expect = {**(expect or {}), **{twins[r]: v for r, v in (expect or {}).items() if r in twins}}
+        # The _vs_single twins' names are checked here; they take no
+        # expectation from their runs (the judge does not judge a twin whose
+        # run's own verdict is not PASS or NOISE: twin_of, judge.c).
+        distributed.twin_names([r for r, fn in runs.items() if not isinstance(fn, Skipped)], against_single)
     first = _user_call(model_fn, "model_fn")
     if not isinstance(first, torch.nn.Module):
         raise BadInput(f"model_fn returned {type(first).__name__}, not a torch.nn.Module")
@@ -279,6 +281,7 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
     progress = progress_mod.for_stderr(runs_hint=est.runs_best)
     progress.note(est.line())
     spec = Spec(model_fn, batches, steps, seed, lr, dev, meter, reference, progress)
+    spec.dropout_modules = distributed.dropout_modules(first)
 
     framework = f"pytorch {torch.__version__}"
     if dev.type == "xla":

@@ -120,3 +120,30 @@ def test_an_internal_error_exits_3_in_one_line(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.splitlines() == [f"{path}: internal error: KeyError: 'a bug of ckpt_verify'; nothing written (run "
                                 f"with --verbose for the traceback)"], err
+
+
+def test_an_out_in_directories_that_do_not_exist_creates_them_as_the_binary_does(tmp_path):
+    # `ckpt-verify --out DIR` makes every missing directory of DIR; so does
+    # `python -m ckpt_verify --out DIR/x.h5` for the directories above x.h5.
+    out = tmp_path / "reports" / "nightly" / "x.h5"
+    plain_control = TINY.replace('runs = {"mine": plain}',
+                                 'import ckpt_verify\nruns = {"mine": ckpt_verify.Run(step=plain, memory=None)}')
+    code, stdout, err = run_cli("--out", str(out), script(tmp_path, plain_control))
+    assert code == 0, stdout + err
+    assert out.is_file() and f"report: {out}" in stdout
+
+
+def test_an_out_below_a_file_is_bad_input_naming_it_and_creates_nothing(tmp_path):
+    (tmp_path / "taken").write_text("a file, not a directory")
+    out = tmp_path / "taken" / "deeper" / "x.h5"
+    code, _, err = run_cli("--out", str(out), script(tmp_path, TINY))
+    assert code == 2, err
+    assert said(err) == [f"{tmp_path / 'script.py'}: bad input: --out {out}: {tmp_path / 'taken'}: exists and is "
+                         f"not a directory; nothing written"], err
+
+
+def test_directories_made_for_an_out_are_removed_when_nothing_is_written(tmp_path):
+    path = script(tmp_path, TINY + "\ndef batch_fn(step):\n    raise ValueError('no data here')\n")
+    code, _, err = run_cli("--out", str(tmp_path / "new" / "deeper" / "r.h5"), path)
+    assert code == 2, err
+    assert not (tmp_path / "new").exists()

@@ -327,7 +327,7 @@ def _assemble(record, results, cfg):
     # per-rank memory figures stay in ranks/<r>/memory.
     for rank, res in enumerate(results):
         for key, t in res["tensors"].items():
-            if not key.startswith("checks/"):
+            if not key.startswith("checks/step_start_bytes"):  # the hook counts are judged per rank
                 record.tensors[f"ranks/{rank}/{key}"] = t
         for key, value in res["attrs"].items():
             if key.startswith("memory_"):  # the statement's names: the worst rank's, below
@@ -365,6 +365,36 @@ def single_family(parallel):
 
 def twin_name(run_name):
     return f"{run_name}_vs_single"
+
+
+_WRAPPER_NAMES = {"ddp": "DDP", "fsdp": "FSDP", "fsdp2": "FSDP2"}
+
+
+def dropout_modules(model: torch.nn.Module) -> list[str]:
+    """The model's dropout modules that draw ("blocks.0.drop p=0.25"):
+    every run trains the model in train mode, so each with p > 0 does."""
+    return [f"{name or type(m).__name__} p={m.p:g}" for name, m in model.named_modules()
+            if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
+
+
+def twin_texts(cfg: Config, run_name: str, dropout: list[str], random_ops: list[str]) -> dict:
+    """The attributes that make /runs/<run>_vs_single a twin for the judge
+    (judge.c, twins_follow_their_runs): the run it is (twin_of) and what
+    its family's spread stands for (noise_cause, the head of a NOISE
+    reason): the ranks against one process, and, for a model that draws
+    random numbers (`dropout` modules, or `random_ops` the probe saw in
+    the baseline's forward), what can then be claimed at all."""
+    wrapper = _WRAPPER_NAMES.get(cfg.parallel, cfg.parallel)
+    compared = f"this run's gradients ({cfg.world_size} {wrapper} ranks) vs a single-process run of the same model"
+    if dropout or random_ops:
+        what = ", ".join(dropout[:2]) + (f" and {len(dropout) - 2} more" if len(dropout) > 2 else "")
+        what = what or "random ops in forward: " + ", ".join(random_ops[:2])
+        cause = (f"{compared}, which draws random numbers ({what}): the ranks' RNG streams differ from one "
+                 f"process's, so this says only that the run is no further from one process than plain {wrapper} "
+                 f"is; its RNG replay is judged against {family(cfg.parallel)}_0 alone")
+    else:
+        cause = f"{compared}: what distribution does to the numbers (reduction order, loss scaling), not the checkpoint"
+    return {"twin_of": run_name, "noise_cause": _short(cause, 480)}
 
 
 def twin_names(runs, against_single):
@@ -422,15 +452,16 @@ def train_all(spec, cfg: Config, baseline: Run, runs: dict, noise_runs: int, rec
             if "outcome" in samples[-1][1] or same_results(recorder.file, bases[0], name, skip=("ranks/",)):
                 break
         if against_single:
+            texts = twin_texts(cfg, run_name, getattr(spec, "dropout_modules", []), spec.forward_random)
             for i, (sample, attrs) in enumerate(samples):
                 name = twin_name(run_name) + (f"_rerun_{i}" if i else "")
                 if "outcome" in attrs:
                     err = RunRecord(name)
-                    err.attrs = {k: v for k, v in attrs.items() if k != "baselines"}
+                    err.attrs = {**{k: v for k, v in attrs.items() if k != "baselines"}, **texts}
                     recorder.add(err, {"baselines": single_family(cfg.parallel)})
                 else:
                     _link_run(recorder, sample, name, drop_ranks=True,
-                              extra={"baselines": single_family(cfg.parallel)})
+                              extra={"baselines": single_family(cfg.parallel), **texts})
 
 
 def _check_same_tensors(recorder, first, other):

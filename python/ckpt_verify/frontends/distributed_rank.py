@@ -26,6 +26,7 @@ import contextlib
 import datetime
 import gc
 import os
+import re
 import statistics
 import time
 import traceback
@@ -36,8 +37,8 @@ import torch.distributed as dist
 from ..errors import RunError
 from . import memory_map
 from .eager import (
+    HookCounts,
     _backward,
-    _call,
     batch_checksums,
     changed_batch,
     check_loss,
@@ -45,6 +46,7 @@ from .eager import (
     copy_batch,
     seed_all,
 )
+from .eager import _call as _eager_call
 
 # Names wrappers add to the plain model's parameter names.
 _WRAPPER_PARTS = ("_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod")
@@ -123,6 +125,40 @@ class Collectives:
         for name, real in self.saved.items():
             setattr(dist, name, real)
         return False
+
+
+def wrapper_hint(error: BaseException | None, model) -> str:
+    """For a step that reached through DDP's wrapper for an attribute of
+    the model ('DistributedDataParallel' object has no attribute 'blocks'):
+    where that attribute is, and why the step gets the wrapper. "" for any
+    other error. (FSDP forwards unknown attributes to the module it wraps,
+    and FSDP2 shards the model in place, so only DDP needs this.)"""
+    from torch.nn.parallel import DistributedDataParallel
+    name = getattr(error, "name", None)
+    if isinstance(error, AttributeError) and not name:  # nn.Module.__getattr__ names it only in its message
+        found = re.search(r"'DistributedDataParallel' object has no attribute '(\w+)'", str(error))
+        name = found.group(1) if found else None
+    if not (isinstance(error, AttributeError) and isinstance(model, DistributedDataParallel) and name
+            and hasattr(model.module, name)):
+        return ""
+    return (f"the step function gets the DDP-wrapped model, whose forward must run through the wrapper's hooks "
+            f"(they all-reduce the gradients): call model(...) for the forward, and reach the model's own "
+            f"attributes through model.module (model.module.{name}); docs/distributed.md, \"The model a step "
+            f"function gets\"")
+
+
+def _call(step_fn, model, batch, run_name, step):
+    """eager._call (the step, its error named), with wrapper_hint()'s
+    hint added to an error that reached through DDP's wrapper."""
+    try:
+        return _eager_call(step_fn, model, batch, run_name, step)
+    except RunError as e:
+        hint = wrapper_hint(e.__cause__, model)
+        if not hint:
+            raise
+        err = RunError(f"{e}; {hint}")
+        err.traceback = e.traceback
+        raise err from e.__cause__
 
 
 def _pn(name, parallel):
@@ -255,11 +291,15 @@ def train_rank(spec, cfg, run, rank, world, say):
 
     model, names, plain_params = build(spec, cfg, run, rank, say)
     seed_all(spec.seed + rank)  # per-rank RNG: each rank its own stream, the same in every run
-    # No checks/hook_fires here: under DDP the reducer is the real "mark
-    # ready" check (a parameter whose hook fires twice in one backward is
-    # DDP's own error, unless static_graph told it to expect that), and
-    # FSDP's parameters are not the plain model's tensors.
     params = list(model.named_parameters())
+    # Each parameter's gradient hook counted per backward, as for one
+    # process, into ranks/<r>/checks/hook_fires/<name>: the judge holds each
+    # rank to the same rank of the plain DDP run (whose counts include
+    # whatever DDP's own wrapping does). DDP trains the plain model's
+    # parameter tensors, so a Tensor.register_hook on them is what a user's
+    # hook would be. FSDP's are not: its autograd runs through the flat
+    # parameter (FSDP) or DTensor shards (FSDP2), so none is counted there.
+    hooks = HookCounts([(names[n], p) for n, p in params]) if cfg.parallel == "ddp" else None
     tensors, glob = {}, {}
     mem = {"peak_bytes": 0, "forward_peak_bytes": 0, "backward_peak_bytes": 0}
     fwd_ms, bwd_ms, gathers = [], [], []
@@ -287,7 +327,11 @@ def train_rank(spec, cfg, run, rank, world, say):
                 meter.reset_peak()
             forward_gathers = coll.calls
             say(f"step {step}: backward")
+            if hooks:
+                hooks.start_backward()
             _backward(loss, cfg.run_name, step)
+            if hooks:
+                hooks.end_backward([(names[n], p) for n, p in params])
             t2 = time.perf_counter()
         gathers.append((forward_gathers, coll.calls - forward_gathers, coll.bytes))
         if measured:
@@ -330,6 +374,8 @@ def train_rank(spec, cfg, run, rank, world, say):
             glob[f"final_params/{n}"] = final[n]
     if start_bytes:
         tensors["checks/step_start_bytes"] = torch.tensor(start_bytes, dtype=torch.int64)
+    if hooks:
+        tensors.update(hooks.record())
     attrs = {}
     if measured:
         attrs.update({f"memory.{k}": v for k, v in mem.items()})

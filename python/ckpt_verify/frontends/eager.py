@@ -264,6 +264,11 @@ class Spec:
         # ids of the baseline Runs whose probe run (probe_run) has run:
         # once per verify() call, before the first recorded baseline.
         self.probed: set[int] = set()
+        # The random ops (dropout, bernoulli, rand...) the probe saw the
+        # baseline's forward draw, in the order first seen: a model that
+        # draws random numbers (the distributed frontend's _vs_single twins
+        # say what that leaves them to claim). A list, shared by the copies.
+        self.forward_random: list[str] = []
 
 
 def build_model(spec, run_name):
@@ -434,6 +439,7 @@ def probe_run(spec, run, run_name):
         seen = watcher.finding()
         if seen:
             raise probe.refusal(run_name, seen)
+        spec.forward_random.extend(op for op in watcher.forward_random if op not in spec.forward_random)
         del loss, grad
         with torch.no_grad():
             for _, p in params:

@@ -161,6 +161,9 @@ class RecomputeProbe(TorchDispatchMode):
         self.step = 0
         self.seen = Sightings()
         self._generators = GeneratorWatch()
+        # Random ops run in forward: no finding (dropout draws there), but
+        # what a comparison with differently drawn masks cannot claim.
+        self.forward_random: list[str] = []
 
     def step_starts(self, step: int) -> None:
         self.step = step
@@ -179,8 +182,11 @@ class RecomputeProbe(TorchDispatchMode):
                 self.seen.recomputed.append((self.step, str(func.overloadpacket)))
             if _is_random(func):
                 self.seen.random_ops.append((self.step, str(func.overloadpacket)))
-        elif _saved_tensor_hooks_active():
-            self.seen.hooked.append((self.step, str(func.overloadpacket)))
+        else:
+            if _saved_tensor_hooks_active():
+                self.seen.hooked.append((self.step, str(func.overloadpacket)))
+            if _is_random(func) and str(func.overloadpacket) not in self.forward_random:
+                self.forward_random.append(str(func.overloadpacket))
         return func(*args, **(kwargs or {}))
 
     def finding(self) -> str:
