@@ -7,7 +7,11 @@ here) and as a file. Each CHECK is one behaviour (tests/html.cmake):
                              a harness run (PASS, MEMFAIL, FAIL) judged with
                              JUDGE_FILES/noise.h5 (NOISE, FAIL), outcome.h5
                              (ERROR) and absent.h5 (ERROR, unexpected); exit 1
-                             unless all five verdicts and an unexpected one show
+                             unless all five verdicts and an unexpected one show;
+                             OUT/again: the run again, --compare-to a previous
+                             run in which no_rng_stash PASSed (a regression)
+  regressions DIR            the regressions of --compare-to are counted on the
+                             page and listed in their case's section
   counts DIR                 the counts on the page are the summary's
   filter DIR                 filtering to FAIL leaves exactly the FAIL rows
   follow DIR                 a FAIL row's link opens its case's section, whose
@@ -106,6 +110,15 @@ def setup(cv, judge_files, out):
         fail(f"the fixture lacks verdict(s) {missing}; it has {sorted(seen)}")
     if all(r["expected"] for r in recs):
         fail("the fixture has no unexpected verdict")
+    previous = summary(os.path.join(out, "run"))
+    for r in previous["records"]:
+        if r["impl"] == "no_rng_stash":
+            r["verdict"] = "PASS"
+    os.makedirs(os.path.join(out, "previous"))
+    with open(os.path.join(out, "previous", "summary.json"), "w") as f:
+        json.dump(previous, f)
+    run([cv, "--case", "none_bs4", "--impl", "nonreentrant,recompute_elided,no_rng_stash",
+         "--out", os.path.join(out, "again"), "--compare-to", os.path.join(out, "previous")], codes=(1,))
     print(f"run directory with verdicts {sorted(seen)}: {os.path.join(out, 'all')}")
 
 
@@ -315,6 +328,28 @@ def tensors(run_dir):
         d.quit()
 
 
+def regressions(run_dir):
+    found = summary(run_dir).get("regressions", [])
+    if not found:
+        fail(f"{run_dir}/summary.json records no regression to show")
+    d = browser()
+    try:
+        d.get(page_url(run_dir))
+        text = d.find_element("id", "count-regressions").text
+        if not text.startswith(f"{len(found)} regression"):
+            fail(f"the page counts {text!r}, summary.json {len(found)} regression(s)")
+        sections = impl_sections(d)
+        for r in found:
+            div = sections.get((r["case"], r["impl"]))
+            shown = [e.get_attribute("textContent") for e in div.find_elements("css selector", "dd.outside")] \
+                if div else []
+            if r["finding"] not in shown:
+                fail(f"{r['case']}/{r['impl']}: the regression {r['finding']!r} is not in its section ({shown})")
+        print(f"{len(found)} regression(s) counted and shown in their case sections")
+    finally:
+        d.quit()
+
+
 def self_contained(run_dir):
     with open(os.path.join(run_dir, "report.html"), encoding="utf-8") as f:
         page = f.read()
@@ -349,7 +384,8 @@ def main():
         return 2
     check, args = sys.argv[1], sys.argv[2:]
     checks = {"setup": setup, "counts": counts, "filter": filter_fail, "follow": follow, "screenshot": screenshot,
-              "noscript": noscript, "crafted": crafted, "tensors": tensors, "self_contained": self_contained}
+              "noscript": noscript, "crafted": crafted, "tensors": tensors, "regressions": regressions,
+              "self_contained": self_contained}
     if check not in checks:
         print(f"unknown check {check!r}: one of {', '.join(checks)}")
         return 2

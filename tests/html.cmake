@@ -29,6 +29,8 @@ html_test(a_screenshot_of_the_page_is_not_blank ${HTML_CHECK} screenshot ${HTML_
 html_test(with_scripts_off_every_row_and_case_is_readable ${HTML_CHECK} noscript ${HTML_RUN})
 html_test(crafted_names_show_as_text_and_run_nothing
   ${HTML_CHECK} crafted ${CV} ${HTML_RUN} ${HTML_OUT}/crafted)
+html_test(regressions_of_compare_to_are_counted_and_shown_in_their_case
+  ${HTML_CHECK} regressions ${HTML_OUT}/fixture/again)
 # As a file.
 html_test(the_page_refers_to_nothing_outside_itself ${HTML_CHECK} self_contained ${HTML_RUN})
 # Per tensor: each FAIL's and NOISE's distances, as the judge recorded
