@@ -22,6 +22,10 @@ here) and as a file. Each CHECK is one behaviour (tests/html.cmake):
                              breaks show as text and run nothing
   tensors DIR                each FAIL's and NOISE's section lists the per-tensor
                              distances summary.json records, in its order
+  recorded DIR               (no browser) summary.json's tensor_distances, as the
+                             judge records them: farthest first, every NOISE
+                             tensor within its limit, a FAIL's first divergence
+                             outside (where the nearest 32 are not left out)
   self_contained DIR         the file asks for nothing outside itself
 
 A check that needs the browser exits 77 (Skipped, with the reason on its
@@ -350,6 +354,35 @@ def regressions(run_dir):
         d.quit()
 
 
+def recorded(run_dir):
+    recs = [r for r in summary(run_dir)["records"] if r["verdict"] in ("FAIL", "NOISE") and r.get("max_scaled_ulp")]
+    if not recs:
+        fail("no FAIL or NOISE record with a distance to check")
+
+    def inf(v):
+        return float("inf") if v is None else v
+
+    for r in recs:
+        what = f"{r['case']}/{r['impl']} {r['verdict']}"
+        ts = r.get("tensor_distances")
+        if not ts:
+            fail(f"{what}: no tensor_distances though its distance is {r['max_scaled_ulp']}")
+        ulps = [inf(t["scaled_ulp"]) for t in ts]
+        if ulps != sorted(ulps, reverse=True) or r["tensors_differing"] < len(ts):
+            fail(f"{what}: not farthest first, or more listed than differ: {ulps}, {r['tensors_differing']}")
+        if abs(ulps[0] - inf(r["max_scaled_ulp"])) > 1e-9 * max(1.0, ulps[0]):
+            fail(f"{what}: the farthest tensor ({ulps[0]}) is not the verdict's distance ({r['max_scaled_ulp']})")
+        outside = [t["tensor"] for t in ts if inf(t["scaled_ulp"]) > inf(t["limit"])]
+        if r["verdict"] == "NOISE" and outside:
+            fail(f"{what}: NOISE with tensors outside their limits: {outside}")
+        if r["verdict"] == "FAIL":
+            first = r["first_divergence"].split(" ")[0].split(": ")[-1]
+            listed = any(t["tensor"] == first for t in ts)
+            if (listed and first not in outside) or (not listed and len(ts) == r["tensors_differing"]):
+                fail(f"{what}: its first divergence {first} is not among the tensors outside: {outside}")
+    print(f"tensor_distances of {len(recs)} FAIL/NOISE record(s) are the judge's verdicts, tensor by tensor")
+
+
 def self_contained(run_dir):
     with open(os.path.join(run_dir, "report.html"), encoding="utf-8") as f:
         page = f.read()
@@ -385,7 +418,7 @@ def main():
     check, args = sys.argv[1], sys.argv[2:]
     checks = {"setup": setup, "counts": counts, "filter": filter_fail, "follow": follow, "screenshot": screenshot,
               "noscript": noscript, "crafted": crafted, "tensors": tensors, "regressions": regressions,
-              "self_contained": self_contained}
+              "recorded": recorded, "self_contained": self_contained}
     if check not in checks:
         print(f"unknown check {check!r}: one of {', '.join(checks)}")
         return 2

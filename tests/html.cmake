@@ -31,7 +31,10 @@ html_test(crafted_names_show_as_text_and_run_nothing
   ${HTML_CHECK} crafted ${CV} ${HTML_RUN} ${HTML_OUT}/crafted)
 html_test(regressions_of_compare_to_are_counted_and_shown_in_their_case
   ${HTML_CHECK} regressions ${HTML_OUT}/fixture/again)
-# As a file.
+# As a file. The judge's per-tensor distances in summary.json agree with
+# its verdicts (no browser needed).
+html_test(the_judge_records_each_differing_tensors_distance_and_limit ${HTML_CHECK} recorded ${HTML_RUN})
+set_tests_properties(html.the_judge_records_each_differing_tensors_distance_and_limit PROPERTIES LABELS "html;judge")
 html_test(the_page_refers_to_nothing_outside_itself ${HTML_CHECK} self_contained ${HTML_RUN})
 # Per tensor: each FAIL's and NOISE's distances, as the judge recorded
 # them in summary.json (tensor_distances), farthest first.
