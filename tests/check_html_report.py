@@ -14,6 +14,8 @@ here) and as a file. Each CHECK is one behaviour (tests/html.cmake):
                              page and listed in their case's section
   counts DIR                 the counts on the page are the summary's
   filter DIR                 filtering to FAIL leaves exactly the FAIL rows
+  sort DIR                   a click on a column's header sorts the rows by it,
+                             a second click the other way
   follow DIR                 a FAIL row's link opens its case's section, whose
                              first divergence is summary.json's, word for word
   screenshot DIR PNG         a screenshot of the page is not blank
@@ -168,6 +170,32 @@ def filter_fail(run_dir):
         if any(r.find_elements("css selector", "td")[2].text != "FAIL" for r in shown):
             fail("a row shown under the FAIL filter does not say FAIL")
         print(f"filter FAIL: {len(got)} row(s), exactly summary.json's")
+    finally:
+        d.quit()
+
+
+def sort_rows(run_dir):
+    recs = summary(run_dir)["records"]
+    d = browser()
+    try:
+        d.get(page_url(run_dir))
+        headers = d.find_elements("css selector", "#verdict-table thead th")
+        col = [h.text for h in headers].index("scaled ULP")
+
+        def column():
+            return [float(r.find_elements("tag name", "td")[col].get_attribute("data-sort"))
+                    for r in d.find_elements("css selector", "#verdict-table tbody tr")]
+        headers[col].click()
+        up = column()
+        headers[col].click()
+        down = column()
+        if up != sorted(up) or down != sorted(up, reverse=True) or len(up) != len(recs):
+            fail(f"scaled ULP sorted up {up}, down {down}")
+        want = sorted((r.get("max_scaled_ulp", -1) if r.get("max_scaled_ulp", -1) is not None else 1e308)
+                      for r in recs)
+        if up != want:
+            fail(f"sorted by scaled ULP the page shows {up}, summary.json's distances are {want}")
+        print(f"sorted by scaled ULP both ways: {up}")
     finally:
         d.quit()
 
@@ -416,7 +444,8 @@ def main():
         print(__doc__)
         return 2
     check, args = sys.argv[1], sys.argv[2:]
-    checks = {"setup": setup, "counts": counts, "filter": filter_fail, "follow": follow, "screenshot": screenshot,
+    checks = {"setup": setup, "counts": counts, "filter": filter_fail, "sort": sort_rows, "follow": follow,
+              "screenshot": screenshot,
               "noscript": noscript, "crafted": crafted, "tensors": tensors, "regressions": regressions,
               "recorded": recorded, "self_contained": self_contained}
     if check not in checks:

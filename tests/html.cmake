@@ -24,6 +24,7 @@ endfunction()
 # In the browser.
 html_test(counts_on_the_page_are_the_summarys ${HTML_CHECK} counts ${HTML_RUN})
 html_test(filter_to_fail_shows_exactly_the_fail_rows ${HTML_CHECK} filter ${HTML_RUN})
+html_test(a_click_on_a_header_sorts_the_rows_by_it ${HTML_CHECK} sort ${HTML_RUN})
 html_test(a_rows_link_opens_its_case_with_the_summarys_first_divergence ${HTML_CHECK} follow ${HTML_RUN})
 html_test(a_screenshot_of_the_page_is_not_blank ${HTML_CHECK} screenshot ${HTML_RUN} ${HTML_OUT}/screenshot.png)
 html_test(with_scripts_off_every_row_and_case_is_readable ${HTML_CHECK} noscript ${HTML_RUN})
