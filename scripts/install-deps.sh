@@ -4,7 +4,9 @@
 # pinned torch from PyPI (scripts/setup-env.sh: .venv/, whose libtorch the C
 # build links). Idempotent: does nothing when everything is already there.
 # clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes) build the
-# fuzz targets (CKPT_FUZZ=ON, fuzz/); valgrind runs the memcheck test.
+# fuzz targets (CKPT_FUZZ=ON, fuzz/); valgrind runs the memcheck test;
+# chromium and chromium-driver run the report.html tests in a real browser
+# (label html, through selenium from env/requirements.txt).
 # torch, h5py and numpy come from PyPI (env/requirements.txt), never from
 # Debian: one torch for the C build and every Python part.
 set -euo pipefail
@@ -15,6 +17,7 @@ packages=(
   libcmocka-dev libinih-dev libjansson-dev
   python3 python3-venv
   clang libclang-rt-dev valgrind
+  chromium chromium-driver
 )
 
 missing=()

@@ -27,6 +27,12 @@ ckpt_add_test_needing(python.plot_draws_time_and_memory TOOLS gnuplot
   COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_plot_pages.py $<TARGET_FILE:ckpt-verify> python
     ${PY_OUT}/examples/transformer_torch_checkpoint_cpu.judge ${PY_OUT}/plot_py)
 set_tests_properties(python.plot_draws_time_and_memory PROPERTIES FIXTURES_REQUIRED py_report LABELS "python;plot")
+# verify(out=...) calls the C judge, which writes the page beside its summary.
+add_test(NAME python.verify_writes_the_judges_report_html
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/check_verify_page.py
+    ${PY_OUT}/examples/transformer_torch_checkpoint_cpu.h5 ${PY_OUT}/examples/transformer_torch_checkpoint_cpu.judge)
+set_tests_properties(python.verify_writes_the_judges_report_html PROPERTIES FIXTURES_REQUIRED py_report
+  LABELS "python;html")
 
 foreach(pair "nonscalar_loss NonScalarLoss" "model_not_reproducible ModelNotReproducible"
              "run_name_clash BadRunName" "buffer_name_collision NameCollision")

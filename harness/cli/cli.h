@@ -1,6 +1,6 @@
 /* cli: what the ckpt-verify command's parts share (internal to harness/cli/).
  * main.c dispatches to one subcommand per file: run.c (the main run,
- * flags and all), diff.c, merge.c, judge.c, plot.c, bench.c; help.c prints
+ * flags and all), diff.c, merge.c, judge.c, plot.c, bench.c, html.c; help.c prints
  * --help and --version; common.c holds what several of them use.
  * Exit codes: 0 every verdict expected, 1 an unexpected verdict, a
  * regression or a difference (diff), 2 usage or input error, 3 internal
@@ -26,6 +26,10 @@ int cli_merge(int argc, char **argv);
 int cli_plot(int argc, char **argv);
 int cli_judge(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_html(int argc, char **argv);
+/* Writes DIR/report.html from DIR/summary.json (html.c); a failure is one
+ * warning line on stderr, never the run's exit code. */
+void cli_write_report_html(const char *dir);
 
 /* --help and --version of the main command (help.c). */
 void cli_usage(FILE *out);

@@ -74,7 +74,7 @@ int cli_option_error(const char *command, int opt, const char *arg, const struct
     return EXIT_USAGE;
 }
 
-static const char *const subcommands[] = {"diff", "plot", "bench", "merge", "judge"};
+static const char *const subcommands[] = {"diff", "plot", "bench", "merge", "judge", "html"};
 
 static const char *subcommand_at(const void *ctx, int i)
 {

@@ -46,7 +46,7 @@ int cli_judge(int argc, char **argv)
         case 'h':
             printf("%s\nJudges every run of each file against its baseline_* runs (per-tensor noise envelope at the\n"
                    "tensor's scale, NOISE within %gx); expectations from the file's /case expect attribute,\n"
-                   "otherwise PASS or NOISE. -o/--out DIR writes summary.json and junit.xml there.\n"
+                   "otherwise PASS or NOISE. -o/--out DIR writes summary.json, junit.xml and report.html there.\n"
                    "exit codes: 0 all verdicts expected, 1 an unexpected verdict, 2 bad input, 3 internal error\n",
                    judge_usage, JUDGE_NOISE_MARGIN);
             return 0;
@@ -124,6 +124,8 @@ int cli_judge(int argc, char **argv)
         free(results);
         return cli_fail(st);
     }
+    if (!st && out_dir)
+        cli_write_report_html(out_dir);
     if (!st) {
         mutation_matrix_print(stdout, summary_json(summary));
         printf("%d file(s) judged; %s%s%s\n", n,

@@ -1,6 +1,6 @@
 /* main: the ckpt-verify command. Checks the torch it runs with, then hands
  * the command line to the subcommand it names (`diff`, `plot`, `bench`,
- * `merge`, `judge`) or to the main run (run.c). The only place that exits. */
+ * `merge`, `judge`, `html`) or to the main run (run.c). The only place that exits. */
 #include <signal.h>
 #include <string.h>
 
@@ -31,5 +31,7 @@ int main(int argc, char **argv)
         return cli_merge(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "judge") == 0)
         return cli_judge(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "html") == 0)
+        return cli_html(argc - 1, argv + 1);
     return cli_run(argc, argv);
 }

@@ -23,7 +23,7 @@ int cli_merge(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("%s\nMerges run directories (the shards of one run, --shard K/N) into OUT_DIR: summary.json,\n"
-                   "junit.xml and the plots. A shard of the inputs' N that is missing is a warning, or with\n"
+                   "junit.xml, the plots and report.html. A shard of the inputs' N that is missing is a warning, or with\n"
                    "--strict an error (exit 2) before anything is written.\n", merge_usage);
             return 0;
         }
@@ -61,5 +61,6 @@ int cli_merge(int argc, char **argv)
     const char *gnuplot = getenv("CKPT_GNUPLOT") ? getenv("CKPT_GNUPLOT") : "gnuplot";
     if (plot_run_dir(operands[0], scripts, gnuplot, stdout))
         fprintf(stderr, "ckpt-verify: warning: merged report has no plots: %s\n", error_message());
+    cli_write_report_html(operands[0]);
     return unexpected ? EXIT_UNEXPECTED : 0;
 }

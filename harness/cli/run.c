@@ -1,6 +1,6 @@
 /* run: the main ckpt-verify run. Parses flags, loads cases, runs them (or a
  * --shard of them) through the runner, prints the tables and progress,
- * writes summary.json and junit.xml, compares with --compare-to. */
+ * writes summary.json, junit.xml and report.html, compares with --compare-to. */
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -505,6 +505,8 @@ int cli_run(int argc, char **argv)
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
             unexpected++;
             st = ST_OK;
+        } else {
+            cli_write_report_html(out_dir); /* the page is read from the summary just written */
         }
         mutation_matrix_print(stdout, summary_json(summary));
         printf("%d case(s); %s; report in %s\n", n_run,

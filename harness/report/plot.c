@@ -11,11 +11,18 @@
 
 int plot_run_dir(const char *run_dir, const char *scripts_dir, const char *gnuplot, FILE *log)
 {
+    return plot_run_dir_as(run_dir, NULL, PLOT_PNG | PLOT_SVG, scripts_dir, gnuplot, log);
+}
+
+/* plots_dir NULL: RUN_DIR/plots, created when missing. */
+int plot_run_dir_as(const char *run_dir, const char *plots_dir, int formats, const char *scripts_dir,
+                    const char *gnuplot, FILE *log)
+{
     char program[PATH_MAX_LEN];
     if (!plot_find_program(gnuplot, program, sizeof program))
         return error_set(ST_INPUT, "plot: %s not found%s (install gnuplot-nox; scripts/install-deps.sh does)", gnuplot,
                          strchr(gnuplot, '/') ? "" : " on PATH");
-    if (strchr(run_dir, '\'') || strchr(scripts_dir, '\''))
+    if (strchr(run_dir, '\'') || strchr(scripts_dir, '\'') || (plots_dir && strchr(plots_dir, '\'')))
         return error_set(ST_INPUT, "plot: paths with a single quote cannot be handed to gnuplot: %s", run_dir);
     struct summary_in s;
     int st = plot_summary_load(&s, run_dir);
@@ -23,9 +30,12 @@ int plot_run_dir(const char *run_dir, const char *scripts_dir, const char *gnupl
         plot_summary_free(&s);
         return st;
     }
-    struct plot_env env = {.run_dir = run_dir, .scripts_dir = scripts_dir, .gnuplot = program, .log = log};
-    snprintf(env.plots_dir, sizeof env.plots_dir, "%s/plots", run_dir);
-    if (mkdir(env.plots_dir, 0777) != 0 && errno != EEXIST) {
+    struct plot_env env = {
+        .run_dir = run_dir, .scripts_dir = scripts_dir, .gnuplot = program, .log = log, .formats = formats};
+    snprintf(env.plots_dir, sizeof env.plots_dir, "%s", plots_dir ? plots_dir : run_dir);
+    if (!plots_dir)
+        snprintf(env.plots_dir, sizeof env.plots_dir, "%s/plots", run_dir);
+    if (!plots_dir && mkdir(env.plots_dir, 0777) != 0 && errno != EEXIST) {
         plot_summary_free(&s);
         return error_set(ST_INPUT, "%s: cannot create: %s", env.plots_dir, strerror(errno));
     }

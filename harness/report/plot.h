@@ -37,5 +37,11 @@
  * ST_INPUT when gnuplot cannot be found (before anything is written) or
  * RUN_DIR/summary.json is missing or malformed, ST_RUN when gnuplot fails. */
 int plot_run_dir(const char *run_dir, const char *scripts_dir, const char *gnuplot, FILE *log);
+/* The same plots in the formats asked (PLOT_PNG, PLOT_SVG or both) into
+ * plots_dir, which must exist (the HTML report draws SVG into a directory
+ * of its own, leaving RUN_DIR/plots as `plot` drew it). */
+enum { PLOT_PNG = 1, PLOT_SVG = 2 };
+int plot_run_dir_as(const char *run_dir, const char *plots_dir, int formats, const char *scripts_dir,
+                    const char *gnuplot, FILE *log);
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "plot.h"
 #include "plot_internal.h"
 
 extern char **environ;
@@ -71,6 +72,8 @@ int plot_gnuplot_run(struct plot_env *env, const char *script, const char *name,
     if (access(script_path, R_OK) != 0)
         return error_set(ST_INPUT, "%s: cannot read the gnuplot script: %s", script_path, strerror(errno));
     for (size_t t = 0; t < sizeof terms / sizeof terms[0]; t++) {
+        if (!(env->formats & (1 << t)))
+            continue; /* PLOT_PNG = 1 << 0, PLOT_SVG = 1 << 1 */
         snprintf(expr, sizeof expr, "%s; term='%s'; out='%s/%s.%s'", vars, terms[t], env->plots_dir, name, terms[t]);
         char *argv[] = {(char *)env->gnuplot, "-e", expr, script_path, NULL};
         pid_t pid;
@@ -92,7 +95,8 @@ int plot_gnuplot_run(struct plot_env *env, const char *script, const char *name,
             return error_set(ST_RUN, "gnuplot failed on %s (%s output); its messages are above", script, terms[t]);
         }
     }
-    fprintf(env->log, "  %s/%s.png, .svg\n", env->plots_dir, name);
+    fprintf(env->log, "  %s/%s%s%s\n", env->plots_dir, name, env->formats & PLOT_PNG ? ".png" : "",
+            env->formats == (PLOT_PNG | PLOT_SVG) ? ", .svg" : env->formats & PLOT_SVG ? ".svg" : "");
     env->drawn++;
     return ST_OK;
 }

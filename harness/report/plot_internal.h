@@ -64,6 +64,7 @@ struct plot_env {
     char plots_dir[PATH_MAX_LEN];
     FILE *log;
     int drawn, skipped;
+    int formats; /* PLOT_PNG | PLOT_SVG (plot.h) */
 };
 
 struct datafile {
@@ -77,8 +78,8 @@ int plot_data_close(struct datafile *d);
 /* The program's path in out: as given when it has a '/', else the first
  * executable of that name on PATH. 0 when there is none. */
 int plot_find_program(const char *name, char *out, size_t len);
-/* Runs scripts/<script> with gnuplot variables `vars`, once for PNG and once
- * for SVG, drawing plots/<name>.png and .svg. */
+/* Runs scripts/<script> with gnuplot variables `vars`, once per format of
+ * env->formats (PNG, SVG), drawing plots/<name>.png and .svg. */
 int plot_gnuplot_run(struct plot_env *env, const char *script, const char *name, const char *vars);
 /* Pages: a plot of many cases is drawn as several images, each readable at
  * its natural size (PLOT_MAX_WIDTH pixels wide at most): "<name>.png" when

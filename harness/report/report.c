@@ -272,6 +272,22 @@ static void add_memory_time(json_t *rec, const struct case_result *r, const stru
         json_decref(def); /* another producer's file without /case: nothing to describe */
 }
 
+/* The judge's per-tensor distances (judge.h tensor_distances), as it
+ * computed them: a report shows them per tensor and step without
+ * recomputing anything. Infinite figures are null. */
+static void add_tensor_distances(json_t *rec, const struct impl_result *x)
+{
+    json_t *list = json_array();
+    for (int k = 0; k < x->n_tensor_distances; k++) {
+        const struct tensor_distance *t = &x->tensor_distances[k];
+        json_array_append_new(list, json_pack("{s:s, s:o, s:o, s:o}", "tensor", t->path, "scaled_ulp",
+                                              json_number(t->scaled_ulp), "spread", json_number(t->spread),
+                                              "limit", json_number(t->limit)));
+    }
+    json_object_set_new(rec, "tensor_distances", list);
+    json_object_set_new(rec, "tensors_differing", json_integer(x->tensors_differing));
+}
+
 int summary_add_case_run(struct summary *s, const struct case_result *r, int case_index, double seconds)
 {
     if (r->n_results == 0) {
@@ -323,6 +339,8 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
         json_object_set_new(rec, "overhead_baseline", json_string(x->overhead_baseline));
         json_object_set_new(rec, "end_forward_bytes", json_number(x->end_forward_bytes));
         json_object_set_new(rec, "recomputes", json_integer(x->recomputes));
+        if (x->tensors_differing)
+            add_tensor_distances(rec, x);
         json_object_set_new(rec, "raw_noise_floor_ulp", json_integer((json_int_t)r->noise_floor_ulp));
         json_object_set_new(rec, "noise_floor_scaled_ulp", json_number(r->noise_floor_scaled));
         json_object_set_new(rec, "noise_ratio", json_number(x->noise_ratio));

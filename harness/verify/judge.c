@@ -158,6 +158,7 @@ struct spread_table {
      * plain runs never spread, an impl that varies is a flaky bug. */
     int baselines_spread;
     int noisy_from;          /* first_noisy_step over the judged run's attempts */
+    struct impl_result *record; /* where each differing tensor's distance goes (NULL: nowhere) */
 };
 
 static void spread_table_free(struct spread_table *tab)
@@ -174,6 +175,7 @@ static int spread_table_build(const struct run_record *const *baselines, int nb,
     tab->baselines = baselines;
     tab->nb = nb;
     tab->baselines_spread = 0;
+    tab->record = NULL;
     tab->spread = calloc((size_t)base->n + 1, sizeof *tab->spread);
     tab->bitwise = calloc((size_t)base->n + 1, 1);
     if (!tab->spread || !tab->bitwise) {
@@ -262,6 +264,41 @@ static int first_noisy_step(const struct spread_table *tab, const struct run_rec
     return ST_OK;
 }
 
+/* Keeps the tensor's distance in res (judge.h tensor_distances): the
+ * farthest RESULT_TENSORS_MAX, farthest first; a path seen in an earlier
+ * attempt keeps the larger distance. */
+static void record_distance(struct impl_result *res, const char *path, double distance, double spread, double limit)
+{
+    if (!res)
+        return;
+    struct tensor_distance *t = res->tensor_distances;
+    int n = res->n_tensor_distances, at = -1;
+    for (int k = 0; k < n && at < 0; k++)
+        if (strcmp(t[k].path, path) == 0)
+            at = k;
+    if (at >= 0 && !(distance > t[at].scaled_ulp))
+        return;
+    if (at < 0) {
+        res->tensors_differing++;
+        if (n < RESULT_TENSORS_MAX)
+            at = res->n_tensor_distances++;
+        else if (distance > t[n - 1].scaled_ulp)
+            at = n - 1; /* the nearest of those kept makes room */
+        else
+            return;
+    }
+    snprintf(t[at].path, sizeof t[at].path, "%s", path);
+    t[at].scaled_ulp = distance;
+    t[at].spread = spread;
+    t[at].limit = limit;
+    /* back into order, farthest first */
+    for (; at > 0 && t[at].scaled_ulp > t[at - 1].scaled_ulp; at--) {
+        struct tensor_distance tmp = t[at];
+        t[at] = t[at - 1];
+        t[at - 1] = tmp;
+    }
+}
+
 /* check_envelope's work on one tensor pair, both held. */
 static int envelope_tensor(const struct spread_table *tab, int i, const struct run_record *const *samples,
                            int n_samples, const struct host_tensor *ref_t,
@@ -314,6 +351,8 @@ static int envelope_tensor(const struct spread_table *tab, int i, const struct r
         snprintf(out->worst_path, sizeof out->worst_path, "%s", path);
     }
     int within = !bitwise && d.comparable && (isinf(spread) || distance <= JUDGE_NOISE_MARGIN * envelope);
+    record_distance(tab->record, path, isnan(distance) ? INFINITY : distance, spread,
+                    bitwise ? 0 : isinf(spread) ? INFINITY : JUDGE_NOISE_MARGIN * envelope);
     if (!within && !out->outside) {
         out->outside = 1;
         snprintf(out->path, sizeof out->path, "%s", path);
@@ -724,6 +763,7 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
     struct spread_table tab;
     if ((st = spread_table_build(baselines, nb, &tab)))
         return st;
+    tab.record = res;
     if (!(st = first_noisy_step(&tab, samples, n_samples, &tab.noisy_from)))
         st = judge_attempts(c, &tab, samples, n_samples, res);
     spread_table_free(&tab);

@@ -31,6 +31,17 @@
 
 #define RESULT_TEXT_MAX 512
 
+/* One tensor that differs from baseline_0, as the envelope judged it: its
+ * distance at its scale (scaled ULP; INFINITY for NaN/Inf or a broken
+ * scale), its baselines' spread, and the limit it was held to (0: it had
+ * to match bitwise; INFINITY: no limit, the baselines themselves are
+ * broken there). Over a run's re-runs, the largest distance of any. */
+#define RESULT_TENSORS_MAX 32
+struct tensor_distance {
+    char path[RUN_PATH_MAX];
+    double scaled_ulp, spread, limit;
+};
+
 struct impl_result {
     char impl[CASE_WORD_MAX * 2];
     enum verdict verdict;
@@ -70,6 +81,12 @@ struct impl_result {
      * NAN where ops have no times (older files, failed marks). */
     double recomputed_ops_ms;
     int recomputes;
+    /* Every tensor that differs from baseline_0 (tensors_differing of them,
+     * counted per path over the attempts), the RESULT_TENSORS_MAX farthest
+     * kept, farthest first: what a report shows per tensor and step. Filled
+     * where the envelope is computed (judge.c), so no reader recomputes it. */
+    int tensors_differing, n_tensor_distances;
+    struct tensor_distance tensor_distances[RESULT_TENSORS_MAX];
 };
 
 struct case_result {

@@ -1,6 +1,7 @@
 """What a verification returns (verify(), the JAX frontend's
 verify_jax()): the C judge's verdicts as a read-only mapping {run name:
 verdict string} whose truth is `.ok`. No torch: every frontend returns it."""
+import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -37,6 +38,14 @@ class Report(Mapping):
         """Every verdict was the expected one."""
         return all(v.expected for v in self.verdicts.values())
 
+    @property
+    def html(self) -> str | None:
+        """The judge's page of this report (report.html in judge_dir: the
+        verdicts, each run's first divergence and per-tensor distances, the
+        plots), or None where the judge could not write it."""
+        page = os.path.join(self.judge_dir, "report.html")
+        return page if os.path.isfile(page) else None
+
     def unexpected(self) -> list[Verdict]:
         return [v for v in self.verdicts.values() if not v.expected]
 
@@ -51,4 +60,6 @@ class Report(Mapping):
         lines += [f"{name}: skipped: {why}" for name, why in self.skipped.items()]
         lines.append(f"memory: {self.memory_source}")
         lines.append(f"report: {self.path}")
+        if self.html:
+            lines.append(f"page: {self.html}")
         return "\n".join(lines)
