@@ -17,7 +17,10 @@
 /* The cell's text and colour for r. */
 static void cell_of(const struct rec *r, char *figure, size_t len, const char **note, unsigned *rgb)
 {
-    if (isnan(r->distance))
+    if (r->decided_by[0])
+        /* what decided it, in one word: the data file's columns are words */
+        snprintf(figure, len, "%.*s", (int)strcspn(r->decided_by, " "), r->decided_by);
+    else if (isnan(r->distance))
         snprintf(figure, len, "-");
     else
         scaled_ulp_format(r->distance, figure, len);
@@ -50,7 +53,9 @@ static int draw_page(struct plot_env *env, const struct summary_in *s, const cha
                  "# distance: the verdict's distance from baseline_0 in scaled ULP (the largest over every\n"
                  "# tensor of max |a - b| in ULPs of its dtype at its max |a|), as the table prints it;\n"
                  "# inf: no ULP distance (NaN or Inf against a number); known = 0, '-': none measured (the\n"
-                 "# run errored, or the checkpoint's own check stopped it before any gradient);\n"
+                 "# run errored, or the checkpoint's own check stopped it before any gradient); a word\n"
+                 "# where a FAIL was decided before any distance: missing (a tensor on one side only),\n"
+                 "# dtype/shape (a tensor that cannot be compared);\n"
                  "# mark: * a bad verdict the case expects (a planted bug caught), ! an unexpected verdict,\n"
                  "# - neither\n");
     size_t longest_impl = 0, longest_case = 0;
