@@ -69,7 +69,7 @@ set_tests_properties(judge.agrees_with_the_runner PROPERTIES LABELS "judge")
 # element-wise max ULP appears only labelled raw (the noisy run's sign
 # flips are ~2^31 raw ULP and a few scaled ULP).
 ckpt_add_test_needing(judge.one_distance_everywhere TOOLS gnuplot
-  COMMAND bash -c "rm -rf ${JUDGE_OUT}/one_distance && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_one_distance.py ${CV} ${JUDGE_OUT}/one_distance ${JUDGE_OUT}/files/noise.h5 ${JUDGE_OUT}/files/bitwise.h5 ${JUDGE_OUT}/files/outcome.h5")
+  COMMAND bash -c "rm -rf ${JUDGE_OUT}/one_distance && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_one_distance.py ${CV} ${JUDGE_OUT}/one_distance ${JUDGE_OUT}/files/noise.h5 ${JUDGE_OUT}/files/bitwise.h5 ${JUDGE_OUT}/files/outcome.h5 ${JUDGE_OUT}/files/dropped_grad.h5")
 set_tests_properties(judge.one_distance_everywhere PROPERTIES FIXTURES_REQUIRED judge_files LABELS "judge")
 
 # `diff` prints the distance the table prints: per tensor the max scaled
