@@ -8,19 +8,21 @@
 #
 # Variables (gnuplot -e "..."):
 #   data   held_per_case.dat (or held_per_case_P.dat, page P): a header
-#          row, then per case: index "case" predicted, and per impl two
-#          columns: held cut, peak cut (percent of the baseline's; only
-#          PASS and NOISE runs)
+#          row, then per case: index "case", and per impl three columns:
+#          held cut, peak cut, the impl's own predicted held cut (percent
+#          of the baseline's; only PASS and NOISE runs)
 #   nimpl, ncase   impl column groups and cases on this page
 #   page, pages    this page's number and the count
 #   W      the width in pixels (the caller keeps a page readable: <= 2000)
 #   colours  the impls' colours, one word each (optional)
-#   hasref   0: no case on the page has a reference value (a Python or
-#            external producer's report: no prediction), none is drawn
+#   predicted  the impls (1-based, one word each) with a prediction on
+#            this page: each prediction is a dot on top of the impl's own
+#            held bar ("" or absent: a Python or external producer's report,
+#            no prediction, none is drawn)
 #   out    output file;  term  'png' or 'svg'
 if (!exists("term")) term = 'png'
 if (!exists("page")) page = 1
-if (!exists("hasref")) hasref = 1
+if (!exists("predicted")) predicted = ''
 if (!exists("pages")) pages = 1
 if (!exists("W")) W = 360 + ncase * (28 * nimpl + 20)
 W = W < 1000 ? 1000 : W
@@ -31,7 +33,7 @@ if (term eq 'svg') {
 }
 set output out
 
-set title sprintf("Memory cut by checkpointing per case%s: held at the end of forward (solid) and the step's peak (hatched)\n(1 - the impl's / the baseline's; the dots: the model's prediction of the held cut; below 0: the impl's is higher)", \
+set title sprintf("Memory cut by checkpointing per case%s: held at the end of forward (solid) and the step's peak (hatched)\n(1 - the impl's / the baseline's; below 0: the impl's is higher)\na dot: the model's prediction for the solid bar under it", \
     pages > 1 ? sprintf(" (page %d of %d)", page, pages) : "")
 set ylabel "cut (% of the baseline's)"
 set style fill solid 0.8 border -1
@@ -50,10 +52,12 @@ x(k, j) = column(1) - 0.4 + bw * (2 * (k - 1) + j - 0.5)
 # each impl's colour of every plot, when the caller names them
 colour(k) = exists("colours") && words(colours) >= k ? word(colours, k) : k == 1 ? '#7b1fa2' : k == 2 ? '#00897b' : '#1e88e5'
 
-# the prediction's dots only where there is one (an empty iteration would warn)
-predicted = hasref ? ", data using 1:3 with points pt 7 ps 1.0 lc rgb 'black' title 'predicted held cut'" : ""
+col(k, j) = column(2 + 3 * (k - 1) + j)
+# each impl's prediction on its own held bar, only for impls that have one
+# (an iteration over no point would warn); one key entry for them all
+dots = words(predicted) > 0 ? ", for [i=1:words(predicted)] data using (x(word(predicted, i) + 0, 1)):(col(word(predicted, i) + 0, 3)) with points pt 7 ps 1.0 lc rgb 'black' title (i == 1 ? 'predicted held cut of the impl under it' : '')" : ""
 
 plot data using 1:(0):xtic(2) with points ps 0 notitle, \
-     for [k=1:nimpl] data using (x(k, 1)):(column(3 + 2 * k - 1)):(bw) with boxes lc rgb colour(k) title columnheader(3 + 2 * k - 1), \
-     for [k=1:nimpl] data using (x(k, 2)):(column(3 + 2 * k)):(bw) with boxes fs pattern 4 border lc rgb colour(k) lc rgb colour(k) title columnheader(3 + 2 * k) \
-     @predicted
+     for [k=1:nimpl] data using (x(k, 1)):(col(k, 1)):(bw) with boxes lc rgb colour(k) title columnheader(2 + 3 * (k - 1) + 1), \
+     for [k=1:nimpl] data using (x(k, 2)):(col(k, 2)):(bw) with boxes fs pattern 4 border lc rgb colour(k) lc rgb colour(k) title columnheader(2 + 3 * (k - 1) + 2) \
+     @dots

@@ -10,7 +10,8 @@ can be read at their natural size.
                    the log, no stale NAME.png), every measured overhead on a
                    page (the unstable ones marked, with their whiskers down
                    to step / slowest baseline), and every held cut with its
-                   peak cut beside it.
+                   peak cut beside it and its own impl's prediction (one per
+                   impl, drawn on that impl's bar).
   one SRC OUT      the first case of SRC alone: no drawn image has ink at its
                    edges (a legend or title running off the picture).
   python SRC OUT   SRC is a Python-verified report's judge folder: the time
@@ -110,15 +111,17 @@ def check_nightly(cv, src, out):
                            f"[{value}, {want_low:.6g}, {value}, 0]")
     if n_unstable == 0:
         bad.append("no unstable overhead in the crafted summary: the check proves nothing")
-    # held and peak cut side by side
+    # held and peak cut side by side, and each impl's own prediction beside
+    # its held cut (never one dot per case beside another impl's bar)
     cuts = {}
     for dat in glob.glob(os.path.join(plots, "held_per_case_*.dat")):
         header, rows = read_dat(dat)
-        titles = header[1:]
         for case, v in rows:
-            for j, t in enumerate(titles):
-                cuts[(case, t)] = v[1 + j]
-    n_peak = 0
+            if len(v) != len(header):
+                bad.append(f"{os.path.basename(dat)}: {case}: {len(v)} figures under {len(header)} titles")
+            for t, x in zip(header, v):
+                cuts[(case, t)] = x
+    n_peak = n_predicted = 0
     for r in records:
         if not measured(r) or not r.get("baseline_peak_bytes") or r.get("peak_bytes") is None:
             continue
@@ -127,8 +130,18 @@ def check_nightly(cv, src, out):
         if got is None or abs(got - want) > 1e-3 * max(1.0, abs(want)):
             bad.append(f"peak cut of {r['case']}/{r['impl']}: drawn {got}, wanted {want:.6g}")
         n_peak += 1
+        pred, pred_base = r.get("predicted_end_forward_bytes"), r.get("predicted_baseline_end_forward_bytes")
+        if pred is not None and pred_base:
+            want = 100 * (1 - pred / pred_base)
+            got = cuts.get((r["case"], f"{r['impl']} predicted held cut"))
+            if got is None or abs(got - want) > 1e-3 * max(1.0, abs(want)):
+                bad.append(f"predicted held cut of {r['case']}/{r['impl']}: drawn {got}, wanted {want:.6g}")
+            n_predicted += 1
+    if n_predicted == 0:
+        bad.append("no run with a predicted held cut: the check proves nothing")
     report(bad, f"{len(records)} records over {copies * len({r['case'] for r in base})} cases; "
-                f"{n_unstable} unstable overheads marked; {n_peak} peak cuts beside their held cuts")
+                f"{n_unstable} unstable overheads marked; {n_peak} peak cuts beside their held cuts; "
+                f"{n_predicted} predictions on their own impl's bar")
 
 
 def check_one(cv, src, out):
