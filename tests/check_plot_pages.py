@@ -14,6 +14,8 @@ can be read at their natural size.
                    impl, drawn on that impl's bar).
   one SRC OUT      the first case of SRC alone: no drawn image has ink at its
                    edges (a legend or title running off the picture).
+  outlier SRC OUT  one overhead of SRC set to 150x: the overhead plot's y axis
+                   is logarithmic (no other bar flattened), and linear without it.
   python SRC OUT   SRC is a Python-verified report's judge folder: the time
                    and memory plots are drawn beside determinism, with every
                    run that measured them."""
@@ -179,6 +181,38 @@ def check_python(cv, src, out):
     report(bad, f"a Python report of {len(runs)} run(s): time and memory drawn beside determinism")
 
 
+def svg_texts(path):
+    with open(path) as f:
+        return re.findall(r"<text>([^<]*)</text>", f.read())
+
+
+def check_outlier(cv, src, out):
+    """One overhead 150x while the others are near 1: the overhead plot gets
+    a log y axis (ticks a decade apart) so no other bar is flattened; the
+    same run without the outlier keeps its linear axis."""
+    bad = []
+    doc = load(src)
+    plain = os.path.join(out, "plain")
+    save(doc, plain)
+    log = plot(cv, plain)
+    if "overhead: log y axis" in log or "100x" in svg_texts(os.path.join(plain, "plots", "overhead.svg")):
+        bad.append(f"a log axis without an outlier: {log}")
+    target = next((r for r in doc["records"] if measured(r) and isinstance(r.get("overhead"), (int, float))), None)
+    if target is None:
+        report(["no measured overhead in the summary: the check proves nothing"], "")
+    others = [r["overhead"] for r in doc["records"] if r is not target and isinstance(r.get("overhead"), (int, float))]
+    target["overhead"] = 150.0
+    outlier = os.path.join(out, "outlier")
+    save(doc, outlier)
+    log = plot(cv, outlier)
+    ticks = svg_texts(os.path.join(outlier, "plots", "overhead.svg"))
+    if "overhead: log y axis" not in log:
+        bad.append(f"150x beside {min(others):.3g}..{max(others):.3g}: no log axis named in the log: {log}")
+    if not {"1x", "10x", "100x"} <= set(ticks):
+        bad.append(f"150x beside {min(others):.3g}..{max(others):.3g}: y ticks {ticks}, wanted 1x, 10x, 100x")
+    report(bad, f"150x beside overheads of {min(others):.3g}..{max(others):.3g}: a log axis, none without it")
+
+
 def report(bad, what):
     for b in bad:
         print("check_plot_pages:", b)
@@ -188,4 +222,4 @@ def report(bad, what):
 
 if __name__ == "__main__":
     cv, mode, src, out = sys.argv[1:5]
-    {"nightly": check_nightly, "one": check_one, "python": check_python}[mode](cv, src, out)
+    {"nightly": check_nightly, "one": check_one, "python": check_python, "outlier": check_outlier}[mode](cv, src, out)

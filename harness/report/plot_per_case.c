@@ -26,6 +26,10 @@ struct per_case_plot {
     void (*columns)(const struct rec *r, double *out);
     double (*reference)(const struct rec *r);
     int prediction_column;
+    /* > 0: a page whose bars and reference values span more than this
+     * factor (largest / smallest, all positive) gets a log y axis, so one outlier does not
+     * flatten every other bar; 0: always linear. */
+    double log_range;
     /* pixels per case and impl, as the script lays the bars out */
     int px_per_impl;
 };
@@ -101,12 +105,22 @@ static int draw_page(struct plot_env *env, const struct summary_in *s, const str
         }
     fputc('\n', d.f);
     int marked = 0, references = 0, predicted[MAX_SERIES] = {0};
+    double smallest = INFINITY, largest = 0;
     for (int c = c0; c < c1; c++) {
         double reference, v[MAX_SERIES][MAX_COLUMNS];
         case_figures(s, p, cases[c], impls, n_impls, v, &reference);
         references += !isnan(reference);
         for (int k = 0; k < n_impls && p->prediction_column >= 0; k++)
             predicted[k] |= !isnan(v[k][p->prediction_column]);
+        /* the bars (first columns) and the reference decide the axis; a
+         * whisker's reach does not: it is clipped, never a reason to squash */
+        for (int k = 0; k <= n_impls; k++) {
+            double x = k < n_impls ? v[k][0] : reference;
+            if (isnan(x) || isinf(x))
+                continue;
+            smallest = x < smallest ? x : smallest;
+            largest = x > largest ? x : largest;
+        }
         fprintf(d.f, "%d ", c - c0);
         plot_put_quoted(d.f, cases[c]);
         if (p->reference)
@@ -129,10 +143,14 @@ static int draw_page(struct plot_env *env, const struct summary_in *s, const str
             size_t used = strlen(with_prediction);
             snprintf(with_prediction + used, sizeof with_prediction - used, "%s%d", used ? " " : "", k + 1);
         }
+    int logy = p->log_range > 0 && smallest > 0 && largest > p->log_range * smallest;
     char vars[2048];
     snprintf(vars, sizeof vars, "data='%s'; nimpl=%d; ncase=%d; unstable=%d; page=%d; pages=%d; W=%d; colours='%s'; "
-             "hasref=%d; predicted='%s'", d.path, n_impls, c1 - c0, marked, page_no + 1, n_pages,
-             page_width(p, n_impls, c1 - c0), colours, references > 0 || with_prediction[0], with_prediction);
+             "hasref=%d; predicted='%s'; logy=%d; smallest=%.6g; largest=%.6g", d.path, n_impls, c1 - c0, marked,
+             page_no + 1, n_pages, page_width(p, n_impls, c1 - c0), colours, references > 0 || with_prediction[0],
+             with_prediction, logy, logy ? smallest : 0, logy ? largest : 0);
+    if (logy && env->log)
+        fprintf(env->log, "  %s: log y axis: its figures span %.3g to %.3g\n", page, smallest, largest);
     return plot_gnuplot_run(env, p->script, page, vars);
 }
 
@@ -211,6 +229,7 @@ int plot_overhead(struct plot_env *env, const struct summary_in *s)
                                            overhead_columns,
                                            overhead_ideal,
                                            -1,
+                                           10,
                                            24};
     return plot_per_case(env, s, &p);
 }
@@ -225,6 +244,7 @@ int plot_held_per_case(struct plot_env *env, const struct summary_in *s)
                                            cut_columns,
                                            NULL,
                                            2,
+                                           0,
                                            28};
     return plot_per_case(env, s, &p);
 }
