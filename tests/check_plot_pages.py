@@ -16,6 +16,8 @@ can be read at their natural size.
                    edges (a legend or title running off the picture).
   outlier SRC OUT  one overhead of SRC set to 150x: the overhead plot's y axis
                    is logarithmic (no other bar flattened), and linear without it.
+  rows SRC OUT     20 impls in two pages of columns, half the cases running
+                   each half: no determinism page has an empty row.
   python SRC OUT   SRC is a Python-verified report's judge folder: the time
                    and memory plots are drawn beside determinism, with every
                    run that measured them."""
@@ -213,6 +215,38 @@ def check_outlier(cv, src, out):
     report(bad, f"150x beside overheads of {min(others):.3g}..{max(others):.3g}: a log axis, none without it")
 
 
+def check_rows(cv, src, out):
+    """Twenty impls, too many for one page's width, where the even cases
+    ran the first ten and the odd cases the last ten: each determinism page
+    holds only the cases with a cell in its columns, with no empty row."""
+    doc = load(src)
+    template = doc["records"][0]
+    records = []
+    for c in range(10):
+        for k in range(10 * (c % 2), 10 * (c % 2) + 10):
+            records.append(dict(template, case=f"case_{c}", impl=f"impl_{k:02d}", verdict="PASS", expected=True))
+    doc["records"] = records
+    save(doc, out)
+    log = plot(cv, out)
+    bad, pages = [], 0
+    for dat in sorted(glob.glob(os.path.join(out, "plots", "determinism*.dat"))):
+        pages += 1
+        rows = {}
+        with open(dat) as f:
+            for line in f:
+                if line.startswith("#") or not line.strip():
+                    continue
+                parts = line.split('"')
+                rows.setdefault(int(parts[0].split()[1]), set()).add(parts[3])
+        if sorted(rows) != list(range(len(rows))) or any(len(v) != 1 for v in rows.values()):
+            bad.append(f"{os.path.basename(dat)}: rows {sorted(rows)} hold {rows}: a row without a cell between them")
+        if len(rows) != 5:
+            bad.append(f"{os.path.basename(dat)}: {len(rows)} rows, wanted the 5 cases that ran its impls")
+    if pages < 2:
+        bad.append(f"{pages} determinism page(s): the impls were meant to need two: {log}")
+    report(bad, f"{pages} determinism pages, each row a case with a cell in its columns")
+
+
 def report(bad, what):
     for b in bad:
         print("check_plot_pages:", b)
@@ -222,4 +256,5 @@ def report(bad, what):
 
 if __name__ == "__main__":
     cv, mode, src, out = sys.argv[1:5]
-    {"nightly": check_nightly, "one": check_one, "python": check_python, "outlier": check_outlier}[mode](cv, src, out)
+    {"nightly": check_nightly, "one": check_one, "python": check_python, "outlier": check_outlier,
+     "rows": check_rows}[mode](cv, src, out)

@@ -133,7 +133,8 @@ int plot_determinism(struct plot_env *env, const struct summary_in *s)
     int case_pages = plot_page_count(n_cases, CASES_PER_PAGE), cases_per_page = (n_cases + case_pages - 1) / case_pages;
     int n_page = 0, pages = 0, st = ST_OK;
     struct page {
-        int c0, c1, k0, k1;
+        int n_cases, k0, k1;
+        const char *cases[CASES_PER_PAGE];
         const char *impls[MAX_SERIES];
     } *plan = calloc((size_t)case_pages * MAX_SERIES, sizeof *plan);
     if (!plan)
@@ -150,19 +151,26 @@ int plot_determinism(struct plot_env *env, const struct summary_in *s)
         int impl_pages = plot_page_count(n_here, impls_per_page), per = (n_here + impl_pages - 1) / impl_pages;
         for (int ip = 0; ip < impl_pages; ip++) {
             struct page *pg = &plan[pages++];
-            pg->c0 = c0;
-            pg->c1 = c1;
             pg->k0 = 0;
             pg->k1 = 0;
             for (int k = ip * per; k < n_here && k < (ip + 1) * per; k++)
                 pg->impls[pg->k1++] = here[k];
+            /* A page's rows: the cases with a cell in its columns, so a
+             * page of impls that some cases never ran has no empty rows. */
+            pg->n_cases = 0;
+            for (int c = c0; c < c1; c++)
+                for (int k = 0; k < pg->k1; k++)
+                    if (has_cell(s, cases[c], pg->impls[k])) {
+                        pg->cases[pg->n_cases++] = cases[c];
+                        break;
+                    }
         }
     }
     for (n_page = 0; n_page < pages && !st; n_page++) {
         char name[64];
         plot_page_name(name, sizeof name, "determinism", n_page, pages);
         const struct page *pg = &plan[n_page];
-        st = draw_page(env, s, cases, pg->c0, pg->c1, pg->impls, pg->k0, pg->k1, name);
+        st = draw_page(env, s, pg->cases, 0, pg->n_cases, pg->impls, pg->k0, pg->k1, name);
     }
     free(plan);
     return st;
