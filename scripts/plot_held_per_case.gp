@@ -14,6 +14,7 @@
 #   nimpl, ncase   impl column groups and cases on this page
 #   page, pages    this page's number and the count
 #   W      the width in pixels (the caller keeps a page readable: <= 2000)
+#   bm     rows the rotated case names take under the axis (default 7)
 #   colours  the impls' colours, one word each (optional)
 #   predicted  the impls (1-based, one word each) with a prediction on
 #            this page: each prediction is a dot on top of the impl's own
@@ -26,10 +27,16 @@ if (!exists("predicted")) predicted = ''
 if (!exists("pages")) pages = 1
 if (!exists("W")) W = 360 + ncase * (28 * nimpl + 20)
 W = W < 1000 ? 1000 : W
+# The bottom margin: the rotated case names (bm rows, from the caller, who
+# knows the longest name) and under them the footer (2 rows), so the
+# two never overlap; the image grows with it.
+if (!exists("bm")) bm = 7
+bottom = bm + 2
+H = 720 + (bottom > 11 ? 14 * (bottom - 11) : 0)
 if (term eq 'svg') {
-    set terminal svg size W,720 dynamic noenhanced font 'Sans,11' background rgb 'white'
+    set terminal svg size W,H dynamic noenhanced font 'Sans,11' background rgb 'white'
 } else {
-    set terminal pngcairo size W,720 noenhanced font 'Sans,10' background rgb 'white'
+    set terminal pngcairo size W,H noenhanced font 'Sans,10' background rgb 'white'
 }
 set output out
 
@@ -43,9 +50,9 @@ set yrange [*:100]
 set grid ytics lc rgb '#dddddd'
 set xzeroaxis lt 1 lc rgb 'black'
 set key outside right top vertical Left reverse
-set bmargin 11
+set bmargin bottom
 set datafile missing 'nan'
-set label 1 "Only runs that did the case's work (PASS, NOISE) are drawn: a FAIL or ERROR run's bytes are not a saving." at screen 0.5, screen 0.03 center font ',8'
+set label 1 "Only runs that did the case's work (PASS, NOISE) are drawn: a FAIL or ERROR run's bytes are not a saving." at screen 0.5, character 1.0 center font ',8'
 
 bw = 0.8 / (2 * nimpl)
 x(k, j) = column(1) - 0.4 + bw * (2 * (k - 1) + j - 0.5)

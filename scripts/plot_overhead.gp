@@ -16,6 +16,7 @@
 #   unstable       ratios marked unstable on this page
 #   page, pages    this page's number and the count
 #   W      the width in pixels (the caller keeps a page readable: <= 2000)
+#   bm     rows the rotated case names take under the axis (default 7)
 #   colours  the impls' colours, one word each (optional)
 #   hasref   0: no case on the page has a reference value (a Python or
 #            external producer's report: no prediction), none is drawn
@@ -31,10 +32,16 @@ if (!exists("hasref")) hasref = 1
 if (!exists("pages")) pages = 1
 if (!exists("W")) W = 360 + ncase * (24 * nimpl + 20)
 W = W < 1000 ? 1000 : W
+# The bottom margin: the rotated case names (bm rows, from the caller, who
+# knows the longest name) and under them the footer (4 rows), so the
+# two never overlap; the image grows with it.
+if (!exists("bm")) bm = 7
+bottom = bm + 4
+H = 720 + (bottom > 11 ? 14 * (bottom - 11) : 0)
 if (term eq 'svg') {
-    set terminal svg size W,720 dynamic noenhanced font 'Sans,11' background rgb 'white'
+    set terminal svg size W,H dynamic noenhanced font 'Sans,11' background rgb 'white'
 } else {
-    set terminal pngcairo size W,720 noenhanced font 'Sans,10' background rgb 'white'
+    set terminal pngcairo size W,H noenhanced font 'Sans,10' background rgb 'white'
 }
 set output out
 
@@ -59,9 +66,9 @@ if (logy) {
 }
 set grid ytics lc rgb '#dddddd'
 set key outside right top vertical Left reverse
-set bmargin 11
+set bmargin bottom
 set datafile missing 'nan'
-set label 1 "dot: the case's ideal, (baseline step + baseline forward) / baseline step: every layer recomputed once;\nred bar: the target ceiling, 1.10 x that; dashed: 4/3, the ideal when backward costs two forwards.\nCases with fewer checkpointed layers (segments = 2) recompute less than one forward." at screen 0.5, screen 0.06 center font ',8'
+set label 1 "dot: the case's ideal, (baseline step + baseline forward) / baseline step: every layer recomputed once;\nred bar: the target ceiling, 1.10 x that; dashed: 4/3, the ideal when backward costs two forwards.\nCases with fewer checkpointed layers (segments = 2) recompute less than one forward." at screen 0.5, character 2.2 center font ',8'
 
 bw = 0.8 / nimpl
 x(k) = column(1) - 0.4 + bw * (k - 0.5)

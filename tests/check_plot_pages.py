@@ -18,6 +18,8 @@ can be read at their natural size.
                    is logarithmic (no other bar flattened), and linear without it.
   rows SRC OUT     20 impls in two pages of columns, half the cases running
                    each half: no determinism page has an empty row.
+  footer SRC OUT   case names of 48 characters: the rotated names end above
+                   the overhead and held_per_case footers.
   python SRC OUT   SRC is a Python-verified report's judge folder: the time
                    and memory plots are drawn beside determinism, with every
                    run that measured them."""
@@ -247,6 +249,51 @@ def check_rows(cv, src, out):
     report(bad, f"{pages} determinism pages, each row a case with a cell in its columns")
 
 
+def footer_clear(png, n_lines, gap=6):
+    """'' when the image's bottom text is its footer alone: n_lines lines,
+    each centred, with at least `gap` blank rows above them; else why not."""
+    w, h, ch, image = png_pixels.rows(png)
+    inked = [[x for x in range(w) if min(line[x * ch:x * ch + 3]) < 200] for line in image]
+    y = h - 1
+    while y >= 0 and not inked[y]:
+        y -= 1
+    blocks, blank = [], 0
+    while y >= 0 and blank < gap:
+        if inked[y]:
+            if blank or not blocks:
+                blocks.append([y, y, min(inked[y]), max(inked[y])])
+            b = blocks[-1]
+            b[0], b[2], b[3] = y, min(b[2], min(inked[y])), max(b[3], max(inked[y]))
+            blank = 0
+        else:
+            blank += 1
+        y -= 1
+    if y < 0:
+        return "no ink above the footer"
+    if len(blocks) != n_lines:
+        return f"{len(blocks)} bands of text at the bottom, wanted the footer's {n_lines} lines alone"
+    for top, bottom, left, right in blocks:
+        if abs(left + right - w) > 0.05 * w:
+            return f"rows {top}..{bottom} hold ink from x {left} to {right}: not the centred footer alone"
+    return ""
+
+
+def check_footer(cv, src, out):
+    """Case names of 48 characters: the rotated names end above the footer
+    of the overhead and held_per_case plots, never through it."""
+    doc = load(src)
+    for r in doc["records"]:
+        r["case"] = "selective_attention_core_seq512_bs8_" + r["case"][:12].ljust(12, "_")
+    save(doc, out)
+    plot(cv, out)
+    bad = []
+    for name, lines in (("overhead", 3), ("held_per_case", 1)):
+        why = footer_clear(os.path.join(out, "plots", f"{name}.png"), lines)
+        if why:
+            bad.append(f"{name}.png: {why}")
+    report(bad, "case names of 48 characters end above the footers")
+
+
 def report(bad, what):
     for b in bad:
         print("check_plot_pages:", b)
@@ -257,4 +304,4 @@ def report(bad, what):
 if __name__ == "__main__":
     cv, mode, src, out = sys.argv[1:5]
     {"nightly": check_nightly, "one": check_one, "python": check_python, "outlier": check_outlier,
-     "rows": check_rows}[mode](cv, src, out)
+     "rows": check_rows, "footer": check_footer}[mode](cv, src, out)

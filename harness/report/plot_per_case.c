@@ -143,12 +143,20 @@ static int draw_page(struct plot_env *env, const struct summary_in *s, const str
             size_t used = strlen(with_prediction);
             snprintf(with_prediction + used, sizeof with_prediction - used, "%s%d", used ? " " : "", k + 1);
         }
+    /* Rows the case names, rotated by 40 degrees in a 9-point font, drop
+     * under the axis: about a third of a row per character, and one for
+     * the tick; at most 60 (a page stays under 2000 pixels tall). */
+    size_t longest = 0;
+    for (int c = c0; c < c1; c++)
+        longest = strlen(cases[c]) > longest ? strlen(cases[c]) : longest;
+    int bm = (int)ceil(0.33 * (double)longest) + 1;
+    bm = bm < 3 ? 3 : bm > 60 ? 60 : bm;
     int logy = p->log_range > 0 && smallest > 0 && largest > p->log_range * smallest;
     char vars[2048];
     snprintf(vars, sizeof vars, "data='%s'; nimpl=%d; ncase=%d; unstable=%d; page=%d; pages=%d; W=%d; colours='%s'; "
-             "hasref=%d; predicted='%s'; logy=%d; smallest=%.6g; largest=%.6g", d.path, n_impls, c1 - c0, marked,
-             page_no + 1, n_pages, page_width(p, n_impls, c1 - c0), colours, references > 0 || with_prediction[0],
-             with_prediction, logy, logy ? smallest : 0, logy ? largest : 0);
+             "hasref=%d; predicted='%s'; logy=%d; smallest=%.6g; largest=%.6g; bm=%d", d.path, n_impls, c1 - c0,
+             marked, page_no + 1, n_pages, page_width(p, n_impls, c1 - c0), colours,
+             references > 0 || with_prediction[0], with_prediction, logy, logy ? smallest : 0, logy ? largest : 0, bm);
     if (logy && env->log)
         fprintf(env->log, "  %s: log y axis: its figures span %.3g to %.3g\n", page, smallest, largest);
     return plot_gnuplot_run(env, p->script, page, vars);
