@@ -164,13 +164,13 @@ int cli_run(int argc, char **argv)
 {
     const char *cases_path = getenv("CKPT_CASES") ? getenv("CKPT_CASES") : CKPT_CASES_DIR;
     const char *out_dir = NULL, *suite = NULL, *selected[MAX_SELECTED], *compare_to = NULL, *external = NULL;
-    int progress_lines = 0;
+    int progress_lines = 0, list_removed = 0;
     double external_timeout = EXTERNAL_TIMEOUT_DEFAULT_S;
     struct shard shard = {1, 1};
     int n_selected = 0, list = 0;
     struct overrides o = {0};
     enum { OPT_CASES = 256, OPT_STEPS, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_VERIFY, OPT_SHARD, OPT_COMPARE, OPT_PROGRESS, OPT_EXTERNAL, OPT_IMPL_LIB, OPT_VERSION,
-           OPT_REPEATS, OPT_EXTERNAL_TIMEOUT };
+           OPT_REPEATS, OPT_EXTERNAL_TIMEOUT, OPT_LIST_REMOVED };
     static const struct option options[] = {
         {"case", required_argument, NULL, 'c'},        {"cases", required_argument, NULL, OPT_CASES},
         {"list", no_argument, NULL, 'l'},              {"impl", required_argument, NULL, 'i'},
@@ -180,6 +180,7 @@ int cli_run(int argc, char **argv)
         {"suite", required_argument, NULL, 's'},       {"help", no_argument, NULL, 'h'},
         {"shard", required_argument, NULL, OPT_SHARD}, {"compare-to", required_argument, NULL, OPT_COMPARE},
         {"progress", no_argument, NULL, OPT_PROGRESS},
+        {"list-removed", no_argument, NULL, OPT_LIST_REMOVED},
         {"external", required_argument, NULL, OPT_EXTERNAL},
         {"impl-lib", required_argument, NULL, OPT_IMPL_LIB},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -208,6 +209,7 @@ int cli_run(int argc, char **argv)
         case OPT_VERIFY: o.verify_values = 1; break;
         case OPT_COMPARE: compare_to = optarg; break;
         case OPT_PROGRESS: progress_lines = 1; break;
+        case OPT_LIST_REMOVED: list_removed = 1; break;
         case OPT_IMPL_LIB:
             if (impl_load_plugin(optarg))
                 return cli_fail(ST_INPUT);
@@ -477,6 +479,7 @@ int cli_run(int argc, char **argv)
         FILE *mem = open_memstream(&regress_text, &regress_len);
         struct regress_options ro;
         regress_default_options(&ro);
+        ro.list_removed = list_removed;
         if (!found || !mem)
             compare_st = error_set(ST_INTERNAL, "compare: out of memory");
         else if ((compare_st = regress_compare(previous, summary_json(summary), compare_to, &ro, mem, &regressions,
