@@ -31,6 +31,7 @@
 #include "report.h"
 #include "runner.h"
 #include "shard.h"
+#include "stale_reports.h"
 #include "summary_file.h"
 
 #define MAX_SELECTED 256
@@ -394,10 +395,14 @@ int cli_run(int argc, char **argv)
     }
 
     cli_announce_blas(isatty(STDOUT_FILENO) ? stdout : NULL);
+    /* A reused --out: the reports its previous summary named, so those
+     * this run does not write again go once its own summary is written. */
+    json_t *stale = stale_reports_before(out_dir);
     struct summary *summary = NULL;
     if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION)) ||
         (st = summary_set_run(summary, n_selected ? NULL : suite ? suite : "smoke", shard.k, shard.n))) {
         summary_free(summary);
+        json_decref(stale);
         json_decref(previous);
         free(index_of);
         free(run);
@@ -505,6 +510,8 @@ int cli_run(int argc, char **argv)
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
             unexpected++;
             st = ST_OK;
+        } else {
+            stale_reports_clear(out_dir, stale, summary_json(summary), stdout);
         }
         mutation_matrix_print(stdout, summary_json(summary));
         printf("%d case(s); %s; report in %s\n", n_run,
@@ -513,6 +520,7 @@ int cli_run(int argc, char **argv)
             fputs(regress_text, stdout);
     }
     free(regress_text);
+    json_decref(stale);
     json_decref(previous);
     free(index_of);
     free(result);
