@@ -7,7 +7,8 @@ that name, the determinism plot's cell and the "max scaled ULP" the reason
 names are the same text; that the raw element-wise distance appears only
 labelled raw (summary raw_max_ulp, "raw max ULP" in a reason); and that
 at least one run's raw distance differs from its scaled one, so the check
-could tell them apart."""
+could tell them apart. A FAIL decided by a missing tensor shows that in
+place of a distance (the table, the plot's cell)."""
 import json
 import os
 import re
@@ -41,7 +42,7 @@ def main():
             continue
         if " max ULP" in line and "raw max ULP" not in line:
             bad.append(f"table line names an unlabelled max ULP: {line.strip()}")
-        m = re.match(r"  (\S+)\s+(PASS|NOISE|FAIL|MEMFAIL|ERROR|NOT_OBSERVABLE)\s+(yes|NO)\s+(\S+)\s", line)
+        m = re.match(r"  (\S+)\s+(PASS|NOISE|FAIL|MEMFAIL|ERROR|NOT_OBSERVABLE)\s+(yes|NO)\s+(.+?)\s{2,}", line)
         if m and case:
             rows[(case, m.group(1))] = m.group(4)
     if "scaled ULP" not in table.stdout.split("\n", 3)[-1] and not rows:
@@ -66,8 +67,13 @@ def main():
     for r in records:
         key = (r["case"], r["impl"])
         want = "-" if "max_scaled_ulp" not in r else scaled_text(r["max_scaled_ulp"])
-        seen = {"table": rows.get(key), "junit": junit.get(key, {}).get("max_scaled_ulp", "-"),
-                "plot": cells.get(key)}
+        # a FAIL decided before any distance shows what decided it instead
+        decided = r.get("decided_by")
+        table, cell = rows.get(key), cells.get(key)
+        if decided:
+            table = "-" if table == decided else table
+            cell = "-" if cell == decided.split()[0] else cell
+        seen = {"table": table, "junit": junit.get(key, {}).get("max_scaled_ulp", "-"), "plot": cell}
         for where, got in seen.items():
             if got != want:
                 bad.append(f"{key}: {where} shows {got!r}, summary max_scaled_ulp {want!r}")

@@ -10,9 +10,16 @@ can be read at their natural size.
                    the log, no stale NAME.png), every measured overhead on a
                    page (the unstable ones marked, with their whiskers down
                    to step / slowest baseline), and every held cut with its
-                   peak cut beside it.
+                   peak cut beside it and its own impl's prediction (one per
+                   impl, drawn on that impl's bar).
   one SRC OUT      the first case of SRC alone: no drawn image has ink at its
                    edges (a legend or title running off the picture).
+  outlier SRC OUT  one overhead of SRC set to 150x: the overhead plot's y axis
+                   is logarithmic (no other bar flattened), and linear without it.
+  rows SRC OUT     20 impls in two pages of columns, half the cases running
+                   each half: no determinism page has an empty row.
+  footer SRC OUT   case names of 48 characters: the rotated names end above
+                   the overhead and held_per_case footers.
   python SRC OUT   SRC is a Python-verified report's judge folder: the time
                    and memory plots are drawn beside determinism, with every
                    run that measured them."""
@@ -110,15 +117,17 @@ def check_nightly(cv, src, out):
                            f"[{value}, {want_low:.6g}, {value}, 0]")
     if n_unstable == 0:
         bad.append("no unstable overhead in the crafted summary: the check proves nothing")
-    # held and peak cut side by side
+    # held and peak cut side by side, and each impl's own prediction beside
+    # its held cut (never one dot per case beside another impl's bar)
     cuts = {}
     for dat in glob.glob(os.path.join(plots, "held_per_case_*.dat")):
         header, rows = read_dat(dat)
-        titles = header[1:]
         for case, v in rows:
-            for j, t in enumerate(titles):
-                cuts[(case, t)] = v[1 + j]
-    n_peak = 0
+            if len(v) != len(header):
+                bad.append(f"{os.path.basename(dat)}: {case}: {len(v)} figures under {len(header)} titles")
+            for t, x in zip(header, v):
+                cuts[(case, t)] = x
+    n_peak = n_predicted = 0
     for r in records:
         if not measured(r) or not r.get("baseline_peak_bytes") or r.get("peak_bytes") is None:
             continue
@@ -127,8 +136,18 @@ def check_nightly(cv, src, out):
         if got is None or abs(got - want) > 1e-3 * max(1.0, abs(want)):
             bad.append(f"peak cut of {r['case']}/{r['impl']}: drawn {got}, wanted {want:.6g}")
         n_peak += 1
+        pred, pred_base = r.get("predicted_end_forward_bytes"), r.get("predicted_baseline_end_forward_bytes")
+        if pred is not None and pred_base:
+            want = 100 * (1 - pred / pred_base)
+            got = cuts.get((r["case"], f"{r['impl']} predicted held cut"))
+            if got is None or abs(got - want) > 1e-3 * max(1.0, abs(want)):
+                bad.append(f"predicted held cut of {r['case']}/{r['impl']}: drawn {got}, wanted {want:.6g}")
+            n_predicted += 1
+    if n_predicted == 0:
+        bad.append("no run with a predicted held cut: the check proves nothing")
     report(bad, f"{len(records)} records over {copies * len({r['case'] for r in base})} cases; "
-                f"{n_unstable} unstable overheads marked; {n_peak} peak cuts beside their held cuts")
+                f"{n_unstable} unstable overheads marked; {n_peak} peak cuts beside their held cuts; "
+                f"{n_predicted} predictions on their own impl's bar")
 
 
 def check_one(cv, src, out):
@@ -166,6 +185,115 @@ def check_python(cv, src, out):
     report(bad, f"a Python report of {len(runs)} run(s): time and memory drawn beside determinism")
 
 
+def svg_texts(path):
+    with open(path) as f:
+        return re.findall(r"<text>([^<]*)</text>", f.read())
+
+
+def check_outlier(cv, src, out):
+    """One overhead 150x while the others are near 1: the overhead plot gets
+    a log y axis (ticks a decade apart) so no other bar is flattened; the
+    same run without the outlier keeps its linear axis."""
+    bad = []
+    doc = load(src)
+    plain = os.path.join(out, "plain")
+    save(doc, plain)
+    log = plot(cv, plain)
+    if "overhead: log y axis" in log or "100x" in svg_texts(os.path.join(plain, "plots", "overhead.svg")):
+        bad.append(f"a log axis without an outlier: {log}")
+    target = next((r for r in doc["records"] if measured(r) and isinstance(r.get("overhead"), (int, float))), None)
+    if target is None:
+        report(["no measured overhead in the summary: the check proves nothing"], "")
+    others = [r["overhead"] for r in doc["records"] if r is not target and isinstance(r.get("overhead"), (int, float))]
+    target["overhead"] = 150.0
+    outlier = os.path.join(out, "outlier")
+    save(doc, outlier)
+    log = plot(cv, outlier)
+    ticks = svg_texts(os.path.join(outlier, "plots", "overhead.svg"))
+    if "overhead: log y axis" not in log:
+        bad.append(f"150x beside {min(others):.3g}..{max(others):.3g}: no log axis named in the log: {log}")
+    if not {"1x", "10x", "100x"} <= set(ticks):
+        bad.append(f"150x beside {min(others):.3g}..{max(others):.3g}: y ticks {ticks}, wanted 1x, 10x, 100x")
+    report(bad, f"150x beside overheads of {min(others):.3g}..{max(others):.3g}: a log axis, none without it")
+
+
+def check_rows(cv, src, out):
+    """Twenty impls, too many for one page's width, where the even cases
+    ran the first ten and the odd cases the last ten: each determinism page
+    holds only the cases with a cell in its columns, with no empty row."""
+    doc = load(src)
+    template = doc["records"][0]
+    records = []
+    for c in range(10):
+        for k in range(10 * (c % 2), 10 * (c % 2) + 10):
+            records.append(dict(template, case=f"case_{c}", impl=f"impl_{k:02d}", verdict="PASS", expected=True))
+    doc["records"] = records
+    save(doc, out)
+    log = plot(cv, out)
+    bad, pages = [], 0
+    for dat in sorted(glob.glob(os.path.join(out, "plots", "determinism*.dat"))):
+        pages += 1
+        rows = {}
+        with open(dat) as f:
+            for line in f:
+                if line.startswith("#") or not line.strip():
+                    continue
+                parts = line.split('"')
+                rows.setdefault(int(parts[0].split()[1]), set()).add(parts[3])
+        if sorted(rows) != list(range(len(rows))) or any(len(v) != 1 for v in rows.values()):
+            bad.append(f"{os.path.basename(dat)}: rows {sorted(rows)} hold {rows}: a row without a cell between them")
+        if len(rows) != 5:
+            bad.append(f"{os.path.basename(dat)}: {len(rows)} rows, wanted the 5 cases that ran its impls")
+    if pages < 2:
+        bad.append(f"{pages} determinism page(s): the impls were meant to need two: {log}")
+    report(bad, f"{pages} determinism pages, each row a case with a cell in its columns")
+
+
+def footer_clear(png, n_lines, gap=6):
+    """'' when the image's bottom text is its footer alone: n_lines lines,
+    each centred, with at least `gap` blank rows above them; else why not."""
+    w, h, ch, image = png_pixels.rows(png)
+    inked = [[x for x in range(w) if min(line[x * ch:x * ch + 3]) < 200] for line in image]
+    y = h - 1
+    while y >= 0 and not inked[y]:
+        y -= 1
+    blocks, blank = [], 0
+    while y >= 0 and blank < gap:
+        if inked[y]:
+            if blank or not blocks:
+                blocks.append([y, y, min(inked[y]), max(inked[y])])
+            b = blocks[-1]
+            b[0], b[2], b[3] = y, min(b[2], min(inked[y])), max(b[3], max(inked[y]))
+            blank = 0
+        else:
+            blank += 1
+        y -= 1
+    if y < 0:
+        return "no ink above the footer"
+    if len(blocks) != n_lines:
+        return f"{len(blocks)} bands of text at the bottom, wanted the footer's {n_lines} lines alone"
+    for top, bottom, left, right in blocks:
+        if abs(left + right - w) > 0.05 * w:
+            return f"rows {top}..{bottom} hold ink from x {left} to {right}: not the centred footer alone"
+    return ""
+
+
+def check_footer(cv, src, out):
+    """Case names of 48 characters: the rotated names end above the footer
+    of the overhead and held_per_case plots, never through it."""
+    doc = load(src)
+    for r in doc["records"]:
+        r["case"] = "selective_attention_core_seq512_bs8_" + r["case"][:12].ljust(12, "_")
+    save(doc, out)
+    plot(cv, out)
+    bad = []
+    for name, lines in (("overhead", 3), ("held_per_case", 1)):
+        why = footer_clear(os.path.join(out, "plots", f"{name}.png"), lines)
+        if why:
+            bad.append(f"{name}.png: {why}")
+    report(bad, "case names of 48 characters end above the footers")
+
+
 def report(bad, what):
     for b in bad:
         print("check_plot_pages:", b)
@@ -175,4 +303,5 @@ def report(bad, what):
 
 if __name__ == "__main__":
     cv, mode, src, out = sys.argv[1:5]
-    {"nightly": check_nightly, "one": check_one, "python": check_python}[mode](cv, src, out)
+    {"nightly": check_nightly, "one": check_one, "python": check_python, "outlier": check_outlier,
+     "rows": check_rows, "footer": check_footer}[mode](cv, src, out)

@@ -69,8 +69,15 @@ set_tests_properties(judge.agrees_with_the_runner PROPERTIES LABELS "judge")
 # element-wise max ULP appears only labelled raw (the noisy run's sign
 # flips are ~2^31 raw ULP and a few scaled ULP).
 ckpt_add_test_needing(judge.one_distance_everywhere TOOLS gnuplot
-  COMMAND bash -c "rm -rf ${JUDGE_OUT}/one_distance && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_one_distance.py ${CV} ${JUDGE_OUT}/one_distance ${JUDGE_OUT}/files/noise.h5 ${JUDGE_OUT}/files/bitwise.h5 ${JUDGE_OUT}/files/outcome.h5")
+  COMMAND bash -c "rm -rf ${JUDGE_OUT}/one_distance && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_one_distance.py ${CV} ${JUDGE_OUT}/one_distance ${JUDGE_OUT}/files/noise.h5 ${JUDGE_OUT}/files/bitwise.h5 ${JUDGE_OUT}/files/outcome.h5 ${JUDGE_OUT}/files/dropped_grad.h5")
 set_tests_properties(judge.one_distance_everywhere PROPERTIES FIXTURES_REQUIRED judge_files LABELS "judge")
+
+# `diff` prints the distance the table prints: per tensor the max scaled
+# ULP (raw beside it, labelled), whose largest is the table's figure for
+# that run (a noisy run and a run moved beyond its noise).
+add_test(NAME judge.diff_shows_the_tables_scaled_ulp
+  COMMAND bash -c "rm -rf ${JUDGE_OUT}/diff_distance && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_diff_distance.py ${CV} ${JUDGE_OUT}/diff_distance ${JUDGE_OUT}/files/noise.h5 noisy moved")
+set_tests_properties(judge.diff_shows_the_tables_scaled_ulp PROPERTIES FIXTURES_REQUIRED judge_files LABELS "judge")
 
 # ---- a report that cannot pass half-done ------------------------------------
 # Every run /case names (impls, expect, python/ckpt_verify's `runs`) must be

@@ -69,7 +69,18 @@ ckpt_add_test_needing(plot.nightly_size_is_paged_and_hides_nothing TOOLS gnuplot
   COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_plot_pages.py ${MEM_CV} nightly ${MEM_OUT}/plot_run ${MEM_OUT}/nightly_size)
 ckpt_add_test_needing(plot.one_case_nothing_clipped TOOLS gnuplot
   COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_plot_pages.py ${MEM_CV} one ${MEM_OUT}/plot_run ${MEM_OUT}/one_case)
-set_tests_properties(plot.nightly_size_is_paged_and_hides_nothing plot.one_case_nothing_clipped PROPERTIES
+# A 150x outlier does not flatten the other overheads: a log axis.
+ckpt_add_test_needing(plot.overhead_outlier_gets_a_log_axis TOOLS gnuplot
+  COMMAND bash -c "rm -rf ${MEM_OUT}/outlier && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_plot_pages.py ${MEM_CV} outlier ${MEM_OUT}/plot_run ${MEM_OUT}/outlier")
+# A determinism page of impls some cases never ran has no empty rows.
+ckpt_add_test_needing(plot.determinism_pages_have_no_empty_rows TOOLS gnuplot
+  COMMAND bash -c "rm -rf ${MEM_OUT}/rows && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_plot_pages.py ${MEM_CV} rows ${MEM_OUT}/plot_run ${MEM_OUT}/rows")
+# Long case names end above the footer under the per-case bar plots.
+ckpt_add_test_needing(plot.long_case_names_clear_the_footer TOOLS gnuplot
+  COMMAND bash -c "rm -rf ${MEM_OUT}/footer && ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/check_plot_pages.py ${MEM_CV} footer ${MEM_OUT}/plot_run ${MEM_OUT}/footer")
+set_tests_properties(plot.nightly_size_is_paged_and_hides_nothing plot.one_case_nothing_clipped
+  plot.overhead_outlier_gets_a_log_axis plot.determinism_pages_have_no_empty_rows
+  plot.long_case_names_clear_the_footer PROPERTIES
   FIXTURES_REQUIRED plot_run LABELS "plot")
 # A gnuplot that fails leaves no picture (empty or partial) behind.
 add_test(NAME plot.failed_gnuplot_leaves_no_png

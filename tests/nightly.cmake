@@ -53,6 +53,17 @@ add_test(NAME nightly.compare_corrupt_previous_is_usage_error
 # Two shards merged give the unsharded run's records, order and verdicts.
 add_test(NAME nightly.shards_merge_to_unsharded
   COMMAND bash -c "set -e; for s in all 1/2 2/2; do d=${NT_OUT}/shard_$(echo $s | tr / _); if [ $s = all ]; then a=; else a=\"--shard $s\"; fi; ${NT_CV} --suite smoke $a --out $d >/dev/null 2>&1; done; ${NT_CV} merge ${NT_OUT}/merged ${NT_OUT}/shard_1_2 ${NT_OUT}/shard_2_2; ${NT_TOOL} same-verdicts ${NT_OUT}/shard_all ${NT_OUT}/merged; ${NT_JUNIT} ${NT_OUT}/merged/junit.xml --failures 0 --errors 0")
+# A merged directory holds its reports: the shards' directories moved away
+# after their jobs (a CI matrix's artifacts), the merge puts each case's
+# .h5 into the merged directory, records name it relative to it, and the
+# directory judges again after it is moved itself.
+add_test(NAME nightly.merged_dir_holds_its_reports
+  COMMAND bash -c "set -e; d=${NT_OUT}/self_contained; rm -rf $d; for s in 1/2 2/2; do ${NT_CV} ${NT_PAIR_SH} --shard $s --out $d/jobs/$(echo $s | tr / _) >/dev/null; done; mv $d/jobs $d/artifacts; ${NT_CV} merge $d/merged $d/artifacts/1_2 $d/artifacts/2_2 >/dev/null; mv $d/merged $d/moved; ${NT_TOOL} holds-its-reports $d/moved; cd $d/moved && ${NT_CV} judge --out $d/again *.h5 | tail -1")
+# A reused --out holds its latest run's reports only: a report the previous
+# summary named and this run did not write again is removed, in one line;
+# a file no summary named stays, and a run of the same cases removes nothing.
+add_test(NAME nightly.reused_out_keeps_only_its_own_reports
+  COMMAND bash -c "set -e; d=${NT_OUT}/reused; rm -rf $d; ${NT_CV} --case bias_gelu_bs1 --out $d >/dev/null; touch $d/mine.h5; out=$(${NT_CV} --case mlp_no_preserve_rng --out $d); grep -q '^removed 1 report(s) of the previous run in .*/reused that this run did not write again' <<<\"$out\" || { echo \"$out\"; exit 1; }; test ! -e $d/bias_gelu_bs1.h5; test -e $d/mine.h5; test -e $d/mlp_no_preserve_rng.h5; out=$(${NT_CV} --case mlp_no_preserve_rng --out $d); ! grep -q '^removed' <<<\"$out\"; test -e $d/mlp_no_preserve_rng.h5; ls $d")
 add_test(NAME nightly.merge_refuses_a_shard_twice
   COMMAND ${NT_EXPECT} 2 "is in both .* \\(the same shard twice\\?\\)" -- ${NT_CV} merge ${NT_OUT}/twice ${NT_OUT}/previous ${NT_OUT}/previous)
 set_tests_properties(nightly.merge_refuses_a_shard_twice PROPERTIES FIXTURES_REQUIRED nightly_previous)

@@ -129,7 +129,7 @@ set_tests_properties(robust.judge.run_deleted_from_report_is_error robust.diff.f
 
 # ---- NaN and Inf: compared by their bits, counted, never silently equal ----
 add_test(NAME robust.diff.nan_payloads_differ
-  COMMAND ${EXPECT} 1 "steps/1/grads/l0\\.weight +1 of 64 differ; first at \\[0, 0\\] \\(nan vs nan; bits 0x7fc00000 vs 0x7fc00001\\); max ULP inf;.* NaN 1/1, Inf 0/0$"
+  COMMAND ${EXPECT} 1 "steps/1/grads/l0\\.weight +1 of 64 differ; first at \\[0, 0\\] \\(nan vs nan; bits 0x7fc00000 vs 0x7fc00001\\); max scaled ULP inf .*; raw max ULP inf;.* NaN 1/1, Inf 0/0$"
   "1 differ, 0 missing on one side; NaN 1/1, Inf 0/0 -> DIFFERENT"
   -- ${CV} diff ${BAD_H5}/nan_a.h5 ${BAD_H5}/nan_payload.h5)
 add_test(NAME robust.diff.nan_same_bits_counted_but_equal
@@ -137,7 +137,7 @@ add_test(NAME robust.diff.nan_same_bits_counted_but_equal
   "0 differ, 0 missing on one side; NaN 1/1, Inf 0/0 -> bitwise identical"
   -- ${CV} diff ${BAD_H5}/nan_a.h5 ${BAD_H5}/nan_a_again.h5)
 add_test(NAME robust.diff.nan_vs_number
-  COMMAND ${EXPECT} 1 "first at \\[0, 0\\] \\([-0-9.e]+ vs nan; bits 0x[0-9a-f]{8} vs 0x7fc00000\\); max ULP inf;.* NaN 0/1" "DIFFERENT"
+  COMMAND ${EXPECT} 1 "first at \\[0, 0\\] \\([-0-9.e]+ vs nan; bits 0x[0-9a-f]{8} vs 0x7fc00000\\); max scaled ULP inf .*; raw max ULP inf;.* NaN 0/1" "DIFFERENT"
   -- ${CV} diff ${GOOD_H5} ${BAD_H5}/nan_a.h5)
 set_tests_properties(robust.diff.nan_payloads_differ robust.diff.nan_same_bits_counted_but_equal robust.diff.nan_vs_number
   PROPERTIES FIXTURES_REQUIRED bad_h5 LABELS "robust")

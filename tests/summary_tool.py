@@ -14,7 +14,11 @@ CTest integration tests of the nightly mode.
   ratios-match DIR FAMILY
       exit 0 when every record's overhead is its step_ms over the
       baseline_step_ms it records, and every record whose impl starts with
-      FAMILY's producer prefix names an overhead_baseline of FAMILY."""
+      FAMILY's producer prefix names an overhead_baseline of FAMILY.
+  holds-its-reports DIR
+      exit 0 when every record with an h5 names a file by a path relative to
+      DIR that exists in DIR (a run directory that can be moved whole), and
+      at least one record has one."""
 import json
 import os
 import sys
@@ -98,6 +102,21 @@ def ratios_match(d, family):
     return 1 if bad else 0
 
 
+def holds_its_reports(d):
+    bad, held = [], 0
+    for r in load(d)["records"]:
+        h5 = r.get("h5")
+        if h5 is None:
+            continue
+        if os.path.isabs(h5) or "/" in h5 or not os.path.isfile(os.path.join(d, h5)):
+            bad.append("%s/%s: h5 %r is not a file of %s" % (r["case"], r["impl"], h5, d))
+        held += 1
+    if not held:
+        bad.append("no record names a report: the check proves nothing")
+    print("\n".join(bad) or "%d record(s), each with its report in %s" % (held, d))
+    return 1 if bad else 0
+
+
 def main(argv):
     if len(argv) == 7 and argv[1] == "set-verdict":
         set_verdict(*argv[2:])
@@ -106,6 +125,8 @@ def main(argv):
         return same_verdicts(argv[2], argv[3])
     if len(argv) == 4 and argv[1] == "ratios-match":
         return ratios_match(argv[2], argv[3])
+    if len(argv) == 3 and argv[1] == "holds-its-reports":
+        return holds_its_reports(argv[2])
     if len(argv) == 3 and argv[1] == "craft":
         return craft(argv[2])
     sys.exit(__doc__)

@@ -17,6 +17,7 @@
 #include "case.h"
 #include "compare.h"
 #include "judge.h"
+#include "report.h"
 #include "run_checks.h"
 #include "test_support.h"
 
@@ -520,6 +521,96 @@ static void tensor_on_one_side_only_fails_naming_the_side(void **state)
     assert_int_equal(r.verdict, V_FAIL);
     assert_string_equal(r.first_divergence, "steps/1/grads/l0.bias missing in mine");
     assert_non_null(strstr(r.reason, "recorded by baseline_0 but not by mine"));
+    fixture_free(&f);
+}
+
+/* A FAIL decided by a missing tensor shows what decided it where the
+ * distance stands, never the distance of the tensors that were there
+ * (here the weight differs too: its distance is not what failed). */
+static void a_fail_decided_by_a_missing_tensor_shows_that_not_a_distance(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    struct grads moved = g;
+    moved.weight[40] = nextafterf(moved.weight[40], 1.0f);
+    run_record_init(&f.runs[f.n], "mine");
+    add_f32(&f.runs[f.n], "steps/1/loss", &g.loss, 1);
+    add_f32(&f.runs[f.n], "steps/1/grads/l0.weight", moved.weight, N);
+    add_f32(&f.runs[f.n], "final_params/l0.weight", moved.weight, N);
+    f.n++;
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_string_equal(r.decided_by, "missing tensor");
+    assert_true(isnan(report_verdict_distance(&r)));
+    struct case_result cr;
+    memset(&cr, 0, sizeof cr);
+    snprintf(cr.name, sizeof cr.name, "k");
+    cr.n_results = 1;
+    cr.results[0] = r;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    assert_non_null(mem);
+    report_print_case(mem, &cr);
+    fclose(mem);
+    const char *at = strstr(text, "\n  mine ");
+    assert_non_null(at);
+    char *row = strndup(at + 1, strcspn(at + 1, "\n"));
+    assert_non_null(strstr(row, "FAIL"));
+    assert_non_null(strstr(row, " missing tensor "));
+    assert_null(strstr(row, " 0  ")); /* no distance of 0 in the ULP column */
+    free(row);
+    free(text);
+    fixture_free(&f);
+}
+
+/* An overhead below 1 is marked as unstable: a checkpoint never makes
+ * the step faster than its baseline's. */
+static void an_overhead_below_one_is_marked_unstable(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add(&f, "mine", &g);
+    run_record_set_attr(&f.runs[f.n - 1], "timing.step_ms", 0.27);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_PASS);
+    assert_true(fabs(r.overhead - 0.27) < 1e-9);
+    assert_false(r.timing_stable);
+    assert_non_null(strstr(r.timing_note, "below 1"));
+    fixture_free(&f);
+}
+
+/* A run whose own steps spread wider than the baselines may is marked,
+ * however well its baselines agree; one whose steps agree is not. */
+static void a_run_whose_own_steps_spread_is_marked_unstable(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add(&f, "steady", &g);
+    run_record_set_attr(&f.runs[f.n - 1], "timing.step_ms", 1.3);
+    run_record_set_attr(&f.runs[f.n - 1], "timing.fastest_step_ms", 1.2);
+    run_record_set_attr(&f.runs[f.n - 1], "timing.slowest_step_ms", 1.4);
+    add(&f, "spread", &g);
+    run_record_set_attr(&f.runs[f.n - 1], "timing.step_ms", 1.3);
+    run_record_set_attr(&f.runs[f.n - 1], "timing.fastest_step_ms", 1.0);
+    run_record_set_attr(&f.runs[f.n - 1], "timing.slowest_step_ms", 3.0);
+    struct impl_result steady = judge(&f, "steady"), spread = judge(&f, "spread");
+    assert_true(steady.timing_stable);
+    assert_string_equal(steady.timing_note, "");
+    assert_false(spread.timing_stable);
+    assert_non_null(strstr(spread.timing_note, "own step times spread 3.00x"));
     fixture_free(&f);
 }
 
@@ -1233,6 +1324,9 @@ int main(void)
         cmocka_unit_test(impl_samples_that_disagree_do_not_excuse_a_large_difference),
         cmocka_unit_test(tensor_after_a_noisy_step_gets_the_least_envelope),
         cmocka_unit_test(tensor_on_one_side_only_fails_naming_the_side),
+        cmocka_unit_test(a_fail_decided_by_a_missing_tensor_shows_that_not_a_distance),
+        cmocka_unit_test(an_overhead_below_one_is_marked_unstable),
+        cmocka_unit_test(a_run_whose_own_steps_spread_is_marked_unstable),
         cmocka_unit_test(run_outcomes_become_error_and_fail),
         cmocka_unit_test(expectations_default_to_pass_for_other_producers_runs),
         cmocka_unit_test(declared_tolerance_turns_a_small_difference_into_pass),

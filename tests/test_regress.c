@@ -30,8 +30,8 @@ struct outcome {
     char *text;
 };
 
-/* Compares and frees both summaries. */
-static struct outcome run(json_t *prev, json_t *cur)
+/* Compares and frees both summaries (list_removed: a line per removed record). */
+static struct outcome run_listing(json_t *prev, json_t *cur, int list_removed)
 {
     struct outcome o = {{0}, NULL};
     size_t len = 0;
@@ -39,12 +39,15 @@ static struct outcome run(json_t *prev, json_t *cur)
     assert_non_null(mem);
     struct regress_options opt;
     regress_default_options(&opt);
+    opt.list_removed = list_removed;
     assert_int_equal(regress_compare(prev, cur, "PREV", &opt, mem, &o.n, NULL), ST_OK);
     fclose(mem);
     json_decref(prev);
     json_decref(cur);
     return o;
 }
+
+static struct outcome run(json_t *prev, json_t *cur) { return run_listing(prev, cur, 0); }
 
 /* One case × impl in each run, built by the caller from rec(). */
 static struct outcome pair(json_t *p, json_t *c)
@@ -320,8 +323,43 @@ static void new_and_removed_records_are_listed_not_counted(void **state)
     assert_int_equal(o.n.added, 1);
     assert_int_equal(o.n.removed, 1);
     assert_non_null(strstr(o.text, "  new         fresh/reentrant: FAIL\n"));
-    assert_non_null(strstr(o.text, "  removed     gone/reentrant: was PASS\n"));
+    assert_non_null(strstr(o.text, "  removed     1 record(s) of 1 case(s) in PREV are not in this run, compared only "
+                                   "the 0 in both: gone/reentrant (was PASS)\n"));
     free(o.text);
+}
+
+/* A subset run against a full nightly: the records it did not run are one
+ * line (how many, of how many cases, the first three), not one each;
+ * asked for (list_removed), one line each. */
+static void records_not_in_a_subset_run_are_one_line_unless_asked(void **state)
+{
+    (void)state;
+    for (int listing = 0; listing <= 1; listing++) {
+        json_t *prev = summary(), *cur = summary();
+        char name[32];
+        for (int c = 0; c < 100; c++)
+            for (int k = 0; k < 2; k++) {
+                snprintf(name, sizeof name, "case_%03d", c);
+                add(prev, rec(name, k ? "nonreentrant" : "reentrant", "PASS", 1));
+                if (c == 7)
+                    add(cur, rec(name, k ? "nonreentrant" : "reentrant", "PASS", 1));
+            }
+        struct outcome o = run_listing(prev, cur, listing);
+        assert_int_equal(o.n.removed, 198);
+        int lines = 0;
+        for (const char *at = o.text; (at = strstr(at, "  removed  ")); at++)
+            lines++;
+        if (listing) {
+            assert_int_equal(lines, 198);
+            assert_non_null(strstr(o.text, "  removed     case_099/nonreentrant: was PASS\n"));
+        } else {
+            assert_int_equal(lines, 1);
+            assert_non_null(strstr(o.text, "198 record(s) of 99 case(s) in PREV are not in this run, compared only the "
+                                           "2 in both: case_000/reentrant (was PASS), case_000/nonreentrant (was PASS), "
+                                           "case_001/reentrant (was PASS), ... (--list-removed names every one)\n"));
+        }
+        free(o.text);
+    }
 }
 
 static void not_observable_changes_are_listed_not_counted(void **state)
@@ -357,6 +395,7 @@ int main(void)
         cmocka_unit_test(overhead_of_too_few_cases_is_not_judged),
         cmocka_unit_test(overhead_of_failing_runs_is_ignored),
         cmocka_unit_test(new_and_removed_records_are_listed_not_counted),
+        cmocka_unit_test(records_not_in_a_subset_run_are_one_line_unless_asked),
         cmocka_unit_test(not_observable_changes_are_listed_not_counted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -147,8 +147,13 @@ static void print_tensor_diff(FILE *out, const struct run_tensor *ta, const stru
         fprintf(out, "; bits 0x%0*llx vs 0x%0*llx", digits, element_bits(da, d->first_index), digits,
                 element_bits(db, d->first_index));
     }
-    fprintf(out, "); max ULP %s; max abs %.3g; NaN %zu/%zu, Inf %zu/%zu\n", ulp_format(d->max_ulp, ulp, sizeof ulp),
-            d->max_abs, d->nan_a, d->nan_b, d->inf_a, d->inf_b);
+    /* The judge's measure first, as its table shows it; raw beside it. */
+    char scaled[32];
+    double scale = 0;
+    scaled_ulp_format(compare_scaled_distance(da, db, &scale), scaled, sizeof scaled);
+    fprintf(out, "); max scaled ULP %s (at max |A| %.3g); raw max ULP %s; max abs %.3g; NaN %zu/%zu, Inf %zu/%zu\n",
+            scaled, scale, ulp_format(d->max_ulp, ulp, sizeof ulp), d->max_abs, d->nan_a, d->nan_b, d->inf_a,
+            d->inf_b);
 }
 
 struct diff_options {
@@ -157,7 +162,8 @@ struct diff_options {
 };
 
 /* One tensor pair as JSON: what the text line says, field by field. */
-static json_t *tensor_diff_json(const struct run_tensor *ta, const struct tensor_diff *d, const char *status)
+static json_t *tensor_diff_json(const struct run_tensor *ta, const struct host_tensor *da, const struct host_tensor *db,
+                               const struct tensor_diff *d, const char *status)
 {
     char idx[96] = "";
     if (!d->bitwise_equal)
@@ -168,6 +174,8 @@ static json_t *tensor_diff_json(const struct run_tensor *ta, const struct tensor
         json_object_set_new(o, "first_index", json_string(idx));
         json_object_set_new(o, "first_a", isfinite(d->first_a) ? json_real(d->first_a) : json_null());
         json_object_set_new(o, "first_b", isfinite(d->first_b) ? json_real(d->first_b) : json_null());
+        double scaled = compare_scaled_distance(da, db, NULL);
+        json_object_set_new(o, "max_scaled_ulp", isinf(scaled) || isnan(scaled) ? json_null() : json_real(scaled));
         json_object_set_new(o, "max_ulp", d->max_ulp == ULP_INFINITE ? json_null() : json_integer((json_int_t)d->max_ulp));
         json_object_set_new(o, "max_abs", json_real(d->max_abs));
     }
@@ -188,8 +196,10 @@ static int diff_runs_to(FILE *text, const char *fa, const struct run_record *a, 
         return cli_fail(st);
     json_t *tensors = o->json ? json_array() : NULL;
     if (!o->json)
-        fprintf(text, "diff %s:%s vs %s:%s (bitwise; ULP distance, sign-aware, where bits differ%s)\n", fa,
-                a->name, fb, b->name, o->tolerance > 0 ? "; tolerance given" : "");
+        fprintf(text,
+                "diff %s:%s vs %s:%s (bitwise; where bits differ, max scaled ULP: |A - B| in ULPs of the dtype at "
+                "the tensor's max |A|, the distance the judge's table shows; raw max ULP: element-wise, sign-aware%s)\n",
+                fa, a->name, fb, b->name, o->tolerance > 0 ? "; the tolerance is in raw ULP" : "");
     int differ = 0, beyond = 0, compared = 0, missing = 0, one_object = 0;
     struct nonfinite_totals totals = {0};
     for (int i = 0; i < a->n; i++) {
@@ -238,7 +248,7 @@ static int diff_runs_to(FILE *text, const char *fa, const struct run_record *a, 
         int within = !d.bitwise_equal && d.max_ulp != ULP_INFINITE && (double)d.max_ulp <= o->tolerance;
         beyond += !d.bitwise_equal && !within;
         if (o->json)
-            json_array_append_new(tensors, tensor_diff_json(ta, &d, d.bitwise_equal ? "identical"
+            json_array_append_new(tensors, tensor_diff_json(ta, &ha.t, &hb.t, &d, d.bitwise_equal ? "identical"
                                                                     : within         ? "within_tolerance"
                                                                                      : "differs"));
         else
@@ -259,7 +269,8 @@ static int diff_runs_to(FILE *text, const char *fa, const struct run_record *a, 
     if (o->json) {
         json_t *out = json_pack("{s:{s:s, s:s}, s:{s:s, s:s}, s:s, s:f, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:s}}",
                                 "a", "file", fa, "run", a->name, "b", "file", fb, "run", b->name, "compared",
-                                "bitwise; sign-aware ULP distance where bits differ", "tolerance_ulp", o->tolerance,
+                                "bitwise; where bits differ max_scaled_ulp (ULPs of the dtype at max |A|, as the judge) and "
+                                "max_ulp (raw, element-wise, sign-aware)", "tolerance_ulp", o->tolerance,
                                 "tensors", tensors, "summary", "compared", compared, "differ", differ,
                                 "beyond_tolerance", beyond, "missing", missing, "same_object", one_object, "result",
                                 result);

@@ -46,6 +46,7 @@ void cli_usage(FILE *out)
             "                     (determinism_check = values; refused for a case with a reentrant impl)\n"
             "  --shard K/N        run the K-th of N round-robin slices of the selected cases (1 <= K <= N)\n"
             "  --compare-to DIR   list regressions against the run in DIR (its summary.json); any -> exit 1\n"
+            "  --list-removed     with --compare-to: a line per record of DIR not in this run (default: one line)\n"
             "  --progress         off a terminal, one line per finished case on stderr (default: quiet)\n"
             "  --impl-lib PATH.so load checkpoint impls from a plugin (impls/plugin.h); repeatable, before --help\n"
             "  --external CMD     after each case, run CMD REPORT.h5: it appends its own runs (docs/external.md)\n"

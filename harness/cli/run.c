@@ -31,6 +31,7 @@
 #include "report.h"
 #include "runner.h"
 #include "shard.h"
+#include "stale_reports.h"
 #include "summary_file.h"
 
 #define MAX_SELECTED 256
@@ -164,13 +165,13 @@ int cli_run(int argc, char **argv)
 {
     const char *cases_path = getenv("CKPT_CASES") ? getenv("CKPT_CASES") : CKPT_CASES_DIR;
     const char *out_dir = NULL, *suite = NULL, *selected[MAX_SELECTED], *compare_to = NULL, *external = NULL;
-    int progress_lines = 0;
+    int progress_lines = 0, list_removed = 0;
     double external_timeout = EXTERNAL_TIMEOUT_DEFAULT_S;
     struct shard shard = {1, 1};
     int n_selected = 0, list = 0;
     struct overrides o = {0};
     enum { OPT_CASES = 256, OPT_STEPS, OPT_SEED, OPT_THREADS, OPT_DEVICE, OPT_VERIFY, OPT_SHARD, OPT_COMPARE, OPT_PROGRESS, OPT_EXTERNAL, OPT_IMPL_LIB, OPT_VERSION,
-           OPT_REPEATS, OPT_EXTERNAL_TIMEOUT };
+           OPT_REPEATS, OPT_EXTERNAL_TIMEOUT, OPT_LIST_REMOVED };
     static const struct option options[] = {
         {"case", required_argument, NULL, 'c'},        {"cases", required_argument, NULL, OPT_CASES},
         {"list", no_argument, NULL, 'l'},              {"impl", required_argument, NULL, 'i'},
@@ -180,6 +181,7 @@ int cli_run(int argc, char **argv)
         {"suite", required_argument, NULL, 's'},       {"help", no_argument, NULL, 'h'},
         {"shard", required_argument, NULL, OPT_SHARD}, {"compare-to", required_argument, NULL, OPT_COMPARE},
         {"progress", no_argument, NULL, OPT_PROGRESS},
+        {"list-removed", no_argument, NULL, OPT_LIST_REMOVED},
         {"external", required_argument, NULL, OPT_EXTERNAL},
         {"impl-lib", required_argument, NULL, OPT_IMPL_LIB},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -208,6 +210,7 @@ int cli_run(int argc, char **argv)
         case OPT_VERIFY: o.verify_values = 1; break;
         case OPT_COMPARE: compare_to = optarg; break;
         case OPT_PROGRESS: progress_lines = 1; break;
+        case OPT_LIST_REMOVED: list_removed = 1; break;
         case OPT_IMPL_LIB:
             if (impl_load_plugin(optarg))
                 return cli_fail(ST_INPUT);
@@ -392,10 +395,14 @@ int cli_run(int argc, char **argv)
     }
 
     cli_announce_blas(isatty(STDOUT_FILENO) ? stdout : NULL);
+    /* A reused --out: the reports its previous summary named, so those
+     * this run does not write again go once its own summary is written. */
+    json_t *stale = stale_reports_before(out_dir);
     struct summary *summary = NULL;
     if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION)) ||
         (st = summary_set_run(summary, n_selected ? NULL : suite ? suite : "smoke", shard.k, shard.n))) {
         summary_free(summary);
+        json_decref(stale);
         json_decref(previous);
         free(index_of);
         free(run);
@@ -480,6 +487,7 @@ int cli_run(int argc, char **argv)
         FILE *mem = open_memstream(&regress_text, &regress_len);
         struct regress_options ro;
         regress_default_options(&ro);
+        ro.list_removed = list_removed;
         if (!found || !mem)
             compare_st = error_set(ST_INTERNAL, "compare: out of memory");
         else if ((compare_st = regress_compare(previous, summary_json(summary), compare_to, &ro, mem, &regressions,
@@ -506,6 +514,7 @@ int cli_run(int argc, char **argv)
             unexpected++;
             st = ST_OK;
         } else {
+            stale_reports_clear(out_dir, stale, summary_json(summary), stdout);
             cli_write_report_html(out_dir); /* the page is read from the summary just written */
         }
         mutation_matrix_print(stdout, summary_json(summary));
@@ -515,6 +524,7 @@ int cli_run(int argc, char **argv)
             fputs(regress_text, stdout);
     }
     free(regress_text);
+    json_decref(stale);
     json_decref(previous);
     free(index_of);
     free(result);

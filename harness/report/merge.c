@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "junit.h"
+#include "merge_reports.h"
 #include "summary_file.h"
 
 struct slot {
@@ -181,6 +182,9 @@ int merge_run_dirs(const char *out_dir, const char *const *dirs, int n_dirs, int
     else if (n_missing)
         fprintf(out, "merge: warning: shard%s %s %s not among the inputs\n", n_missing > 1 ? "s" : "", missing,
                 n_missing > 1 ? "are" : "is");
+    /* The merged directory holds its reports, named relative to it. */
+    if (!st)
+        st = merge_adopt_reports(out_dir, roots, dirs, n_dirs, out);
     struct junit_counts counts = {0};
     if (!st)
         st = junit_write_with_summary(root, out_dir, &counts);

@@ -17,7 +17,10 @@
 /* The cell's text and colour for r. */
 static void cell_of(const struct rec *r, char *figure, size_t len, const char **note, unsigned *rgb)
 {
-    if (isnan(r->distance))
+    if (r->decided_by[0])
+        /* what decided it, in one word: the data file's columns are words */
+        snprintf(figure, len, "%.*s", (int)strcspn(r->decided_by, " "), r->decided_by);
+    else if (isnan(r->distance))
         snprintf(figure, len, "-");
     else
         scaled_ulp_format(r->distance, figure, len);
@@ -50,7 +53,9 @@ static int draw_page(struct plot_env *env, const struct summary_in *s, const cha
                  "# distance: the verdict's distance from baseline_0 in scaled ULP (the largest over every\n"
                  "# tensor of max |a - b| in ULPs of its dtype at its max |a|), as the table prints it;\n"
                  "# inf: no ULP distance (NaN or Inf against a number); known = 0, '-': none measured (the\n"
-                 "# run errored, or the checkpoint's own check stopped it before any gradient);\n"
+                 "# run errored, or the checkpoint's own check stopped it before any gradient); a word\n"
+                 "# where a FAIL was decided before any distance: missing (a tensor on one side only),\n"
+                 "# dtype/shape (a tensor that cannot be compared);\n"
                  "# mark: * a bad verdict the case expects (a planted bug caught), ! an unexpected verdict,\n"
                  "# - neither\n");
     size_t longest_impl = 0, longest_case = 0;
@@ -128,7 +133,8 @@ int plot_determinism(struct plot_env *env, const struct summary_in *s)
     int case_pages = plot_page_count(n_cases, CASES_PER_PAGE), cases_per_page = (n_cases + case_pages - 1) / case_pages;
     int n_page = 0, pages = 0, st = ST_OK;
     struct page {
-        int c0, c1, k0, k1;
+        int n_cases, k0, k1;
+        const char *cases[CASES_PER_PAGE];
         const char *impls[MAX_SERIES];
     } *plan = calloc((size_t)case_pages * MAX_SERIES, sizeof *plan);
     if (!plan)
@@ -145,19 +151,26 @@ int plot_determinism(struct plot_env *env, const struct summary_in *s)
         int impl_pages = plot_page_count(n_here, impls_per_page), per = (n_here + impl_pages - 1) / impl_pages;
         for (int ip = 0; ip < impl_pages; ip++) {
             struct page *pg = &plan[pages++];
-            pg->c0 = c0;
-            pg->c1 = c1;
             pg->k0 = 0;
             pg->k1 = 0;
             for (int k = ip * per; k < n_here && k < (ip + 1) * per; k++)
                 pg->impls[pg->k1++] = here[k];
+            /* A page's rows: the cases with a cell in its columns, so a
+             * page of impls that some cases never ran has no empty rows. */
+            pg->n_cases = 0;
+            for (int c = c0; c < c1; c++)
+                for (int k = 0; k < pg->k1; k++)
+                    if (has_cell(s, cases[c], pg->impls[k])) {
+                        pg->cases[pg->n_cases++] = cases[c];
+                        break;
+                    }
         }
     }
     for (n_page = 0; n_page < pages && !st; n_page++) {
         char name[64];
         plot_page_name(name, sizeof name, "determinism", n_page, pages);
         const struct page *pg = &plan[n_page];
-        st = draw_page(env, s, cases, pg->c0, pg->c1, pg->impls, pg->k0, pg->k1, name);
+        st = draw_page(env, s, pg->cases, 0, pg->n_cases, pg->impls, pg->k0, pg->k1, name);
     }
     free(plan);
     return st;

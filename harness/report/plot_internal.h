@@ -31,6 +31,7 @@ struct rec {
     int expected;       /* the verdict is one the case allows */
     double distance;    /* the verdict's distance in scaled ULP (max_scaled_ulp); INFINITY when
                          * infinite, NAN where none was measured */
+    const char *decided_by; /* what decided a FAIL where no distance did ("missing tensor"), or "" */
     int overhead_stable; /* the baselines' timings agreed (summary overhead_stable; 1 when absent) */
     double overhead, ideal_overhead;
     double baseline_step_ms, slowest_baseline_step_ms; /* the baselines' spread of step times */

@@ -15,13 +15,21 @@
 
 /* One plot: per case and reference impl `n_columns` figures (NAN for none;
  * the first decides whether the case is drawn at all), and the case's
- * reference value. */
+ * reference value where one value serves every impl of the case
+ * (reference NULL: none, and no reference column); a figure that belongs
+ * to one impl (its own prediction) is one of its columns, named by
+ * prediction_column (-1: none), so it is drawn on that impl's bar. */
 struct per_case_plot {
     const char *name, *script, *reference_title;
     int n_columns;
     const char *column_titles[MAX_COLUMNS];
     void (*columns)(const struct rec *r, double *out);
     double (*reference)(const struct rec *r);
+    int prediction_column;
+    /* > 0: a page whose bars and reference values span more than this
+     * factor (largest / smallest, all positive) gets a log y axis, so one outlier does not
+     * flatten every other bar; 0: always linear. */
+    double log_range;
     /* pixels per case and impl, as the script lays the bars out */
     int px_per_impl;
 };
@@ -45,7 +53,7 @@ static void case_figures(const struct summary_in *s, const struct per_case_plot 
         const struct rec *r = &s->r[i];
         if (strcmp(r->case_name, case_name) != 0)
             continue;
-        if (!isnan(p->reference(r)))
+        if (p->reference && !isnan(p->reference(r)))
             *reference = p->reference(r);
         for (int k = 0; k < n_impls; k++)
             if (strcmp(r->impl, impls[k]) == 0)
@@ -83,8 +91,11 @@ static int draw_page(struct plot_env *env, const struct summary_in *s, const str
     if (st)
         return st;
     /* header row: the column titles */
-    fprintf(d.f, "index case ");
-    plot_put_quoted(d.f, p->reference_title);
+    fprintf(d.f, "index case");
+    if (p->reference) {
+        fputc(' ', d.f);
+        plot_put_quoted(d.f, p->reference_title);
+    }
     for (int k = 0; k < n_impls; k++)
         for (int j = 0; j < p->n_columns; j++) {
             char title[160];
@@ -93,14 +104,27 @@ static int draw_page(struct plot_env *env, const struct summary_in *s, const str
             plot_put_quoted(d.f, title);
         }
     fputc('\n', d.f);
-    int marked = 0, references = 0;
+    int marked = 0, references = 0, predicted[MAX_SERIES] = {0};
+    double smallest = INFINITY, largest = 0;
     for (int c = c0; c < c1; c++) {
         double reference, v[MAX_SERIES][MAX_COLUMNS];
         case_figures(s, p, cases[c], impls, n_impls, v, &reference);
         references += !isnan(reference);
+        for (int k = 0; k < n_impls && p->prediction_column >= 0; k++)
+            predicted[k] |= !isnan(v[k][p->prediction_column]);
+        /* the bars (first columns) and the reference decide the axis; a
+         * whisker's reach does not: it is clipped, never a reason to squash */
+        for (int k = 0; k <= n_impls; k++) {
+            double x = k < n_impls ? v[k][0] : reference;
+            if (isnan(x) || isinf(x))
+                continue;
+            smallest = x < smallest ? x : smallest;
+            largest = x > largest ? x : largest;
+        }
         fprintf(d.f, "%d ", c - c0);
         plot_put_quoted(d.f, cases[c]);
-        fprintf(d.f, " %.6g", reference);
+        if (p->reference)
+            fprintf(d.f, " %.6g", reference);
         for (int k = 0; k < n_impls; k++)
             for (int j = 0; j < p->n_columns; j++)
                 fprintf(d.f, " %.6g", v[k][j]);
@@ -111,10 +135,30 @@ static int draw_page(struct plot_env *env, const struct summary_in *s, const str
     }
     if ((st = plot_data_close(&d)))
         return st;
+    /* The impls (1-based) with a prediction on this page: only those get
+     * dots (an iteration over no point would warn). */
+    char with_prediction[MAX_SERIES * 4] = "";
+    for (int k = 0; k < n_impls; k++)
+        if (predicted[k]) {
+            size_t used = strlen(with_prediction);
+            snprintf(with_prediction + used, sizeof with_prediction - used, "%s%d", used ? " " : "", k + 1);
+        }
+    /* Rows the case names, rotated by 40 degrees in a 9-point font, drop
+     * under the axis: about a third of a row per character, and one for
+     * the tick; at most 60 (a page stays under 2000 pixels tall). */
+    size_t longest = 0;
+    for (int c = c0; c < c1; c++)
+        longest = strlen(cases[c]) > longest ? strlen(cases[c]) : longest;
+    int bm = (int)ceil(0.33 * (double)longest) + 1;
+    bm = bm < 3 ? 3 : bm > 60 ? 60 : bm;
+    int logy = p->log_range > 0 && smallest > 0 && largest > p->log_range * smallest;
     char vars[2048];
     snprintf(vars, sizeof vars, "data='%s'; nimpl=%d; ncase=%d; unstable=%d; page=%d; pages=%d; W=%d; colours='%s'; "
-             "hasref=%d", d.path, n_impls, c1 - c0, marked, page_no + 1, n_pages, page_width(p, n_impls, c1 - c0),
-             colours, references > 0);
+             "hasref=%d; predicted='%s'; logy=%d; smallest=%.6g; largest=%.6g; bm=%d", d.path, n_impls, c1 - c0,
+             marked, page_no + 1, n_pages, page_width(p, n_impls, c1 - c0), colours,
+             references > 0 || with_prediction[0], with_prediction, logy, logy ? smallest : 0, logy ? largest : 0, bm);
+    if (logy && env->log)
+        fprintf(env->log, "  %s: log y axis: its figures span %.3g to %.3g\n", page, smallest, largest);
     return plot_gnuplot_run(env, p->script, page, vars);
 }
 
@@ -172,17 +216,15 @@ static double overhead_ideal(const struct rec *r) { return r->ideal_overhead; }
 
 /* The held cut and the peak cut; only runs that did the case's work
  * (PASS, NOISE) have them. The peak also holds backward's buffers and
- * gradients, which can outweigh a small case's saving (a negative cut). */
+ * gradients, which can outweigh a small case's saving (a negative cut).
+ * Third, the impl's own predicted held cut (impls of one case may plan
+ * differently: selective keeps what its policy saves), drawn on its bar. */
 static void cut_columns(const struct rec *r, double *out)
 {
     int worked = !strcmp(r->verdict, "PASS") || !strcmp(r->verdict, "NOISE");
     out[0] = worked ? 100.0 * (1.0 - r->efb / r->base_efb) : NAN;
     out[1] = worked ? 100.0 * (1.0 - r->peak / r->base_peak) : NAN;
-}
-
-static double held_cut_predicted(const struct rec *r)
-{
-    return 100.0 * (1.0 - r->pred_efb / r->pred_base_efb);
+    out[2] = worked && r->pred_base_efb > 0 ? 100.0 * (1.0 - r->pred_efb / r->pred_base_efb) : NAN;
 }
 
 int plot_overhead(struct plot_env *env, const struct summary_in *s)
@@ -194,14 +236,23 @@ int plot_overhead(struct plot_env *env, const struct summary_in *s)
                                            {"", "low", "high", "stable"},
                                            overhead_columns,
                                            overhead_ideal,
+                                           -1,
+                                           10,
                                            24};
     return plot_per_case(env, s, &p);
 }
 
 int plot_held_per_case(struct plot_env *env, const struct summary_in *s)
 {
-    static const struct per_case_plot p = {
-        "held_per_case", "plot_held_per_case.gp", "predicted held cut", 2, {"held cut", "peak cut"}, cut_columns,
-        held_cut_predicted, 28};
+    static const struct per_case_plot p = {"held_per_case",
+                                           "plot_held_per_case.gp",
+                                           NULL,
+                                           3,
+                                           {"held cut", "peak cut", "predicted held cut"},
+                                           cut_columns,
+                                           NULL,
+                                           2,
+                                           0,
+                                           28};
     return plot_per_case(env, s, &p);
 }

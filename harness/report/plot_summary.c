@@ -69,6 +69,7 @@ int plot_summary_load(struct summary_in *s, const char *run_dir)
         /* The verdict's distance: null is infinite, absent none measured. */
         const json_t *distance = json_object_get(o, "max_scaled_ulp");
         r->distance = json_is_number(distance) ? json_number_value(distance) : json_is_null(distance) ? INFINITY : NAN;
+        r->decided_by = jstr(o, "decided_by");
         r->overhead = jnum(o, "overhead");
         r->overhead_stable = !json_is_false(json_object_get(o, "overhead_stable"));
         r->ideal_overhead = jnum(o, "ideal_overhead");

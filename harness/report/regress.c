@@ -35,6 +35,7 @@ void regress_default_options(struct regress_options *o)
 {
     o->memory_points = 0.02;
     o->overhead_ratio = 0.10;
+    o->list_removed = 0;
 }
 
 /* The verdict's distance, max_scaled_ulp, as a number: null is infinite;
@@ -193,14 +194,33 @@ int regress_compare(const json_t *prev, const json_t *cur, const char *prev_labe
         if (l.kind == F_REGRESSION)
             list_regression(regressions, summary_str(c, "case"), summary_str(c, "impl"), l.text, prev_label);
     }
+    /* Records of the previous run not in this one: a subset run against a
+     * full nightly leaves out hundreds, so one line says how many (naming
+     * the first few) unless the caller asks for every one. */
+    char first_removed[512] = "";
+    json_t *removed_cases = json_object();
     for (size_t i = 0; i < json_array_size(prev_records); i++) {
         const json_t *p = json_array_get(prev_records, i);
         key_of(p, key, sizeof key);
-        if (!json_object_get(cur_keys, key)) {
-            n.removed++;
+        if (json_object_get(cur_keys, key))
+            continue;
+        if (o->list_removed)
             fprintf(out, "  %-10s  %s: was %s\n", "removed", key, summary_str(p, "verdict"));
+        else if (n.removed < 3) {
+            size_t used = strlen(first_removed);
+            snprintf(first_removed + used, sizeof first_removed - used, "%s%s (was %s)", n.removed ? ", " : "", key,
+                     summary_str(p, "verdict"));
         }
+        if (removed_cases)
+            json_object_set_new(removed_cases, summary_str(p, "case"), json_true());
+        n.removed++;
     }
+    if (n.removed && !o->list_removed)
+        fprintf(out, "  %-10s  %d record(s) of %zu case(s) in %s are not in this run, compared only the %d in both: "
+                     "%s%s\n",
+                "removed", n.removed, removed_cases ? json_object_size(removed_cases) : 0, prev_label, n.common,
+                first_removed, n.removed > 3 ? ", ... (--list-removed names every one)" : "");
+    json_decref(removed_cases);
     const char *impl;
     json_t *list;
     json_object_foreach(sums, impl, list) {

@@ -20,7 +20,8 @@
  *     millisecond steps swing by 2x between runs while that median moves
  *     a few percent.
  * New and removed records, improvements, changes to or from NOT_OBSERVABLE
- * and noise are listed, not counted. */
+ * and noise are listed, not counted; removed records in one line (how
+ * many, of how many cases, the first three) unless list_removed. */
 #ifndef CKPT_REGRESS_H
 #define CKPT_REGRESS_H
 
@@ -32,6 +33,7 @@
 struct regress_options {
     double memory_points;  /* 0.02: two percentage points */
     double overhead_ratio; /* 0.10: ten percent */
+    int list_removed;      /* 1: a line per record not in this run; 0: one line for them all */
 };
 
 struct regress_counts {

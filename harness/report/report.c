@@ -54,11 +54,11 @@ static const char *ms_cell(double v, char *buf, size_t len)
 /* Measured bytes held at the end of forward against the model's
  * prediction (model_predict_saved_bytes), and the step time: the figures
  * checkpointing is about, one line per run. */
-static void print_memory_line(FILE *out, const char *what, double held, double predicted, double peak, double step_ms,
-                              double forward_ms)
+static void print_memory_line(FILE *out, int width, const char *what, double held, double predicted, double peak,
+                              double step_ms, double forward_ms)
 {
     char a[32], b[32], c[32], d[32], e[32];
-    fprintf(out, "  %-24s   held at end of forward %s (predicted %s", what, bytes_cell(held, a, sizeof a),
+    fprintf(out, "  %-*s   held at end of forward %s (predicted %s", width, what, bytes_cell(held, a, sizeof a),
             bytes_cell(predicted, b, sizeof b));
     if (predicted > 0 && !isnan(held))
         fprintf(out, ", %+.1f%%", 100.0 * (held - predicted) / predicted);
@@ -75,7 +75,7 @@ static void print_memory_line(FILE *out, const char *what, double held, double p
  * (hooks, leaks) measured its gradients: 0 when they are bitwise right. */
 double report_verdict_distance(const struct impl_result *x)
 {
-    if (x->verdict == V_ERROR ||
+    if (x->verdict == V_ERROR || x->decided_by[0] ||
         (x->verdict == V_FAIL && !x->gradients_right && x->max_scaled_ulp == 0 && x->max_ulp == 0))
         return NAN;
     return x->max_scaled_ulp;
@@ -95,13 +95,29 @@ static const char *case_error_text(const struct case_result *r)
     return r->error[0] ? r->error : "no run was judged";
 }
 
-static const char *distance_cell(double v, char *buf, size_t len)
+/* The verdict's distance, or what decided the verdict where no distance
+ * did (a tensor missing on one side: "missing tensor"). */
+static const char *distance_cell(const struct impl_result *x, char *buf, size_t len)
 {
-    if (isnan(v))
+    double v = report_verdict_distance(x);
+    if (x->decided_by[0])
+        snprintf(buf, len, "%s", x->decided_by);
+    else if (isnan(v))
         snprintf(buf, len, "-");
     else
         scaled_ulp_format(v, buf, len);
     return buf;
+}
+
+/* The impl column's width: the longest impl name of the case, at least
+ * 24, so a long name never pushes the other columns out of line. */
+static int impl_width(const struct case_result *r)
+{
+    size_t w = 24;
+    for (int i = 0; i < r->n_results; i++)
+        if (strlen(r->results[i].impl) > w)
+            w = strlen(r->results[i].impl);
+    return (int)w;
 }
 
 void report_print_case(FILE *out, const struct case_result *r)
@@ -120,17 +136,19 @@ void report_print_case(FILE *out, const struct case_result *r)
         fprintf(out, "  ERROR  %s\n", case_error_text(r));
         return;
     }
-    print_memory_line(out, "baseline", r->baseline_end_forward_bytes, r->predicted_baseline_end_forward_bytes,
+    int w = impl_width(r);
+    print_memory_line(out, w, "baseline", r->baseline_end_forward_bytes, r->predicted_baseline_end_forward_bytes,
                       r->baseline_peak_bytes, r->baseline_step_ms, r->baseline_forward_ms);
     if (r->one_time_bytes > 0)
-        fprintf(out, "  %-24s   warm-up left %s allocated (library workspaces): kept out of every figure\n", "",
+        fprintf(out, "  %-*s   warm-up left %s allocated (library workspaces): kept out of every figure\n", w, "",
                 bytes_cell(r->one_time_bytes, saved, sizeof saved));
     /* "scaled ULP": the verdict's distance (report_verdict_distance); the
      * raw element-wise max ULP is in the reason, labelled raw. "held cut":
      * bytes held at the end of forward, what checkpointing exists to cut;
      * "peak cut": the drop in the step's peak, which small cases' backward
-     * buffers can outweigh. */
-    fprintf(out, "  %-24s %-14s %-3s %10s  %8s  %8s  %9s  %s\n", "impl", "verdict", "ok", "scaled ULP", "held cut",
+     * buffers can outweigh. The distance column is as wide as the words
+     * that may stand in it ("missing tensor"). */
+    fprintf(out, "  %-*s %-14s %-3s %14s  %8s  %8s  %9s  %s\n", w, "impl", "verdict", "ok", "scaled ULP", "held cut",
             "peak cut", "overhead", "first divergence");
     for (int i = 0; i < r->n_results; i++) {
         const struct impl_result *x = &r->results[i];
@@ -139,19 +157,21 @@ void report_print_case(FILE *out, const struct case_result *r)
         else
             snprintf(over, sizeof over, "%.2fx%s", x->overhead, x->timing_stable ? "" : "?");
         char held[32];
-        fprintf(out, "  %-24s %-14s %-3s %10s  %8s  %8s  %9s  %s\n", x->impl, verdict_name(x->verdict),
-                x->expected && !r->status ? "yes" : "NO", distance_cell(report_verdict_distance(x), ulp, sizeof ulp),
+        fprintf(out, "  %-*s %-14s %-3s %14s  %8s  %8s  %9s  %s\n", w, x->impl, verdict_name(x->verdict),
+                x->expected && !r->status ? "yes" : "NO", distance_cell(x, ulp, sizeof ulp),
                 percent_cell(x->end_forward_saved, held, sizeof held), percent_cell(x->memory_saved, saved, sizeof saved),
                 over, x->first_divergence[0] ? x->first_divergence : "-");
-        fprintf(out, "  %-24s   %s\n", "", reason_text(x));
+        fprintf(out, "  %-*s   %s\n", w, "", reason_text(x));
         /* PyTorch's debug=True log under the reason, one row a line. */
         for (const char *row = x->op_log; *row;) {
             size_t len = strcspn(row, "\n");
-            fprintf(out, "  %-24s     %.*s\n", "", (int)len, row);
+            fprintf(out, "  %-*s     %.*s\n", w, "", (int)len, row);
             row += len + (row[len] == '\n');
         }
-        print_memory_line(out, "", x->end_forward_bytes, x->predicted_end_forward_bytes, x->peak_bytes, x->step_ms,
+        print_memory_line(out, w, "", x->end_forward_bytes, x->predicted_end_forward_bytes, x->peak_bytes, x->step_ms,
                           x->forward_ms);
+        if (!x->timing_stable && x->timing_note[0] && !isnan(x->overhead))
+            fprintf(out, "  %-*s   overhead marked ?: %s\n", w, "", x->timing_note);
     }
     if (r->status)
         fprintf(out, "  ERROR  %s\n", r->error);
@@ -321,6 +341,8 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
         /* The verdict's distance (null: infinite; absent: none measured)
          * and, labelled raw, the element-wise max ULP (null: infinite). */
         double distance = report_verdict_distance(x);
+        if (x->decided_by[0])
+            json_object_set_new(rec, "decided_by", json_string(x->decided_by));
         if (!isnan(distance))
             json_object_set_new(rec, "max_scaled_ulp", isinf(distance) ? json_null() : json_real(distance));
         json_object_set_new(rec, "raw_max_ulp",
@@ -332,6 +354,8 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
         json_object_set_new(rec, "memory_saved", json_number(x->memory_saved));
         json_object_set_new(rec, "overhead", json_number(x->overhead));
         json_object_set_new(rec, "overhead_stable", json_boolean(x->timing_stable));
+        if (x->timing_note[0])
+            json_object_set_new(rec, "overhead_unstable_because", json_string(x->timing_note));
         json_object_set_new(rec, "peak_bytes", json_number(x->peak_bytes));
         /* The references this record's ratios divide by: its own baseline
          * family's (an external producer's runs are judged against theirs). */

@@ -509,6 +509,25 @@ static void run_figures(const struct run_record *runs, int n, const char *family
         if (judge_is_baseline_of(runs[i].name, family) && step_ms(&runs[i]) > slowest)
             slowest = step_ms(&runs[i]);
     res->timing_stable = fastest && slowest <= JUDGE_STABLE_TIMING_SPREAD * step_ms(fastest);
+    if (fastest && !res->timing_stable)
+        snprintf(res->timing_note, sizeof res->timing_note, "the baselines' step times spread %.2fx",
+                 slowest / step_ms(fastest));
+    /* The run's own steps must agree as well: its median is its figure. */
+    double own_fast = run_record_attr(run, "timing.fastest_step_ms");
+    double own_slow = run_record_attr(run, "timing.slowest_step_ms");
+    if (res->timing_stable && own_fast > 0 && own_slow > JUDGE_STABLE_TIMING_SPREAD * own_fast) {
+        res->timing_stable = 0;
+        snprintf(res->timing_note, sizeof res->timing_note, "the run's own step times spread %.2fx",
+                 own_slow / own_fast);
+    }
+    /* A checkpoint does the baseline's work and more: a ratio below 1 is
+     * the machine's noise (or a baseline that paid for a warm-up), never a
+     * speed-up, and is marked like an unsteady one. */
+    if (res->timing_stable && res->overhead < 1.0) {
+        res->timing_stable = 0;
+        snprintf(res->timing_note, sizeof res->timing_note,
+                 "below 1: a checkpointed step cannot be faster than its baseline's");
+    }
 }
 
 /* ---- the attempts: the run and its re-runs ---------------------------------- */
@@ -589,6 +608,8 @@ static void attempts_fail(const struct spread_table *tab, int n, int outside, co
                  n, n - 1, worst->run->name);
     else
         snprintf(intro, sizeof intro, "differs in %d of %d attempts", outside, n);
+    if (worst->broken)
+        snprintf(res->decided_by, sizeof res->decided_by, "%s", worst->d.n_missing ? "missing tensor" : "dtype/shape");
     if (worst->broken && worst->d.n_missing) {
         int in_it = run_record_find(worst->run, worst->d.first_missing) != NULL;
         const char *has = in_it ? worst->run->name : base->name, *lacks = in_it ? base->name : worst->run->name;
@@ -712,6 +733,7 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
     if (d.n_missing) {
         int in_run = run_record_find(run, d.first_missing) != NULL;
         res->verdict = V_FAIL;
+        snprintf(res->decided_by, sizeof res->decided_by, "missing tensor");
         snprintf(res->first_divergence, sizeof res->first_divergence, "%s missing in %s", d.first_missing,
                  in_run ? base->name : run->name);
         snprintf(res->reason, sizeof res->reason, "%s is recorded by %s but not by %s (%d tensor(s) on one side only)",
@@ -720,6 +742,7 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
     }
     if (d.incomparable) {
         res->verdict = V_FAIL;
+        snprintf(res->decided_by, sizeof res->decided_by, "dtype/shape");
         snprintf(res->first_divergence, sizeof res->first_divergence, "%s: %s", d.incomparable_path,
                  d.incomparable_why);
         snprintf(res->reason, sizeof res->reason, "%s differs in dtype or shape: %s", d.incomparable_path,

@@ -60,10 +60,19 @@ struct impl_result {
      * every tensor PASSed or was NOISE: the run did the same work, so its
      * memory and time figures are kept. */
     int gradients_right;
+    /* A FAIL decided before any distance: "missing tensor" (a tensor on
+     * one side only) or "dtype/shape" (a tensor that cannot be compared);
+     * "" otherwise. Reports show it where the distance would stand. */
+    char decided_by[16];
     double memory_saved;          /* 1 - peak(impl)/peak(baseline_0) */
     double end_forward_saved;     /* 1 - held at end of forward (impl / baseline_0) */
     double overhead;              /* step time impl / the fastest baseline's */
-    int timing_stable;            /* the baselines' step times agree within JUDGE_STABLE_TIMING_SPREAD */
+    /* The overhead can be trusted: the baselines' step times, and the
+     * run's own, agree within JUDGE_STABLE_TIMING_SPREAD, and it is not
+     * below 1 (a checkpoint never speeds a step up); timing_note says
+     * which failed, "" when none did. Reports mark an unstable ratio '?'. */
+    int timing_stable;
+    char timing_note[80];
     /* The references those ratios divide by, from the run's own baseline
      * family (an external producer's runs: its own baselines): the fastest
      * baseline's name and step time, and its _0 run's peak and held bytes. */

@@ -232,6 +232,13 @@ def test_a_plain_control_run_is_not_judged_for_memory(report):
     assert "plain control run" in why
 
 
+def test_no_pass_whose_memory_was_judged_says_held_bytes_were_not_judged(report):
+    judged = [run for run in report if run != "plain_control" and report.verdicts[run].verdict == "PASS"]
+    assert judged
+    for run in judged:
+        assert "not judged" not in verdict(report, run)[1], run
+
+
 def test_a_checkpoint_that_recomputes_but_keeps_forwards_activations_is_memfail_naming_them(report):
     v, why = verdict(report, "recomputes_and_keeps")
     assert v == "MEMFAIL"
