@@ -62,6 +62,12 @@ The contract:
   the kernels (no C++: seconds), its evidence recorded as its own region
   with `compile.codegen` 0 (1 for Inductor's kernels, 0 for aot_eager).
   The judge's rounding rule (docs/compile.md) compares the two.
+- A step that ran compiled regions no Backend of this module compiled
+  (torch.compile(model) with its default backend, or any other) is never
+  silent: the count of their calls in the last forward (CompiledFunction
+  nodes in the loss's autograd graph, beyond this module's) is
+  `compile.unrecorded_region_calls`, and the judge says no evidence was
+  recorded and how to get it.
 """
 from __future__ import annotations
 
@@ -210,6 +216,7 @@ class Collection:
         self.ran: dict[int, Region] = {}
         self.forwards: list[list[Region]] = []   # per call of the step: the region calls it made
         self.compiled: set[int] = set()
+        self.unrecorded = 0     # compiled region calls of the last forward that no Backend recorded
         self._breaks0 = _graph_breaks()
 
     def mark(self, region: Region) -> None:
@@ -231,9 +238,12 @@ class Collection:
             self.forwards.append([])
             self.hooked = [0, 0]
             if not self.measure:
-                return step_fn(*args, **kwargs)
-            with torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack):
-                return step_fn(*args, **kwargs)
+                loss = step_fn(*args, **kwargs)
+            else:
+                with torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack):
+                    loss = step_fn(*args, **kwargs)
+            self.unrecorded = max(0, _compiled_calls(loss) - len(self.forwards[-1]))
+            return loss
         return step
 
     def _pack(self, t: torch.Tensor) -> torch.Tensor:
@@ -244,8 +254,9 @@ class Collection:
     def attrs(self) -> dict:
         """The run's compile.* attributes (docs/schema.md); {} when no region
         of `backend()` ran."""
+        unrecorded = {"compile.unrecorded_region_calls": self.unrecorded} if self.unrecorded else {}
         if not self.ran:
-            return {}
+            return unrecorded
         key = tuple(sorted({r.twin_of or r.id for r in self.ran.values()}))
         now = _graph_breaks()
         if self.compiled & set(self.ran):
@@ -293,10 +304,28 @@ class Collection:
             "compile.policy_must_save_recomputed": sum(r.must_save_recomputed for r in regions),
             **({"compile.hooked_saved_tensors": self.hooked[0], "compile.hooked_saved_bytes": self.hooked[1]}
                if self.measure else {}),
+            **unrecorded,
         }
 
 
 _ACTIVE: list[Collection] = []
+
+
+def _compiled_calls(loss: Any) -> int:
+    """The calls of AOTAutograd-compiled regions (any backend: torch.compile's
+    default, Inductor by name, aot_eager...) in the autograd graph of
+    `loss`: each leaves one CompiledFunctionBackward node."""
+    if not isinstance(loss, torch.Tensor) or loss.grad_fn is None:
+        return 0
+    seen, todo, calls = set(), [loss.grad_fn], 0
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        calls += type(node).__name__ == "CompiledFunctionBackward"
+        todo.extend(fn for fn, _ in node.next_functions)
+    return calls
 
 
 def _graph_breaks() -> Counter:
