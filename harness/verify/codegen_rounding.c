@@ -9,10 +9,10 @@
 #include "run_tensors.h"
 #include "verdict.h"
 
-int codegen_rounding_applies(const struct run_record *run, const struct impl_result *res)
+int codegen_rounding_applies(const struct run_record *base, const struct run_record *run, const struct impl_result *res)
 {
     return res->verdict == V_FAIL && res->outside_envelope && !run->outcome[0] &&
-           run_record_attr(run, "compile.codegen") == 1;
+           run_record_attr(run, "compile.codegen") == 1 && run_record_attr(base, "compile.codegen") == 1;
 }
 
 static int in_scope(const char *path)

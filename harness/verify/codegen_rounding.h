@@ -23,9 +23,11 @@
 #include "judge.h"
 #include "run_record.h"
 
-/* 1 when the rule concerns run: compiled with Inductor's kernels and FAILed
- * only for a tensor outside its envelope. */
-int codegen_rounding_applies(const struct run_record *run, const struct impl_result *res);
+/* 1 when the rule concerns run: it and its family's first baseline base ran
+ * Inductor's kernels (not a _vs_eager twin, whose family mixes in the eager
+ * baselines), and it FAILed only for a tensor outside its envelope. */
+int codegen_rounding_applies(const struct run_record *base, const struct run_record *run,
+                             const struct impl_result *res);
 
 /* Applies the rule to res. samples[0] is the run, the rest its completed
  * re-runs; base is <family>_baseline_0; twin is <run>_graphs (NULL when the

@@ -881,7 +881,7 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
         snprintf(res->op_log, sizeof res->op_log, "%s", run->op_log);
     } else if ((st = judge_tensors(c, baselines, nb, reruns, n_reruns, run, res))) {
         return st;
-    } else if (codegen_rounding_applies(run, res) && (st = judge_rounding(c, runs, n, base, run, reruns, n_reruns,
+    } else if (codegen_rounding_applies(base, run, res) && (st = judge_rounding(c, runs, n, base, run, reruns, n_reruns,
                                                                           res))) {
         return st;
     }

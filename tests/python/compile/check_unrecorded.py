@@ -9,9 +9,9 @@ import sys
 import tempfile
 
 import torch
+from compile_cases import Net, checkpointed, then
 
 import ckpt_verify
-from compile_cases import Net, checkpointed, then
 
 NOTE = (r"\[torch[.]compile: {n} compiled region call\(s\) ran with a backend that records no evidence "
         r"\(torch[.]compile's default or another\): what its partitioner saved and recomputed is not judged; "
