@@ -15,6 +15,14 @@ foreach(case nonreentrant dropout policies inductor)
     COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/compile/compile_cases.py ${case} ${COMPILE_OUT}/${case})
   set_tests_properties(compile.${case} PROPERTIES LABELS "compile" ENVIRONMENT "${COMPILE_ENV}" TIMEOUT 240)
 endforeach()
+# pytorch #143176, compiled autograd around an eager checkpoint's backward:
+# Dynamo recompiles the pieces of each captured backward (about a minute
+# here), so it has its own label, outside `compile`'s 4 minutes.
+add_test(NAME compile.compiled_autograd_eager_checkpoint
+  COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/compile/compile_cases.py compiled_autograd
+    ${COMPILE_OUT}/compiled_autograd)
+set_tests_properties(compile.compiled_autograd_eager_checkpoint PROPERTIES LABELS "compiled_autograd"
+  ENVIRONMENT "${COMPILE_ENV}" TIMEOUT 300)
 # The evidence read off the partitioned graphs agrees with what
 # saved_tensors_hooks sees autograd keep (count and bytes), for plain,
 # checkpointed and planted compiled steps; it prints docs/compile.md's table.

@@ -102,6 +102,13 @@ def inductor_blocks(model):
     return model
 
 
+def compiled_autograd():
+    """Compiled autograd around a backward (pytorch #143176's setting): the
+    autograd graph captured by Dynamo as it runs and compiled by aot_eager."""
+    from torch._dynamo import compiled_autograd as ca
+    return ca._enable(torch.compile(backend="aot_eager"))
+
+
 def save_matmuls(ctx, op, *args, **kwargs):
     """A selective checkpoint's policy: keep the matmuls, recompute the rest."""
     if op in (torch.ops.aten.mm.default, torch.ops.aten.addmm.default):
@@ -247,6 +254,18 @@ CASES = {
         "planted_no_rng_replay_graphs": (None, "FAIL", ATTEMPTS + r"steps/1/grads/"),
         "planted_no_rng_replay_vs_eager": (None, "FAIL", ATTEMPTS + r"steps/1/grads/(?!.*Inductor's rounding)"),
     }, (32, 2, 1)),
+    # pytorch #143176: compiled autograd around the backward of an eager
+    # checkpoint (2 blocks, hidden 32). On 2.11 Dynamo breaks the captured
+    # backward at the checkpoint's unpack hook and the recompute runs
+    # eagerly in between: gradients bitwise, the bytes held at the end of
+    # forward those of the eager checkpoint, but the step's peak above the
+    # plain step's: min_memory_saving 0 (the peak must not grow) makes that
+    # MEMFAIL, while the eager checkpoint cuts the peak and PASSes.
+    "compiled_autograd": (0.0, {}, {
+        "compiled_autograd_ckpt": (R(prepare=checkpointed, backward=compiled_autograd), "MEMFAIL",
+                                   r"^gradients right, but peak memory saved -[0-9.]+% < required 0[.]0%"),
+        "eager_checkpoint": (R(prepare=checkpointed), "PASS", r"^bitwise identical to baseline_0"),
+    }, (32, 2, 1)),
 }
 
 
@@ -269,8 +288,9 @@ def main():
     runs = {name: run for name, (run, _, _) in specs.items() if run is not None}
     expect = {name: verdict for name, (run, verdict, _) in specs.items() if run is not None and verdict != "PASS"}
     started = time.monotonic()
+    extra = {"min_memory_saving": 0.0} if args.case == "compiled_autograd" else {}
     report = ckpt_verify.verify(model_fn, batch_fn, runs, baselines=fams, out=out, expect=expect, steps=2,
-                                noise_runs=noise_runs, name=f"compile_{args.case}")
+                                noise_runs=noise_runs, name=f"compile_{args.case}", **extra)
     print(report)
     print(f"verify: {time.monotonic() - started:.1f} s")
     bad = []
@@ -283,8 +303,14 @@ def main():
             bad.append(f"{name}: {got.verdict}, expected {verdict}: {got.reason}")
         elif not re.search(reason, got.reason):
             bad.append(f"{name}: reason {got.reason!r} does not match {reason!r}")
+    if any(run.backward for run in runs.values()):
+        from torch._dynamo.utils import counters
+        if not counters["compiled_autograd"]["captures"]:
+            bad.append("compiled autograd captured no backward graph: the run was not what it claims")
+        print(f"compiled autograd: {dict(counters['compiled_autograd'])}; Dynamo graph breaks: "
+              f"{sum(counters['graph_break'].values())}")
     with h5py.File(out, "r") as f:
-        for name in ("compiled_baseline_0", *[r for r, run in runs.items() if run.against]):
+        for name in (*(["compiled_baseline_0"] if fams else []), *[r for r, run in runs.items() if run.against]):
             group = f.get(f"runs/{name}/compile")
             if group is None or "saved_bytes" not in group.attrs or "partitioner" not in group.attrs:
                 bad.append(f"{name}: no compile.* evidence in the report")
