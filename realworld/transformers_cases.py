@@ -74,6 +74,15 @@ def _enable(reentrant: bool):
     return prepare
 
 
+def _compiled(model):
+    """gradient_checkpointing_enable(use_reentrant=False), then the model
+    under torch.compile with ckpt_verify's evidence-recording aot_eager
+    (AOTAutograd's own partitioner, no C++ compile: docs/compile.md)."""
+    from ckpt_verify import compile_evidence
+    _enable(False)(model)
+    return torch.compile(model, backend=compile_evidence.backend("aot_eager"))
+
+
 def _offload(model):
     model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False}, offload=True)
 
@@ -99,6 +108,11 @@ def cases() -> list[Case]:
         if arch == "gpt2":
             runs.append(RunSpec("hf_gpt2_offload", f"{desc}.activation_checkpointing_enable(offload=True)",
                                 ok + "; saved inputs kept on the host (save_on_cpu)", prepare=_offload))
+            runs.append(RunSpec("hf_gpt2_compiled", f"torch.compile({desc}) over "
+                                f"gradient_checkpointing_enable(use_reentrant=False), aot_eager",
+                                "Dynamo traces the layers' checkpoint and AOTAutograd's partitioner keeps its "
+                                "recompute (its evidence in the reason); dropout's masks are the eager ones: bitwise "
+                                "as the plain model", prepare=_compiled, reason_has="torch.compile recomputed"))
         out.append(Case(name=f"hf_{arch}", framework="transformers", package=PKG, model=model, model_fn=build,
                         batch_fn=batch, baseline=None, runs=runs, skip=skip))
     gpt2 = f"GPT2LMHeadModel: 2 layers, hidden {HIDDEN}, dropout 0.1, plain step with the KV cache on (the default)"

@@ -126,8 +126,25 @@ static void held(const struct run_record *base, const struct run_record *run, st
     append(res, text);
 }
 
+/* Compiled regions that ran without this evidence: said, never silent. */
+static void unrecorded(const struct run_record *run, struct impl_result *res)
+{
+    double calls = attr(run, "compile.unrecorded_region_calls");
+    if (isnan(calls) || calls <= 0)
+        return;
+    char text[RESULT_TEXT_MAX];
+    snprintf(text, sizeof text,
+             " [torch.compile: %.0f compiled region call(s) ran with a backend that records no evidence (torch.compile's "
+             "default or another): what its partitioner saved and recomputed is not judged; compile with "
+             "backend=ckpt_verify.compile_evidence.backend(\"inductor\") to have it judged]",
+             calls);
+    append(res, text);
+}
+
 void compile_evidence_judge(const struct run_record *base, const struct run_record *run, struct impl_result *res)
 {
+    if (!run->outcome[0])
+        unrecorded(run, res);
     if (isnan(attr(run, "compile.ckpt_regions")) || run->outcome[0])
         return;
     judge_rules(base, run, res);

@@ -12,6 +12,7 @@
 #include "op_timing.h"
 #include "error.h"
 #include "h5store.h"
+#include "codegen_rounding.h"
 #include "compile_evidence.h"
 #include "held_check.h"
 #include "user_memory.h"
@@ -879,6 +880,36 @@ static void held_requirement(const struct ckpt_case *c, const struct run_record 
         snprintf(res->reason + len, sizeof res->reason - len, " [%s]", note);
 }
 
+/* codegen_rounding.h's rule for a run FAILed by its envelope whose kernels
+ * Inductor generated: its twin <name>_graphs judged against its own family,
+ * and that family's first baseline. */
+static int judge_rounding(const struct ckpt_case *c, const struct run_record *runs, int n,
+                          const struct run_record *base, const struct run_record *run,
+                          const struct run_record *const *reruns, int n_reruns, struct impl_result *res)
+{
+    char twin_name[96], graphs_name[96];
+    snprintf(twin_name, sizeof twin_name, "%s_graphs", run->name);
+    const struct run_record *twin = find_run(runs, n, twin_name), *graphs_base = NULL;
+    struct impl_result twin_res; /* a twin without codegen: judge_run does not come back here */
+    memset(&twin_res, 0, sizeof twin_res);
+    if (twin && twin->baselines[0]) {
+        snprintf(graphs_name, sizeof graphs_name, "%s_0", twin->baselines);
+        graphs_base = find_run(runs, n, graphs_name);
+    }
+    if (twin && graphs_base && run_record_attr(twin, "compile.codegen") != 1) {
+        int st = judge_run(c, runs, n, twin_name, &twin_res);
+        if (st)
+            return st;
+    }
+    const struct run_record *samples[65];
+    int n_samples = 0;
+    samples[n_samples++] = run;
+    for (int k = 0; k < n_reruns && n_samples < 65; k++)
+        if (!reruns[k]->outcome[0])
+            samples[n_samples++] = reruns[k];
+    return codegen_rounding_judge(base, samples, n_samples, twin, &twin_res, graphs_base, res);
+}
+
 int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, const char *name,
               struct impl_result *res)
 {
@@ -922,6 +953,9 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
         snprintf(res->first_divergence, sizeof res->first_divergence, "%s", run->message);
         snprintf(res->op_log, sizeof res->op_log, "%s", run->op_log);
     } else if ((st = judge_tensors(c, baselines, nb, reruns, n_reruns, run, res))) {
+        return st;
+    } else if (codegen_rounding_applies(base, run, res) && (st = judge_rounding(c, runs, n, base, run, reruns, n_reruns,
+                                                                          res))) {
         return st;
     }
     /* Hooks and leaks: a run whose tensors passed can still fail them (a

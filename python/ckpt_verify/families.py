@@ -23,6 +23,19 @@ and a run given as Run(..., against="compiled") is judged against them:
 This is the mechanism of distributed runs' `_vs_single` twins
 (frontends/distributed.py), reused: the same _link_run.
 
+A family whose baseline ran Inductor's generated kernels (compile.codegen
+1) gets the evidence of the rounding rule (docs/compile.md), trained under
+compile_evidence.graphs_without_codegen():
+
+    compiled_graphs_baseline_<k>   the family's plain step with Inductor's
+                                   partitioned graphs run op by op (ATen's
+                                   kernels, no code generation)
+    <run>_graphs                   the run the same way, for each run of the
+                                   family whose step ran Inductor's kernels:
+                                   bitwise against compiled_graphs_baseline
+                                   when the checkpointed graphs compute what
+                                   the plain ones do
+
 A family's baseline is proven plain by the compiler's own evidence
 (compile_evidence.py): a compiled region whose joint graph carries
 checkpoint tags is refused (CheckpointInBaseline), as the eager baseline is
@@ -30,6 +43,7 @@ refused by the recompute probe. Every run's compile evidence, when its step
 ran a region of compile_evidence.backend(), goes to its compile.* attributes."""
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 
@@ -54,6 +68,20 @@ def twin_name(run_name: str) -> str:
     return f"{run_name}_vs_eager"
 
 
+def graphs_family(key: str) -> str:
+    return f"{key}_graphs_baseline"
+
+
+def graphs_twin(run_name: str) -> str:
+    return f"{run_name}_graphs"
+
+
+def ran_codegen(recorder: Recorder, name: str) -> bool:
+    """Whether run `name`'s step ran kernels Inductor generated (its evidence)."""
+    group = recorder.file.get(f"runs/{name}/compile")
+    return group is not None and int(group.attrs.get("codegen", 0)) == 1
+
+
 def check(baselines: dict | None, runs: dict, expect: dict | None = None) -> dict:
     """{key: Run} for verify(baselines=...), refusing what the judge could
     not read; every Run(against=key) must name one of them."""
@@ -63,6 +91,9 @@ def check(baselines: dict | None, runs: dict, expect: dict | None = None) -> dic
             raise BadRunName(f"baselines key {key!r}: a family is 1-31 letters, digits or underscores, starting with "
                              f"a letter, not 'baseline' and not ending in '_baseline' (its runs are "
                              f"<key>_baseline_<k>)")
+        if any(f"{other}_graphs" == key for other in baselines or {}):
+            raise BadRunName(f"baselines key {key!r}: <family>_graphs_baseline_<k> are the runs of family "
+                             f"{key[:-7]!r} with Inductor's graphs run op by op; rename it")
         if not (callable(fn) or isinstance(fn, Run)):
             raise BadInput(f"baselines[{key!r}]: {type(fn).__name__} is not a step_fn(model, batch) -> loss or a Run")
         fams[key] = fn if isinstance(fn, Run) else Run(step=fn)
@@ -76,6 +107,9 @@ def check(baselines: dict | None, runs: dict, expect: dict | None = None) -> dic
         if len(twin_name(name)) + len("_rerun_99") > 63:
             raise BadRunName(f"run {name!r}: its twin {twin_name(name)!r} and that twin's re-runs need "
                              f"{len(name)} + 17 characters, more than a run name's 63; shorten it")
+        if name in runs and graphs_twin(name) in runs:
+            raise BadRunName(f"run {graphs_twin(name)!r}: the name of run {name!r}'s twin with Inductor's graphs "
+                             f"run op by op (docs/compile.md); rename it")
         if name in (expect or {}) and len(twin_name(name)) > 31:
             raise BadRunName(f"run {name!r}: its expectation goes to its twin {twin_name(name)!r} too, and /case "
                              f"expect holds names of up to 31 characters; shorten it")
@@ -102,17 +136,21 @@ def train_with_evidence(train: Callable, spec, run: Run, writer: RunWriter, meas
             writer.attrs.update(col.attrs())
 
 
-def train_family(spec, key: str, run: Run, noise_runs: int, recorder: Recorder, train: Callable) -> list[str]:
+def train_family(spec, key: str, run: Run, noise_runs: int, recorder: Recorder, train: Callable,
+                 graphs: bool = False) -> list[str]:
     """The family's baselines, streamed into the report: two, and up to
-    2 + noise_runs when the first two differ. Returns their names."""
+    2 + noise_runs when the first two differ. Returns their names. With
+    `graphs`, the <key>_graphs_baseline_<k>: Inductor's graphs op by op."""
     names = []
+    fam = graphs_family(key) if graphs else family(key)
     for k in range(2 + noise_runs):
         if k >= 2 and same_results(recorder.file, names[0], names[1]):
             break
-        name = f"{family(key)}_{k}"
-        writer = recorder.begin_run(name, family(key))
+        name = f"{fam}_{k}"
+        writer = recorder.begin_run(name, fam)
         try:
-            train_with_evidence(train, spec, run, writer, measure=True)
+            with compile_evidence.graphs_without_codegen() if graphs else contextlib.nullcontext():
+                train_with_evidence(train, spec, run, writer, measure=True)
             tagged = writer.attrs.get("compile.ckpt_tagged_ops", 0)
             if tagged:
                 raise CheckpointInBaseline(

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from . import families
+from . import compile_evidence, families
 from . import judge as judge_mod
 from . import progress as progress_mod
 from .adapters import Skipped
@@ -384,6 +384,10 @@ def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single,
         distributed.train_all(spec, cfg, baseline, runs, noise_runs, recorder, singles, against_single, skipped)
         return
     fam_names = {key: families.train_family(spec, key, fam, noise_runs, recorder, train) for key, fam in fams.items()}
+    # Inductor's kernels: the same families with its graphs run op by op (the rounding rule, families.py).
+    codegen = {key for key, names in fam_names.items() if families.ran_codegen(recorder, names[0])}
+    for key in codegen:
+        families.train_family(spec, key, fams[key], noise_runs, recorder, train, graphs=True)
     samples = {key: {} for key in fams}
     for run_name, run in runs.items():
         if isinstance(run, Skipped):
@@ -399,8 +403,26 @@ def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single,
             names.append(f"{run_name}_rerun_{k}")
         if against:
             samples[against][run_name] = names
+        if against in codegen and families.ran_codegen(recorder, run_name):
+            with compile_evidence.graphs_without_codegen():
+                _train_or_error(spec, run, families.graphs_twin(run_name), recorder, train,
+                                families.graphs_family(against))
+            _expect_of_twin(recorder, run_name, families.graphs_twin(run_name))
     for key in fams:  # the _vs_eager twins (families.py)
         families.link_twins(recorder, key, singles, fam_names[key], samples[key])
+
+
+def _expect_of_twin(recorder: Recorder, run_name: str, twin: str) -> None:
+    """/case expect gains `twin` with run_name's expectation, if it has one
+    (a twin made while training: /case names only what a report holds)."""
+    case = recorder.file["case"]
+    expect = case.attrs.get("expect")
+    expect = expect.decode() if isinstance(expect, bytes) else expect
+    if not expect:
+        return
+    verdicts = dict(item.rsplit(":", 1) for item in str(expect).split(","))
+    if run_name in verdicts:
+        case.attrs["expect"] = f"{expect},{twin}:{verdicts[run_name]}"
 
 
 def check_same_tensors(recorder: Recorder, first: str, other: str) -> None:

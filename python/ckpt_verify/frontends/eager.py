@@ -216,11 +216,16 @@ class Run:
     against: str or None              a family of verify(baselines=...)
                                       (e.g. "compiled") this run is judged
                                       against, beside the eager baseline
+    backward: () -> context manager   entered around each backward of the
+                                      run's training (not its memory map's,
+                                      which runs eagerly), e.g. compiled
+                                      autograd: lambda: torch._dynamo.
+                                      compiled_autograd._enable(compiler)
 
     `Run(step=fn)` is the same as giving fn itself."""
 
     def __init__(self, prepare: Callable | None = None, step: Callable | None = None, *,
-                 memory: str | None = "judged", against: str | None = None):
+                 memory: str | None = "judged", against: str | None = None, backward: Callable | None = None):
         if prepare is None and step is None:
             raise BadInput("Run() needs prepare=, step= or both")
         if memory not in ("judged", None):
@@ -231,7 +236,10 @@ class Run:
                 raise BadInput(f"Run({what}=...): {type(fn).__name__} is not callable")
         if against is not None and not isinstance(against, str):
             raise BadInput(f"Run(against=...): {type(against).__name__} is not a family name")
-        self.prepare, self.step, self.against = prepare, step, against
+        if backward is not None and not callable(backward):
+            raise BadInput(f"Run(backward=...): {type(backward).__name__} is not callable (it returns the context "
+                           f"manager each backward runs in)")
+        self.prepare, self.step, self.against, self.backward = prepare, step, against, backward
 
     def __repr__(self):
         parts = [f"{k}={getattr(v, '__qualname__', v)!s}" for k, v in (("prepare", self.prepare),
@@ -474,9 +482,16 @@ def _call(step_fn, model, batch, run_name, step):
         raise _raised(e, f"run {run_name}, {_at(step)}: step_fn raised") from e
 
 
-def _backward(loss, run_name, step, grad=None):
+_BACKWARD_CONTEXT: list = []  # the Run.backward of the run train() is training, innermost last
+
+
+def _backward(loss, run_name, step, grad=None, plain=False):
+    """loss's backward, inside the training run's Run.backward context
+    unless `plain` (the memory map's eager pass)."""
+    make = None if plain or not _BACKWARD_CONTEXT else _BACKWARD_CONTEXT[-1]
     try:
-        torch.autograd.backward(loss, grad)
+        with make() if make is not None else contextlib.nullcontext():
+            torch.autograd.backward(loss, grad)
     except Exception as e:
         raise _raised(e, f"run {run_name}, {_at(step)}: backward raised") from e
 
@@ -554,7 +569,7 @@ def map_step(spec, run, run_name, saves):
         mapper.mark_end_forward(meter.live() - before_forward)
         grad = torch.ones_like(loss)  # made here: only the engine's work is backward
         mapper.backward_starts()
-        _backward(loss, run_name, 0, grad)
+        _backward(loss, run_name, 0, grad, plain=True)
         del loss, grad
         gc.collect()
         mapper.after_backward()
@@ -592,7 +607,16 @@ def train(spec, run, sink, baseline=False):
     step (probe_run), and the generators are compared around each of its
     recorded backwards (probe.GeneratorWatch). A RunError leaves in the
     sink what was recorded before it raised (the caller keeps it as an
-    ERROR run or drops it)."""
+    ERROR run or drops it). Every backward of it (warm-up and probe
+    included) runs in the run's Run.backward context, if any."""
+    _BACKWARD_CONTEXT.append(getattr(run, "backward", None))
+    try:
+        return _train(spec, run, sink, baseline)
+    finally:
+        _BACKWARD_CONTEXT.pop()
+
+
+def _train(spec, run, sink, baseline):
     meter, measured = spec.meter, spec.meter.source is not None
     run_name = sink.name
     step_fn = run.step

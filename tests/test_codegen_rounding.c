@@ -1,0 +1,167 @@
+/* Unit tests for codegen_rounding (the rounding rule of docs/compile.md):
+ * a compiled family (compiled_baseline_0/1, Inductor's kernels), the same
+ * family with Inductor's graphs run op by op (compiled_graphs_baseline_0/1),
+ * a run "mine" with Inductor's kernels and its twin "mine_graphs". Each
+ * run's gradient differs from compiled_baseline_0 by a chosen number of
+ * scaled ULP (at the tensor's scale, max |x| = 3: one ULP is 2^-22). The
+ * rule makes a FAIL NOISE only with its twin bitwise, no random op in its
+ * graphs, and every tensor within 16x max(rho, 1), rho being the graphs
+ * baseline's distance from compiled_baseline_0. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "case.h"
+#include "judge.h"
+#include "test_support.h"
+
+#define ULP_AT_3 (1.0f / 4194304.0f) /* 2^-22 */
+
+enum { BASE, BASE_1, GRAPHS, GRAPHS_1, MINE, TWIN, N_RUNS };
+
+struct fixture {
+    struct ckpt_case c;
+    struct run_record runs[N_RUNS];
+    int n;
+};
+
+static void make_run(struct run_record *r, const char *name, const char *family, float ulps, int codegen)
+{
+    static const float loss = 0.5f;
+    float grad[4] = {0.25f, -1.0f, 3.0f, 1e-9f};
+    grad[2] += ulps * ULP_AT_3;
+    struct host_tensor t;
+    int64_t shape[1] = {4};
+    run_record_init(r, name);
+    snprintf(r->baselines, sizeof r->baselines, "%s", family);
+    assert_ok(host_tensor_alloc(&t, DT_F32, 0, NULL));
+    memcpy(t.data, &loss, sizeof loss);
+    assert_ok(run_record_add(r, "steps/1/loss", &t));
+    assert_ok(host_tensor_alloc(&t, DT_F32, 1, shape));
+    memcpy(t.data, grad, sizeof grad);
+    assert_ok(run_record_add(r, "steps/1/grads/w", &t));
+    run_record_set_attr(r, "timing.step_ms", 1.0);
+    run_record_set_attr(r, "compile.codegen", codegen);
+    run_record_set_attr(r, "compile.random_ops", 0);
+}
+
+/* rho: the graphs baseline's distance; mine: the run's; twin: its twin's
+ * from the graphs baseline. */
+static void setup(struct fixture *f, float rho, float mine, float twin)
+{
+    memset(f, 0, sizeof *f);
+    case_defaults(&f->c);
+    make_run(&f->runs[BASE], "compiled_baseline_0", "compiled_baseline", 0, 1);
+    make_run(&f->runs[BASE_1], "compiled_baseline_1", "compiled_baseline", 0, 1);
+    make_run(&f->runs[GRAPHS], "compiled_graphs_baseline_0", "compiled_graphs_baseline", rho, 0);
+    make_run(&f->runs[GRAPHS_1], "compiled_graphs_baseline_1", "compiled_graphs_baseline", rho, 0);
+    make_run(&f->runs[MINE], "mine", "compiled_baseline", mine, 1);
+    make_run(&f->runs[TWIN], "mine_graphs", "compiled_graphs_baseline", rho + twin, 0);
+    f->n = N_RUNS;
+}
+
+static struct impl_result judge(struct fixture *f)
+{
+    struct impl_result res;
+    assert_ok(judge_run(&f->c, f->runs, f->n, "mine", &res));
+    for (int i = 0; i < N_RUNS; i++)
+        run_record_free(&f->runs[i]);
+    return res;
+}
+
+static void within_inductors_own_rounding_of_the_plain_step_is_noise(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 11, 7, 0);
+    struct impl_result res = judge(&f);
+    assert_int_equal(res.verdict, V_NOISE);
+    assert_non_null(strstr(res.reason, "Inductor's rounding, not the checkpoint: the same graphs run op by op "
+                                       "(mine_graphs) are bitwise identical to compiled_graphs_baseline_0"));
+    assert_non_null(strstr(res.reason, "nearest its limit steps/1/grads/w, 7 scaled ULP, rho 11"));
+}
+
+static void the_same_run_without_the_rule_is_fail(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 11, 7, 0);
+    run_record_set_attr(&f.runs[MINE], "compile.codegen", 0); /* aot_eager: no kernels of Inductor's */
+    struct impl_result res = judge(&f);
+    assert_int_equal(res.verdict, V_FAIL);
+    assert_null(strstr(res.reason, "Inductor"));
+}
+
+static void beyond_sixteen_times_inductors_rounding_stays_fail(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 2, 40, 0);
+    struct impl_result res = judge(&f);
+    assert_int_equal(res.verdict, V_FAIL);
+    assert_non_null(strstr(res.reason, "; beyond Inductor's rounding: steps/1/grads/w differs by 40 scaled ULP, more "
+                                       "than 16x max(rho, 1), rho = 2 scaled ULP"));
+}
+
+static void graphs_op_by_op_differing_from_theirs_stays_fail(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 11, 7, 1);
+    struct impl_result res = judge(&f);
+    assert_int_equal(res.verdict, V_FAIL);
+    assert_non_null(strstr(res.reason, "; not Inductor's rounding: the same graphs run op by op (mine_graphs) differ "
+                                       "from compiled_graphs_baseline_0 too (FAIL)"));
+}
+
+static void graphs_drawing_random_numbers_are_never_rounding(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 11, 7, 0);
+    run_record_set_attr(&f.runs[MINE], "compile.random_ops", 2);
+    struct impl_result res = judge(&f);
+    assert_int_equal(res.verdict, V_FAIL);
+    assert_non_null(strstr(res.reason, "[not told apart from Inductor's rounding: its graphs draw random numbers (2 "
+                                       "op(s))"));
+}
+
+static void without_the_twin_the_fail_says_what_is_missing(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 11, 7, 0);
+    f.n = TWIN; /* the report has no mine_graphs */
+    struct impl_result res = judge(&f);
+    assert_int_equal(res.verdict, V_FAIL);
+    assert_non_null(strstr(res.reason, "[Inductor's rounding cannot be told apart: the report has no mine_graphs]"));
+}
+
+static void a_bitwise_run_is_pass_whatever_the_rounding(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 11, 0, 0);
+    struct impl_result res = judge(&f);
+    assert_int_equal(res.verdict, V_PASS);
+    assert_null(strstr(res.reason, "Inductor"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(within_inductors_own_rounding_of_the_plain_step_is_noise),
+        cmocka_unit_test(the_same_run_without_the_rule_is_fail),
+        cmocka_unit_test(beyond_sixteen_times_inductors_rounding_stays_fail),
+        cmocka_unit_test(graphs_op_by_op_differing_from_theirs_stays_fail),
+        cmocka_unit_test(graphs_drawing_random_numbers_are_never_rounding),
+        cmocka_unit_test(without_the_twin_the_fail_says_what_is_missing),
+        cmocka_unit_test(a_bitwise_run_is_pass_whatever_the_rounding),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
