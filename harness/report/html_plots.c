@@ -191,7 +191,8 @@ static void collect(const char *dir, struct html_plots *out)
         p->len = svg_len;
     }
     closedir(d);
-    qsort(out->p, (size_t)out->n, sizeof *out->p, by_rank);
+    if (out->n > 1) /* qsort of no pages would be handed a null array */
+        qsort(out->p, (size_t)out->n, sizeof *out->p, by_rank);
     if (unreadable)
         snprintf(out->why, sizeof out->why, "%d plot(s) drawn could not be read back as SVG and are left out",
                  unreadable);
