@@ -55,6 +55,17 @@ static void a_run_holding_what_is_stated_passes(void **state)
     teardown_pair(&p);
 }
 
+static void a_statement_below_zero_is_not_judged_and_says_the_baseline_read_short(void **state)
+{
+    (void)state;
+    struct pair p; /* baseline read 15364 B where its map held 32768 B of recomputed activations */
+    setup_pair(&p, 59268, -7292, 4);
+    assert_int_equal(check(&p), USER_MEMORY_UNJUDGED);
+    assert_non_null(strstr(p.why, "held bytes not judged"));
+    assert_non_null(strstr(p.why, "below zero"));
+    teardown_pair(&p);
+}
+
 static void a_run_holding_fewer_bytes_than_stated_passes(void **state)
 {
     (void)state;
@@ -159,6 +170,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_run_holding_what_is_stated_passes),
+        cmocka_unit_test(a_statement_below_zero_is_not_judged_and_says_the_baseline_read_short),
         cmocka_unit_test(a_run_holding_fewer_bytes_than_stated_passes),
         cmocka_unit_test(a_run_holding_more_than_stated_within_the_margin_passes),
         cmocka_unit_test(a_run_holding_more_than_stated_beyond_the_margin_fails_naming_what_it_holds),

@@ -26,6 +26,16 @@ static enum user_memory_outcome check_at(const struct run_record *base, const st
                  isnan(held) ? run->name : base->name);
         return USER_MEMORY_UNJUDGED;
     }
+    if (stated < 0) {
+        /* No correct run holds fewer than zero bytes: the baseline's reading
+         * fell short of what its own map found alive (a free from another
+         * thread landing inside its forward); a MEMFAIL on it would be false. */
+        snprintf(why, why_len,
+                 "held bytes not judged: %sthe statement comes to %.0f B, below zero (%s read %.0f B at the end of "
+                 "forward, less than the activations its own map holds there): the baseline's reading is short",
+                 who, stated, base->name, base_held);
+        return USER_MEMORY_UNJUDGED;
+    }
     double margin = USER_HELD_MARGIN_FRACTION * base_held;
     double ops = attr_at(run, prefix, "memory.recomputed_ops");
     double kept = attr_at(run, prefix, "memory.kept_after_backward_bytes");

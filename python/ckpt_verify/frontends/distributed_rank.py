@@ -240,6 +240,25 @@ def build(spec, cfg, run, rank, say, module_names=None):
     return model, names, plain_params
 
 
+def settle(meter, quiet_reads=3, poll_s=0.002, limit_s=2.0):
+    """Wait until the process group has let go of its finished work, so a
+    step's bytes are its own. gloo's worker threads free a collective's
+    buffers just after its wait() returns: DDP's constructor broadcasts the
+    parameters as one flat buffer, and its free landed inside the first
+    step's forward on a loaded machine (a baseline read 66560 B, the
+    model's parameter bytes, short). A barrier queues behind that work;
+    then live bytes must hold still for `quiet_reads` polls."""
+    if dist.is_initialized():
+        dist.barrier()
+    gc.collect()
+    last, quiet, deadline = meter.live(), 0, time.monotonic() + limit_s
+    while quiet < quiet_reads and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        now = meter.live()
+        quiet = quiet + 1 if now == last else 0
+        last = now
+
+
 def train_rank(spec, cfg, run, rank, world, say):
     """One rank's run; returns {"tensors": ..., "attrs": ..., "global": ...}."""
     global _context
@@ -263,6 +282,8 @@ def train_rank(spec, cfg, run, rank, world, say):
     mapper = memory_map.MemoryMap(modules, [p for _, p in plain_params] + [b for b in model.buffers()]
                                   + list(_tensor_leaves(batch)), saves=bases is None) if maps else None
     say("warm-up step: forward")
+    if measured:
+        settle(meter)
     with mapper or contextlib.nullcontext():
         before_forward = meter.live() if measured else 0
         loss = _call(run.step, model, batch, cfg.run_name, 0)
@@ -309,7 +330,7 @@ def train_rank(spec, cfg, run, rank, world, say):
         for _, p in params:
             p.grad = None
         if measured:
-            gc.collect()
+            settle(meter)
             start_bytes.append(meter.live())
             before = meter.live()
             meter.reset_peak()
