@@ -52,6 +52,12 @@ html_test(a_failing_gnuplot_leaves_a_page_that_says_why_plots_are_absent bash -c
   "d=${HTML_OUT}/noplots && rm -rf $d && mkdir -p $d && cp ${HTML_RUN}/summary.json $d/ && CKPT_GNUPLOT=${CMAKE_SOURCE_DIR}/tests/fake_gnuplot_fails.sh ${CV} html $d 2>/dev/null && grep -q 'Plots absent: gnuplot failed' $d/report.html && ! grep -q '<svg' $d/report.html && test -z \"$(ls -A $d | grep -v -e summary.json -e report.html)\"")
 html_test(without_gnuplot_the_page_says_it_was_not_found bash -c
   "d=${HTML_OUT}/nognuplot && rm -rf $d && mkdir -p $d && cp ${HTML_RUN}/summary.json $d/ && CKPT_GNUPLOT=/nonexistent/gnuplot ${CV} html $d && grep -q 'Plots absent: plot: /nonexistent/gnuplot not found' $d/report.html")
+html_test(plots_switched_off_leave_a_page_that_says_so bash -c
+  "d=${HTML_OUT}/plotsoff && rm -rf $d && mkdir -p $d && cp ${HTML_RUN}/summary.json $d/ && CKPT_GNUPLOT=none ${CV} html $d && grep -q 'Plots absent: plots switched off (CKPT_GNUPLOT=none)' $d/report.html && ! grep -q '<svg' $d/report.html")
+# The plots are drawn in a scratch folder under TMPDIR, never in the run
+# directory (a run killed while drawing would leave it there).
+html_test(plots_are_drawn_under_tmpdir_not_in_the_run_directory bash -c
+  "d=${HTML_OUT}/plotstmp && rm -rf $d && mkdir -p $d && cp ${HTML_RUN}/summary.json $d/ && TMPDIR=/nonexistent/scratch ${CV} html $d && grep -q 'no room to draw them in /nonexistent/scratch' $d/report.html && test -z \"$(ls -A $d | grep -v -e summary.json -e report.html)\"")
 
 # The command's edges, as the other subcommands'.
 add_test(NAME html.a_directory_without_a_summary_exits_2_in_one_line

@@ -12,12 +12,14 @@
 #include "html.h"
 
 /* Plots as `plot` draws them: scripts from CKPT_SCRIPTS_DIR, else the
- * source tree's; gnuplot from CKPT_GNUPLOT, else PATH. */
+ * source tree's; gnuplot from CKPT_GNUPLOT, else PATH. CKPT_GNUPLOT=none
+ * switches them off (a run in a loop need not spend gnuplot's time on a
+ * page nobody opens); the page says so. */
 static int write_page(const char *dir)
 {
     const char *scripts = getenv("CKPT_SCRIPTS_DIR") ? getenv("CKPT_SCRIPTS_DIR") : CKPT_SOURCE_DIR "/scripts";
     const char *gnuplot = getenv("CKPT_GNUPLOT") ? getenv("CKPT_GNUPLOT") : "gnuplot";
-    return html_write_run_dir(dir, scripts, gnuplot);
+    return html_write_run_dir(dir, scripts, strcmp(gnuplot, "none") ? gnuplot : NULL);
 }
 
 /* The page is how people read the run, not what decides it: a page that
@@ -43,7 +45,8 @@ int cli_html(int argc, char **argv)
             return cli_option_error("html", opt, argv[optind - 1], options);
         printf("%sWrites one self-contained page from RUN_DIR/summary.json: the run's facts, the verdict counts,\n"
                "the verdict table (sortable and filterable in a browser), a section per case and the plots\n"
-               "inlined as SVG (gnuplot: CKPT_GNUPLOT, else PATH; without it the page says why they are absent).\n"
+               "inlined as SVG (gnuplot: CKPT_GNUPLOT, else PATH; without it the page says why they are absent;\n"
+               "CKPT_GNUPLOT=none switches them off).\n"
                "No network, no external file; readable with scripts off. Runs, judge --out and merge write it\n"
                "too; this command rewrites it for any run directory, older ones included.\n"
                "exit codes: 0 written, 2 RUN_DIR is no run directory or the page cannot be written\n",

@@ -203,10 +203,16 @@ static void collect(const char *dir, struct html_plots *out)
 void html_plots_draw(const char *run_dir, const char *scripts_dir, const char *gnuplot, struct html_plots *out)
 {
     memset(out, 0, sizeof *out);
+    if (!gnuplot) {
+        snprintf(out->why, sizeof out->why, "plots switched off (CKPT_GNUPLOT=none); `ckpt-verify html DIR` "
+                 "without it draws them");
+        return;
+    }
+    const char *tmp = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
     char dir[2048];
-    snprintf(dir, sizeof dir, "%s/.report-plots.XXXXXX", run_dir);
+    snprintf(dir, sizeof dir, "%s/ckpt-verify-plots.XXXXXX", tmp);
     if (!mkdtemp(dir)) {
-        snprintf(out->why, sizeof out->why, "no room to draw them in %s: %s", run_dir, strerror(errno));
+        snprintf(out->why, sizeof out->why, "no room to draw them in %s: %s", tmp, strerror(errno));
         return;
     }
     char *log = NULL;

@@ -1,9 +1,10 @@
 /* html_plots: a run's plots for report.html, as SVG to inline. They are
  * drawn by the plot code itself (plot.h, SVG only, the same scripts and
  * data as the PNGs, every page of a paged plot) into a temporary directory
- * in the run directory, read back in the plots' order, and made fit to
- * share one page: the XML prolog dropped, every id prefixed per plot. When
- * none can be drawn, `why` says why in one line. */
+ * under $TMPDIR (never the run directory, which a run killed while drawing
+ * would leave a stray folder in), read back in the plots' order, and made
+ * fit to share one page: the XML prolog dropped, every id prefixed per
+ * plot. When none can be drawn, `why` says why in one line. */
 #ifndef CKPT_HTML_PLOTS_H
 #define CKPT_HTML_PLOTS_H
 
@@ -22,7 +23,8 @@ struct html_plots {
     char *skipped;     /* the plot code's "NAME: skipped (why)" lines, or NULL */
 };
 
-/* Never fails the page: whatever goes wrong is in `why`. */
+/* Never fails the page: whatever goes wrong is in `why`. gnuplot NULL:
+ * plots switched off (CKPT_GNUPLOT=none), nothing drawn. */
 void html_plots_draw(const char *run_dir, const char *scripts_dir, const char *gnuplot, struct html_plots *out);
 void html_plots_free(struct html_plots *p);
 
