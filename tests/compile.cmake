@@ -40,6 +40,14 @@ add_test(NAME compile.plain_torch_compile_is_never_silent
 set_tests_properties(compile.evidence_agrees_with_saved_tensors_hooks compile.families_refuse_what_cannot_be_judged
   compile.plain_torch_compile_is_never_silent
   PROPERTIES LABELS "compile" ENVIRONMENT "${COMPILE_ENV}" TIMEOUT 240)
+# The _vs_eager twins (tests/python/compile/test_twins.py, pytest): a planted
+# run expected to FAIL leaves the report ok, its twin not judged; a correct
+# run's twin is NOISE saying what it compared; `ckpt-verify judge` on the
+# file agrees. aot_eager with a partitioner whose backward rounds otherwise
+# stands in for a compiler that rounds otherwise than eager.
+add_test(NAME compile.twins
+  COMMAND ${CKPT_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/python/compile/test_twins.py)
+set_tests_properties(compile.twins PROPERTIES LABELS "compile" ENVIRONMENT "${COMPILE_ENV}" TIMEOUT 240)
 # docs/compile.md's walkthrough runs as written and gets the verdicts it shows.
 file(MAKE_DIRECTORY ${COMPILE_OUT}/walkthrough)
 add_test(NAME compile.walkthrough_passes

@@ -91,9 +91,10 @@ set_tests_properties(lint.ruff PROPERTIES LABELS "lint;python" SKIP_RETURN_CODE 
 # the CLI's exit statuses (test_cli_contract), the writer's room on a full or
 # read-only disk (test_report_room), runs isolated on their own batches
 # (test_run_isolation) and every generator seeded (test_reproducible_steps).
+# tests/python/compile is the `compile` label's (tests/compile.cmake).
 add_test(NAME python.pytest
   COMMAND ${CKPT_PYTHON} -m pytest -q -p no:cacheprovider --ignore=${CMAKE_SOURCE_DIR}/tests/python/adversarial
-    ${CMAKE_SOURCE_DIR}/tests/python
+    --ignore=${CMAKE_SOURCE_DIR}/tests/python/compile ${CMAKE_SOURCE_DIR}/tests/python
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(python.pytest PROPERTIES LABELS "python" ENVIRONMENT "${PY_ENV}")
 

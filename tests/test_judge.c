@@ -929,6 +929,75 @@ static void run_is_judged_against_the_baseline_family_it_names(void **state)
     fixture_free(&f);
 }
 
+/* A compiled run and its twin against eager (families.py): the twin is the
+ * run's tensors, judged again against compiled_or_eager_baseline. `twin`
+ * are the tensors the fixture gives the twin. */
+static struct case_result *judge_with_twin(struct fixture *f, const struct grads *run, const struct grads *twin)
+{
+    struct grads g;
+    struct case_result *out = calloc(1, sizeof *out);
+    base_grads(&g);
+    add_baselines(f, &g, 0);
+    add(f, "compiled_or_eager_baseline_0", &g);
+    add(f, "compiled_or_eager_baseline_1", &g);
+    add(f, "mine", run);
+    add(f, "mine_vs_eager", twin);
+    struct run_record *t = &f->runs[f->n - 1];
+    snprintf(t->baselines, sizeof t->baselines, "compiled_or_eager_baseline");
+    snprintf(t->twin_of, sizeof t->twin_of, "mine");
+    assert_ok(judge_case(&f->c, f->runs, f->n, NULL, 0, out));
+    assert_int_equal(out->n_results, 2);
+    assert_string_equal(out->results[1].impl, "mine_vs_eager");
+    return out;
+}
+
+/* The run's own FAIL is the finding and explains any difference from the
+ * mixed family: the twin keeps its measured verdict, is not judged, and
+ * cannot make the report fail. */
+static void a_twin_whose_run_fails_is_not_judged(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads bug;
+    init(&f);
+    base_grads(&bug);
+    bug.weight[40] *= 1.5f;
+    struct case_result *out = judge_with_twin(&f, &bug, &bug);
+    const struct impl_result *twin = &out->results[1];
+    assert_int_equal(out->results[0].verdict, V_FAIL);
+    assert_int_equal(twin->verdict, V_FAIL);
+    assert_true(twin->expected);
+    assert_string_equal(twin->reason, "not judged: mine is itself FAIL against baseline_0 (unexpected), which "
+                                      "explains any difference from this family (measured here: FAIL)");
+    free(out);
+    fixture_free(&f);
+}
+
+/* A twin FAILed while its run is right against its own family says first
+ * what it compared: the mixed family's plain runs, not a checkpoint bug
+ * found within the run's own family. */
+static void a_judged_twins_fail_opens_with_what_it_compares(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g, off;
+    init(&f);
+    base_grads(&g);
+    off = g;
+    off.weight[40] *= 1.5f;
+    struct case_result *out = judge_with_twin(&f, &g, &off);
+    const struct impl_result *twin = &out->results[1];
+    assert_int_equal(out->results[0].verdict, V_PASS);
+    assert_int_equal(twin->verdict, V_FAIL);
+    assert_false(twin->expected);
+    const char *want = "mine, itself PASS against baseline_0, judged again against compiled_or_eager_baseline_<k> "
+                       "(the plain runs of its family and of another), further from them than they are from each "
+                       "other: differs in 1 of 1 attempts: steps/1/grads/l0.weight";
+    assert_true(strncmp(twin->reason, want, strlen(want)) == 0);
+    free(out);
+    fixture_free(&f);
+}
+
 static void run_names_are_classified_exactly(void **state)
 {
     (void)state;
@@ -1344,6 +1413,8 @@ int main(void)
         cmocka_unit_test(baselines_that_record_different_tensors_are_input_errors),
         cmocka_unit_test(case_judges_each_run_once_in_order_and_not_reruns),
         cmocka_unit_test(run_is_judged_against_the_baseline_family_it_names),
+        cmocka_unit_test(a_twin_whose_run_fails_is_not_judged),
+        cmocka_unit_test(a_judged_twins_fail_opens_with_what_it_compares),
         cmocka_unit_test(run_names_are_classified_exactly),
         cmocka_unit_test(a_hook_that_fires_twice_fails_a_run_whose_gradients_match),
         cmocka_unit_test(a_hook_that_never_fires_fails_too),

@@ -1107,6 +1107,23 @@ static void gone_result(const struct gone_run *g, struct impl_result *res)
     res->forward_ms = res->backward_ms = res->recompute_ms = res->step_ms = res->recomputed_ops_ms = NAN;
 }
 
+/* A judged twin's FAIL opens with what it compares: the run, right against
+ * its own family, lies outside the mixed family (its own family's plain runs
+ * with another's), which is no finding about the checkpoint within its own
+ * family and says nothing of the rounding there (docs/compile.md). */
+static void twin_fail_says_what_it_compares(const struct run_record *twin_run, const struct impl_result *of,
+                                            const char *own, struct impl_result *twin)
+{
+    char was[RESULT_TEXT_MAX];
+    snprintf(was, sizeof was, "%s", twin->reason);
+    snprintf(twin->reason, sizeof twin->reason,
+             "%s, itself %s against %s_0, judged again against %s_<k> (the plain runs of its family and of another)"
+             "%s: %s",
+             twin_run->twin_of, verdict_name(of->verdict), own,
+             twin_run->baselines[0] ? twin_run->baselines : "baseline",
+             twin->outside_envelope ? ", further from them than they are from each other" : "", was);
+}
+
 /* A twin (run_record.h twin_of) is its run judged again against a mixed
  * family (one process and distributed, eager and compiled). It takes no
  * expectation of its own from the run: where the run's own verdict is not
@@ -1127,14 +1144,20 @@ static void twins_follow_their_runs(const struct run_record *runs, int n, struct
         for (int k = 0; k < out->n_results; k++)
             if (strcmp(out->results[k].impl, r->twin_of) == 0)
                 of = &out->results[k];
-        if (!of || of->verdict == V_PASS || of->verdict == V_NOISE || (of->verdict == V_FAIL && of->gradients_right))
-            continue;
         const struct run_record *src = find_run(runs, n, r->twin_of);
+        const char *own = src && src->baselines[0] ? src->baselines : "baseline";
+        if (!of)
+            continue;
+        if (of->verdict == V_PASS || of->verdict == V_NOISE || (of->verdict == V_FAIL && of->gradients_right)) {
+            if (twin->verdict == V_FAIL)
+                twin_fail_says_what_it_compares(r, of, own, twin);
+            continue;
+        }
         snprintf(twin->reason, sizeof twin->reason,
                  "not judged: %s is itself %s against %s_0 (%s), which explains any difference from this family "
                  "(measured here: %s)",
-                 r->twin_of, verdict_name(of->verdict), src && src->baselines[0] ? src->baselines : "baseline",
-                 of->expected ? "expected" : "unexpected", verdict_name(twin->verdict));
+                 r->twin_of, verdict_name(of->verdict), own, of->expected ? "expected" : "unexpected",
+                 verdict_name(twin->verdict));
         twin->expected = 1;
     }
 }

@@ -18,10 +18,16 @@ and a run given as Run(..., against="compiled") is judged against them:
                                    mixed family: NOISE within what compiling
                                    itself does to the plain model's numbers,
                                    FAIL beyond; bitwise only where the
-                                   compiled and eager baselines agree bitwise
+                                   compiled and eager baselines agree bitwise.
+                                   A twin (twin_of, noise_cause: twin_texts):
+                                   it takes no expectation from its run, and
+                                   the judge leaves it unjudged where its
+                                   run's own verdict is FAIL, MEMFAIL or ERROR
 
 This is the mechanism of distributed runs' `_vs_single` twins
-(frontends/distributed.py), reused: the same _link_run.
+(frontends/distributed.py), reused: the same _link_run, and the same
+twin_of / noise_cause attributes read by the C judge
+(judge.c twins_follow_their_runs).
 
 A family whose baseline ran Inductor's generated kernels (compile.codegen
 1) gets the evidence of the rounding rule (docs/compile.md), trained under
@@ -34,7 +40,10 @@ compile_evidence.graphs_without_codegen():
                                    family whose step ran Inductor's kernels:
                                    bitwise against compiled_graphs_baseline
                                    when the checkpointed graphs compute what
-                                   the plain ones do
+                                   the plain ones do. Not a twin for the
+                                   judge: it keeps its run's expectation (a
+                                   same-compiler family, judged bitwise, so a
+                                   planted bug fails it as it fails its run)
 
 A family's baseline is proven plain by the compiler's own evidence
 (compile_evidence.py): a compiled region whose joint graph carries
@@ -52,6 +61,7 @@ from .errors import BadInput, BadRunName, CheckpointInBaseline
 from .frontends.distributed import _link_run
 from .frontends.eager import Run
 from .recorder import Recorder, RunWriter, same_results
+from .schema import attr_text
 
 _WORD = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,30}$")
 
@@ -110,15 +120,28 @@ def check(baselines: dict | None, runs: dict, expect: dict | None = None) -> dic
         if name in runs and graphs_twin(name) in runs:
             raise BadRunName(f"run {graphs_twin(name)!r}: the name of run {name!r}'s twin with Inductor's graphs "
                              f"run op by op (docs/compile.md); rename it")
-        if name in (expect or {}) and len(twin_name(name)) > 31:
-            raise BadRunName(f"run {name!r}: its expectation goes to its twin {twin_name(name)!r} too, and /case "
-                             f"expect holds names of up to 31 characters; shorten it")
+        if name in (expect or {}) and len(graphs_twin(name)) > 31:
+            raise BadRunName(f"run {name!r}: its expectation goes to {graphs_twin(name)!r} too (its step run with "
+                             f"Inductor's graphs op by op, when it runs Inductor's kernels), and /case expect holds "
+                             f"names of up to 31 characters; shorten it")
     return fams
 
 
-def twins(runs: dict) -> dict:
-    """{run: its _vs_eager twin} for the runs judged against a family."""
-    return {name: twin_name(name) for name, run in runs.items() if getattr(run, "against", None)}
+def twin_texts(recorder: Recorder, key: str, run_name: str) -> dict:
+    """The attributes that make /runs/<run>_vs_eager a twin for the judge
+    (judge.c, twins_follow_their_runs): the run it is (twin_of), and what
+    its mixed family's spread stands for (noise_cause, the head of a NOISE
+    reason): eager against a compiler, which rounds differently by
+    construction, so a NOISE there claims only that the run is no further
+    from eager than its plain compiled step is."""
+    group = recorder.file.get(f"runs/{family(key)}_0/compile")
+    backend = attr_text(group.attrs["backend"]) if group is not None and "backend" in group.attrs else "torch.compile"
+    # Short: the judge's reason holds 511 bytes, and the figures and the
+    # compile evidence follow this text.
+    cause = (f"this run under {backend} vs eager ({mixed_family(key)}_<k>: the eager baselines and the plain step "
+             f"under {backend}, a different compiler whose rounding differs by construction): no further from eager "
+             f"than that plain step is")
+    return {"twin_of": run_name, "noise_cause": cause}
 
 
 def train_with_evidence(train: Callable, spec, run: Run, writer: RunWriter, measure: bool = False,
@@ -173,6 +196,7 @@ def link_twins(recorder: Recorder, key: str, eager: list[str], compiled: list[st
     for k, source in enumerate([*eager, *compiled]):
         _link_run(recorder, source, f"{mixed}_{k}", drop_ranks=True)
     for run_name, names in samples.items():
+        texts = twin_texts(recorder, key, run_name)
         for i, sample in enumerate(names):
             _link_run(recorder, sample, twin_name(run_name) + (f"_rerun_{i}" if i else ""), drop_ranks=True,
-                      extra={"baselines": mixed})
+                      extra={"baselines": mixed, **texts})
