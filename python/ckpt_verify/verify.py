@@ -389,6 +389,7 @@ def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single,
     for key in codegen:
         families.train_family(spec, key, fams[key], noise_runs, recorder, train, graphs=True)
     samples = {key: {} for key in fams}
+    differing = []  # runs against baseline_0 that differ from it (XLA's twins)
     for run_name, run in runs.items():
         if isinstance(run, Skipped):
             continue
@@ -403,6 +404,8 @@ def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single,
             names.append(f"{run_name}_rerun_{k}")
         if against:
             samples[against][run_name] = names
+        elif "outcome" not in writer.attrs and not writer.identical:
+            differing.append(run_name)
         if against in codegen and families.ran_codegen(recorder, run_name):
             with compile_evidence.graphs_without_codegen():
                 _train_or_error(spec, run, families.graphs_twin(run_name), recorder, train,
@@ -410,6 +413,22 @@ def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single,
             _expect_of_twin(recorder, run_name, families.graphs_twin(run_name))
     for key in fams:  # the _vs_eager twins (families.py)
         families.link_twins(recorder, key, singles, fam_names[key], samples[key])
+    if spec.device.type == "xla":
+        _train_unfused_twins(spec, baseline, runs, differing, noise_runs, recorder)
+
+
+def _train_unfused_twins(spec, baseline, runs, differing, noise_runs, recorder):
+    """XLA: each run that completed and differs from baseline_0 gets its
+    twin, the same HLO without XLA's fusion (the rounding rule,
+    frontends/xla_twin.py); a run bitwise to baseline_0 needs none."""
+    if not differing:
+        return
+    from .frontends import xla_twin
+    made = xla_twin.train_twins(spec, baseline, {name: runs[name] for name in differing}, noise_runs, recorder,
+                                _xla().user_flags())
+    for name in differing:
+        if xla_twin.twin(name) in made:
+            _expect_of_twin(recorder, name, xla_twin.twin(name))
 
 
 def _expect_of_twin(recorder: Recorder, run_name: str, twin: str) -> None:
