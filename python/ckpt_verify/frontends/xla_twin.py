@@ -29,6 +29,7 @@ import pickle
 import shutil
 import sys
 import tempfile
+import time
 import traceback
 
 import h5py
@@ -96,8 +97,11 @@ def train_twins(spec, baseline, runs: dict, noise_runs: int, recorder: Recorder,
         proc = ctx.Process(target=_child, args=(payload, out, child_end))
         proc.start()
         child_end.close()
+        started = time.monotonic()
         message = parent_end.recv() if parent_end.poll(None) else "no answer"
         proc.join()
+        spec.progress.note(f"unfused XLA twins of {len(runs)} run(s) (the rounding rule, docs/xla.md): "
+                           f"{time.monotonic() - started:.1f} s")
         if message is not None or proc.exitcode != 0:
             print(f"ckpt_verify: the unfused XLA twins failed (exit {proc.exitcode}): {message}", file=sys.stderr)
             return []
