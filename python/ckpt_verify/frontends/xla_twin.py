@@ -12,7 +12,9 @@ fusion pass, each instruction its own kernel:
 XLA reads XLA_FLAGS once, when its PJRT client starts, and this process's
 client runs the fused code; so the twins train in a child process started
 fresh (multiprocessing "spawn") with --xla_disable_hlo_passes=fusion added
-to the user's flags. The child writes its runs to a report of its own, whose
+to the user's flags, and LLVM at --xla_backend_optimization_level=0 (an
+unfused program compiles five times faster so; what LLVM's optimization
+does to the plain step is part of rho, measured from the baseline). The child writes its runs to a report of its own, whose
 runs are then copied into the caller's. The case's model_fn, batches and
 steps must pickle (module-level functions do; a lambda does not): when they
 do not, no twin is trained, a line on stderr says why, and the judge's
