@@ -14,8 +14,9 @@ client runs the fused code; so the twins train in a child process started
 fresh (multiprocessing "spawn") with --xla_disable_hlo_passes=fusion added
 to the user's flags, and LLVM at --xla_backend_optimization_level=0 (an
 unfused program compiles five times faster so; what LLVM's optimization
-does to the plain step is part of rho, measured from the baseline). The child writes its runs to a report of its own, whose
-runs are then copied into the caller's. The case's model_fn, batches and
+does to the plain step is part of rho, measured from the baseline). The
+child writes its runs to a report of its own, whose runs are then copied
+into the caller's. The case's model_fn, batches and
 steps must pickle (module-level functions do; a lambda does not): when they
 do not, no twin is trained, a line on stderr says why, and the judge's
 reason says the report has no twin (the FAIL stands).
