@@ -422,6 +422,8 @@ def _train_unfused_twins(spec, baseline, runs, differing, noise_runs, recorder):
     """XLA: each run that completed and differs from baseline_0 gets its
     twin, the same HLO without XLA's fusion (the rounding rule,
     frontends/xla_twin.py); a run bitwise to baseline_0 needs none."""
+    if not differing:
+        return
     from .frontends import xla_twin
     expect = recorder.file["case"].attrs.get("expect")
     expected = {item.rsplit(":", 1)[0] for item in attr_text(expect).split(",")} if expect else set()
