@@ -100,10 +100,11 @@ def train_twins(spec, baseline, runs: dict, noise_runs: int, recorder: Recorder,
     out = os.path.join(folder, "twins.h5")
     saved = os.environ.get("XLA_FLAGS")
     try:
-        os.environ["XLA_FLAGS"] = twin_flags(user_flags, os.path.join(folder, "dump"))
+        flags = twin_flags(user_flags, os.path.join(folder, "dump"))
+        os.environ["XLA_FLAGS"] = flags
         ctx = multiprocessing.get_context("spawn")
         parent_end, child_end = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(payload, out, child_end))
+        proc = ctx.Process(target=_child, args=(payload, flags, out, child_end))
         proc.start()
         child_end.close()
         started = time.monotonic()
@@ -143,12 +144,18 @@ def _datasets(group: h5py.Group) -> list:
     return found
 
 
-def _child(payload: dict, out: str, conn) -> None:
-    """The twins, in a process whose XLA client starts with the twin's flags."""
+def _child(payload: dict, flags: str, out: str, conn) -> None:
+    """The twins, in a process whose XLA client starts with the twin's flags:
+    set again here, since the script that called verify() was imported anew
+    to start this process, and may set XLA_FLAGS as it is imported."""
     try:
         from ..verify import _own_batches
         from . import xla
-        xla.start(os.environ["XLA_FLAGS"].split("--xla_dump_to=")[1].split()[0])
+        if xla._runtime_started():
+            raise RuntimeError("XLA's client started while the case was imported, before the twins' XLA_FLAGS "
+                               "could be set: make no XLA tensor at the import of the script calling verify()")
+        os.environ["XLA_FLAGS"] = flags
+        xla.start(flags.split("--xla_dump_to=")[1].split()[0])
         dev = xla.device()
         spec = eager.Spec(payload["model_fn"], [eager.to_device(b, dev) for b in payload["batches"]],
                           payload["steps"], payload["seed"], payload["lr"], dev, xla.XlaMeter(), payload["reference"])
