@@ -54,7 +54,7 @@ def eager_saving(case: str) -> int:
                     return step(model, batch).float()
             return run
         plain, per_block = bf16(plain), bf16(per_block)
-    model_fn = ex.dropout_model_fn if case == "xla_dropout" else ex.model_fn
+    model_fn = {"xla_dropout": ex.dropout_model_fn, "xla_norm_tanh": ex.norm_tanh_model_fn}.get(case, ex.model_fn)
     with tempfile.TemporaryDirectory(prefix="ckpt_verify.eager.") as tmp:
         report = ckpt_verify.verify(model_fn, ex.batch_fn, {"per_block": per_block}, baseline=plain, steps=1,
                                     noise_runs=0, device="cpu", out=os.path.join(tmp, f"{case}.h5"))
@@ -74,7 +74,8 @@ def rows_of(path: str) -> list:
     with h5py.File(path, "r") as f:
         case = _text(f["case"].attrs["name"])
         flags = _text(f["case"].attrs.get("xla_flags", ""))
-        model = next((c for c in ("xla_dropout", "xla_autocast", "xla_cse") if case.startswith(c)), "xla_cse")
+        model = next((c for c in ("xla_dropout", "xla_autocast", "xla_norm_tanh", "xla_cse") if case.startswith(c)),
+                     "xla_cse")
         base = int(f["runs/baseline_0/xla"].attrs["temp_bytes"])
         for run, g in f["runs"].items():
             if run.startswith("baseline_") or "_rerun_" in run or "xla" not in g:

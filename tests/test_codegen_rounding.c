@@ -6,7 +6,9 @@
  * scaled ULP (at the tensor's scale, max |x| = 3: one ULP is 2^-22). The
  * rule makes a FAIL NOISE only with its twin bitwise, no random op in its
  * graphs, and every tensor within 16x max(rho, 1), rho being the graphs
- * baseline's distance from compiled_baseline_0. */
+ * baseline's distance from compiled_baseline_0. The same rule for XLA
+ * (compile.codegen 2: XLA's fused HLO; the twin is the HLO compiled without
+ * fusion) names XLA, and random ops do not stop it there. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -152,6 +154,61 @@ static void a_bitwise_run_is_pass_whatever_the_rounding(void **state)
     assert_null(strstr(res.reason, "Inductor"));
 }
 
+/* The fixture as XLA's: the family's baselines and the run ran XLA's fused HLO. */
+static void as_xla(struct fixture *f)
+{
+    for (int i = 0; i < N_RUNS; i++)
+        if (i == BASE || i == BASE_1 || i == MINE)
+            run_record_set_attr(&f->runs[i], "compile.codegen", 2);
+}
+
+static void within_xlas_own_rounding_of_the_plain_step_is_noise_naming_xla(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 3, 6, 0);
+    as_xla(&f);
+    struct impl_result res = judge(&f);
+    assert_int_equal(res.verdict, V_NOISE);
+    assert_non_null(strstr(res.reason, "XLA's rounding, not the checkpoint: the same HLO compiled without XLA's "
+                                       "fusion (mine_graphs) is bitwise identical to compiled_graphs_baseline_0"));
+    assert_null(strstr(res.reason, "Inductor"));
+}
+
+static void xla_hlo_without_fusion_differing_stays_fail(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 3, 6, 1);
+    as_xla(&f);
+    struct impl_result res = judge(&f);
+    assert_int_equal(res.verdict, V_FAIL);
+    assert_non_null(strstr(res.reason, "; not XLA's rounding: the same HLO compiled without XLA's fusion "
+                                       "(mine_graphs) differs from compiled_graphs_baseline_0 too (FAIL)"));
+}
+
+static void xla_random_ops_leave_the_rule_to_the_twin(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 3, 6, 0);
+    as_xla(&f);
+    run_record_set_attr(&f.runs[MINE], "compile.random_ops", 2); /* XLA's random bits: integer HLO */
+    struct impl_result res = judge(&f);
+    assert_int_equal(res.verdict, V_NOISE);
+}
+
+static void a_run_of_another_compiler_than_its_baseline_is_not_rounding(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 3, 6, 0);
+    run_record_set_attr(&f.runs[MINE], "compile.codegen", 2); /* the baselines ran Inductor's kernels */
+    struct impl_result res = judge(&f);
+    assert_int_equal(res.verdict, V_FAIL);
+    assert_null(strstr(res.reason, "rounding"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -162,6 +219,10 @@ int main(void)
         cmocka_unit_test(graphs_drawing_random_numbers_are_never_rounding),
         cmocka_unit_test(without_the_twin_the_fail_says_what_is_missing),
         cmocka_unit_test(a_bitwise_run_is_pass_whatever_the_rounding),
+        cmocka_unit_test(within_xlas_own_rounding_of_the_plain_step_is_noise_naming_xla),
+        cmocka_unit_test(xla_hlo_without_fusion_differing_stays_fail),
+        cmocka_unit_test(xla_random_ops_leave_the_rule_to_the_twin),
+        cmocka_unit_test(a_run_of_another_compiler_than_its_baseline_is_not_rounding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,8 +11,22 @@
 
 int codegen_rounding_applies(const struct run_record *base, const struct run_record *run, const struct impl_result *res)
 {
+    double codegen = run_record_attr(run, "compile.codegen");
     return res->verdict == V_FAIL && res->outside_envelope && !run->outcome[0] &&
-           run_record_attr(run, "compile.codegen") == 1 && run_record_attr(base, "compile.codegen") == 1;
+           (codegen == CODEGEN_INDUCTOR || codegen == CODEGEN_XLA) && run_record_attr(base, "compile.codegen") == codegen;
+}
+
+/* How a reason names the compiler and the twin of its rule. */
+struct compiler_words {
+    const char *name;  /* "Inductor's rounding" */
+    const char *twin;  /* what <run>_graphs is */
+};
+
+static struct compiler_words words_of(const struct run_record *run)
+{
+    if (run_record_attr(run, "compile.codegen") == CODEGEN_XLA)
+        return (struct compiler_words){"XLA", "the same HLO compiled without XLA's fusion"};
+    return (struct compiler_words){"Inductor", "the same graphs run op by op"};
 }
 
 static int in_scope(const char *path)
@@ -20,7 +34,7 @@ static int in_scope(const char *path)
     return strncmp(path, "steps/", 6) == 0 || strncmp(path, "final_params/", 13) == 0;
 }
 
-/* Where the samples stand against Inductor's rounding of the plain step. */
+/* Where the samples stand against the compiler's rounding of the plain step. */
 struct rounding {
     int outside;                 /* some tensor lies beyond its limit */
     char path[RUN_PATH_MAX];     /* the first such, or the nearest its limit */
@@ -108,22 +122,23 @@ int codegen_rounding_judge(const struct run_record *base, const struct run_recor
                            const struct run_record *graphs_base, struct impl_result *res)
 {
     char text[RESULT_TEXT_MAX], a[32], b[32], c[32];
+    struct compiler_words w = words_of(samples[0]);
     if (!twin || !graphs_base) {
-        snprintf(text, sizeof text, " [Inductor's rounding cannot be told apart: the report has no %s_graphs%s]",
+        snprintf(text, sizeof text, " [%s's rounding cannot be told apart: the report has no %s_graphs%s]", w.name,
                  samples[0]->name, twin ? "'s baselines" : "");
         append(res, text);
         return ST_OK;
     }
     double random = run_record_attr(samples[0], "compile.random_ops");
-    if (!(random == 0)) {
+    if (run_record_attr(samples[0], "compile.codegen") == CODEGEN_INDUCTOR && !(random == 0)) {
         snprintf(text, sizeof text, " [not told apart from Inductor's rounding: its graphs draw random numbers (%s "
                  "op(s)), which Inductor's kernels draw from a generator of their own]", num(random, a, sizeof a));
         append(res, text);
         return ST_OK;
     }
     if (twin_res->verdict != V_PASS) {
-        snprintf(text, sizeof text, "; not Inductor's rounding: the same graphs run op by op (%s) differ from %s "
-                 "too (%s)", twin->name, graphs_base->name, verdict_name(twin_res->verdict));
+        snprintf(text, sizeof text, "; not %s's rounding: %s (%s) differ%s from %s too (%s)", w.name, w.twin,
+                 twin->name, strstr(w.twin, "graphs") ? "" : "s", graphs_base->name, verdict_name(twin_res->verdict));
         append(res, text);
         return ST_OK;
     }
@@ -133,10 +148,10 @@ int codegen_rounding_judge(const struct run_record *base, const struct run_recor
         return st;
     if (r.outside) {
         snprintf(text, sizeof text,
-                 "; beyond Inductor's rounding: %s differs by %s scaled ULP, more than %gx max(rho, 1), rho = %s "
-                 "scaled ULP being Inductor's own rounding of the plain step there (%s against %s)",
-                 r.path, num(r.distance, a, sizeof a), JUDGE_NOISE_MARGIN, num(r.rho, b, sizeof b), base->name,
-                 graphs_base->name);
+                 "; beyond %s's rounding: %s differs by %s scaled ULP, more than %gx max(rho, 1), rho = %s "
+                 "scaled ULP being %s's own rounding of the plain step there (%s against %s)",
+                 w.name, r.path, num(r.distance, a, sizeof a), JUDGE_NOISE_MARGIN, num(r.rho, b, sizeof b), w.name,
+                 base->name, graphs_base->name);
         append(res, text);
         return ST_OK;
     }
@@ -146,10 +161,11 @@ int codegen_rounding_judge(const struct run_record *base, const struct run_recor
     res->verdict = V_NOISE;
     res->outside_envelope = 0;
     snprintf(res->reason, sizeof res->reason,
-             "Inductor's rounding, not the checkpoint: the same graphs run op by op (%s) are bitwise identical to "
-             "%s, and every tensor lies within %gx max(rho, 1) of %s%s, rho being Inductor's own rounding of the "
-             "plain step (%s against %s): max scaled ULP %s; nearest its limit %s, %s scaled ULP, rho %s",
-             twin->name, graphs_base->name, JUDGE_NOISE_MARGIN, base->name, attempts, base->name, graphs_base->name,
+             "%s's rounding, not the checkpoint: %s (%s) %s bitwise identical to %s, and every tensor lies within "
+             "%gx max(rho, 1) of %s%s, rho being %s's own rounding of the plain step (%s against %s): max scaled "
+             "ULP %s; nearest its limit %s, %s scaled ULP, rho %s",
+             w.name, w.twin, twin->name, strstr(w.twin, "graphs") ? "are" : "is", graphs_base->name,
+             JUDGE_NOISE_MARGIN, base->name, attempts, w.name, base->name, graphs_base->name,
              num(r.max_scaled, a, sizeof a), r.path, num(r.distance, b, sizeof b), num(r.rho, c, sizeof c));
     return ST_OK;
 }

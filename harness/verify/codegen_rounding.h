@@ -1,19 +1,24 @@
-/* codegen_rounding: Inductor's rounding told apart from a checkpoint bug
- * (docs/compile.md, "The rounding rule"). A run whose compiled regions ran
- * kernels Inductor generated (compile.codegen = 1) and whose tensors lie
- * outside its family's envelope is NOISE, not FAIL, when both hold:
+/* codegen_rounding: a compiler's own rounding told apart from a checkpoint
+ * bug (docs/compile.md, "The rounding rule"; docs/xla.md for XLA). A run
+ * whose step ran code a compiler optimized (compile.codegen = 1: kernels
+ * Inductor generated; 2: XLA's fused HLO) and whose tensors lie outside its
+ * family's envelope is NOISE, not FAIL, when both hold:
  *  - its twin <run>_graphs, the same step with Inductor's partitioned
  *    graphs run op by op with ATen's kernels, is bitwise identical to the
  *    family's baseline run the same way (<family>_graphs_baseline_0): the
  *    checkpointed graphs compute exactly what the plain ones do, the
- *    recompute and any RNG replay included;
+ *    recompute and any RNG replay included. For XLA the twin is the same
+ *    traced HLO compiled without XLA's fusion pass, each instruction its
+ *    own kernel;
  *  - every tensor of the run, and of each re-run, lies within
  *    JUDGE_NOISE_MARGIN x max(rho, 1) scaled ULP of <family>_baseline_0,
  *    rho being that tensor's distance from <family>_baseline_0 to
- *    <family>_graphs_baseline_0: Inductor's own rounding of the plain step.
- * A run whose graphs draw random numbers (compile.random_ops > 0) is never
- * rounding: Inductor's kernels draw them from a generator of their own, so
- * its kernels and its graphs op by op differ by more than rounding.
+ *    <family>_graphs_baseline_0: the compiler's own rounding of the plain
+ *    step.
+ * Under Inductor a run whose graphs draw random numbers (compile.random_ops
+ * > 0) is never rounding: Inductor's kernels draw them from a generator of
+ * their own, so its kernels and its graphs op by op differ by more than
+ * rounding. XLA's random bits are integer HLO, the same fused or not.
  * Otherwise the FAIL stands and its reason says which condition failed.
  * The envelope is measured from the baseline alone, never from the run:
  * a run far from its graphs is a run far from its baseline. */
@@ -23,9 +28,14 @@
 #include "judge.h"
 #include "run_record.h"
 
+/* compile.codegen: which compiler's optimized code a run ran. */
+#define CODEGEN_INDUCTOR 1
+#define CODEGEN_XLA 2
+
 /* 1 when the rule concerns run: it and its family's first baseline base ran
- * Inductor's kernels (not a _vs_eager twin, whose family mixes in the eager
- * baselines), and it FAILed only for a tensor outside its envelope. */
+ * the same compiler's optimized code (not a _vs_eager twin, whose family
+ * mixes in the eager baselines), and it FAILed only for a tensor outside
+ * its envelope. */
 int codegen_rounding_applies(const struct run_record *base, const struct run_record *run,
                              const struct impl_result *res);
 

@@ -880,8 +880,8 @@ static void held_requirement(const struct ckpt_case *c, const struct run_record 
         snprintf(res->reason + len, sizeof res->reason - len, " [%s]", note);
 }
 
-/* codegen_rounding.h's rule for a run FAILed by its envelope whose kernels
- * Inductor generated: its twin <name>_graphs judged against its own family,
+/* codegen_rounding.h's rule for a run FAILed by its envelope whose code a
+ * compiler optimized: its twin <name>_graphs judged against its own family,
  * and that family's first baseline. */
 static int judge_rounding(const struct ckpt_case *c, const struct run_record *runs, int n,
                           const struct run_record *base, const struct run_record *run,
@@ -896,7 +896,7 @@ static int judge_rounding(const struct ckpt_case *c, const struct run_record *ru
         snprintf(graphs_name, sizeof graphs_name, "%s_0", twin->baselines);
         graphs_base = find_run(runs, n, graphs_name);
     }
-    if (twin && graphs_base && run_record_attr(twin, "compile.codegen") != 1) {
+    if (twin && graphs_base && !(run_record_attr(twin, "compile.codegen") >= CODEGEN_INDUCTOR)) {
         int st = judge_run(c, runs, n, twin_name, &twin_res);
         if (st)
             return st;

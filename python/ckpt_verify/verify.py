@@ -55,6 +55,7 @@ from .frontends.memory_map import write_map
 from .memory import NoMeter, meter_for
 from .recorder import Recorder, RunWriter, result_paths
 from .report import Report
+from .schema import attr_text
 
 VERDICTS = ("PASS", "NOISE", "FAIL", "MEMFAIL", "ERROR")
 _WORD = re.compile(r"^[A-Za-z0-9_]{1,63}$")
@@ -390,6 +391,7 @@ def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single,
     for key in codegen:
         families.train_family(spec, key, fams[key], noise_runs, recorder, train, graphs=True)
     samples = {key: {} for key in fams}
+    differing = []  # runs against baseline_0 that differ from it (XLA's twins)
     for run_name, run in runs.items():
         if isinstance(run, Skipped):
             continue
@@ -404,6 +406,8 @@ def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single,
             names.append(f"{run_name}_rerun_{k}")
         if against:
             samples[against][run_name] = names
+        elif "outcome" not in writer.attrs and not writer.identical:
+            differing.append(run_name)
         if against in codegen and families.ran_codegen(recorder, run_name):
             with compile_evidence.graphs_without_codegen():
                 _train_or_error(spec, run, families.graphs_twin(run_name), recorder, train,
@@ -411,6 +415,36 @@ def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single,
             _expect_of_twin(recorder, run_name, families.graphs_twin(run_name))
     for key in fams:  # the _vs_eager twins (families.py)
         families.link_twins(recorder, key, singles, fam_names[key], samples[key])
+    if spec.device.type == "xla":
+        _train_unfused_twins(spec, baseline, runs, differing, noise_runs, recorder)
+
+
+def _train_unfused_twins(spec, baseline, runs, differing, noise_runs, recorder):
+    """XLA: each run that completed and differs from baseline_0 gets its
+    twin, the same HLO without XLA's fusion (the rounding rule,
+    frontends/xla_twin.py); a run bitwise to baseline_0 needs none."""
+    if not differing:
+        return
+    from .frontends import xla_twin
+    expect = recorder.file["case"].attrs.get("expect")
+    expected = {item.rsplit(":", 1)[0] for item in attr_text(expect).split(",")} if expect else set()
+    chosen = {}
+    for name in differing:
+        why = (f"run {xla_twin.twin(name)!r} exists" if xla_twin.twin(name) in runs else
+               "its name and _graphs exceed /case expect's 31 characters" if name in expected
+               and len(xla_twin.twin(name)) > 31 else
+               "its name and _graphs exceed a run name's 63 characters" if len(xla_twin.twin(name)) > 63 else None)
+        if why:
+            print(f"ckpt_verify: no unfused XLA twin for run {name}: {why}; its FAIL, if any, stands (docs/xla.md)",
+                  file=sys.stderr)
+        else:
+            chosen[name] = runs[name]
+    if not chosen:
+        return
+    made = xla_twin.train_twins(spec, baseline, chosen, noise_runs, recorder, _xla().user_flags())
+    for name in differing:
+        if xla_twin.twin(name) in made:
+            _expect_of_twin(recorder, name, xla_twin.twin(name))
 
 
 def _expect_of_twin(recorder: Recorder, run_name: str, twin: str) -> None:

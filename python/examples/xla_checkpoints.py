@@ -27,6 +27,13 @@ Linear), each block one checkpointed region. Runs:
                               XLA's seed (dropout case)
   planted_no_autocast_replay  xla_style that recomputes outside the
                               forward's autocast (bf16 autocast case)
+  planted_no_rng_replay       torch_xla.utils.checkpoint with
+                              preserve_rng_state=False (dropout case)
+
+The xla_norm_tanh case is another model: NORM_BLOCKS pre-norm blocks
+(x + tanh(Linear(LayerNorm(x)))), on which torch_xla's checkpoint with its
+barriers kept is fused differently from the plain step: XLA's rounding,
+which the rounding rule tells apart (docs/xla.md).
 
 A planted bug is the reference with one service replaced."""
 import contextlib
@@ -68,6 +75,29 @@ class Model(torch.nn.Module):
 
 def model_fn() -> torch.nn.Module:
     return Model()
+
+
+NORM_BLOCKS = 6
+
+
+class NormTanhBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(HIDDEN)
+        self.fc = torch.nn.Linear(HIDDEN, HIDDEN)
+
+    def forward(self, x):
+        return x + torch.tanh(self.fc(self.norm(x)))
+
+
+class NormTanhModel(Model):
+    def __init__(self):
+        torch.nn.Module.__init__(self)
+        self.blocks = torch.nn.ModuleList(NormTanhBlock() for _ in range(NORM_BLOCKS))
+
+
+def norm_tanh_model_fn() -> torch.nn.Module:
+    return NormTanhModel()
 
 
 def dropout_model_fn() -> torch.nn.Module:
@@ -272,6 +302,13 @@ def torch_xla_checkpoint(model: torch.nn.Module, batch: tuple) -> torch.Tensor:
     return _loss(model, batch, lambda block, x: checkpoint(block, x))
 
 
+def planted_no_rng_replay(model: torch.nn.Module, batch: tuple) -> torch.Tensor:
+    """PLANTED: torch_xla's checkpoint told not to replay the RNG: the
+    recompute draws other dropout masks than the forward."""
+    from torch_xla.utils.checkpoint import checkpoint
+    return _loss(model, batch, lambda block, x: checkpoint(block, x, preserve_rng_state=False))
+
+
 def autocast(step: Callable) -> Callable:
     def run(model, batch):
         with torch.autocast("xla", dtype=torch.bfloat16):
@@ -298,10 +335,14 @@ CASES = {
         "torch_xla_checkpoint": torch_xla_checkpoint,
         "xla_style": xla_style(REFERENCE),
         "planted_no_xla_rng_stash": xla_style(_with(stash_rng=stash_cpu_rng_only)),
-    }, {"planted_no_xla_rng_stash": "FAIL"}),
+        "planted_no_rng_replay": planted_no_rng_replay,
+    }, {"planted_no_xla_rng_stash": "FAIL", "planted_no_rng_replay": "FAIL"}),
     "xla_autocast": (model_fn, autocast_baseline, {
         "torch_xla_checkpoint": autocast(torch_xla_checkpoint),
         "xla_style": autocast(xla_style(REFERENCE)),
         "planted_no_autocast_replay": autocast(xla_style(_with(replay_autocast=no_autocast_replay))),
     }, {"planted_no_autocast_replay": "FAIL"}),
+    "xla_norm_tanh": (norm_tanh_model_fn, baseline, {
+        "torch_xla_checkpoint": torch_xla_checkpoint,
+    }, {}),
 }

@@ -3,7 +3,7 @@
 # per XLA run, measured and predicted (scripts/xla_bytes_figure.py), from
 # the reports the xla and jax tests wrote (their fixture runs them first),
 # and the check that its data file holds one row per run with both numbers:
-# 14 torch_xla runs, and 5 JAX runs when .venv-jax is there. Skipped
+# 16 torch_xla runs, and 5 JAX runs when .venv-jax is there. Skipped
 # (exit 77) without .venv-xla: there are no XLA reports to draw.
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=$1 xla=$2 jax=$3
@@ -11,7 +11,7 @@ if [ ! -x "$root/.venv-xla/bin/python" ]; then
   echo "skipped: no XLA environment at $root/.venv-xla, so no XLA reports"
   exit 77
 fi
-want=14
+want=16
 reports=("$xla"/*/*.h5)
 if [ -x "$root/.venv-jax/bin/python" ]; then
   want=$((want + 5))

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""check_xla_case.py CASE RUN VERDICT [--reason REGEX] [--keep-barriers] [--out-dir DIR]:
+"""check_xla_case.py CASE RUN VERDICT [--reason REGEX] [--keep-barriers] [--noise-runs N] [--out-dir DIR]:
 trains one case of python/examples/xla_checkpoints.py on XLA:CPU through
 ckpt_verify.verify(device="xla") (baselines and RUN only), has the C judge
 give RUN its verdict, and checks it is VERDICT and that the judge's reason
 matches REGEX. --keep-barriers runs XLA with its pass cse_barrier_expander
 disabled (XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander), so the
-opt-barriers last until scheduling (docs/xla.md). Exit 0 when both hold, 1
+opt-barriers last until scheduling (docs/xla.md). --noise-runs: verify()'s
+re-runs of a run that differs (default 4). Exit 0 when both hold, 1
 when not."""
 import argparse
 import os
@@ -25,6 +26,7 @@ def main():
     ap.add_argument("--reason", default="")
     ap.add_argument("--out-dir", default=None)
     ap.add_argument("--keep-barriers", action="store_true")
+    ap.add_argument("--noise-runs", type=int, default=4)
     args = ap.parse_args()
     if args.keep_barriers:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + KEEP_BARRIERS).strip()
@@ -37,9 +39,10 @@ def main():
     out_dir = args.out_dir or tempfile.mkdtemp(prefix="ckpt_verify_xla.")
     os.makedirs(out_dir, exist_ok=True)
     out = os.path.join(out_dir, f"{args.case}_{args.run}.h5")
-    expect = {args.run: args.verdict} if args.verdict != "PASS" else None
+    expect = {args.run: args.verdict} if args.verdict not in ("PASS", "NOISE") else None
     report = ckpt_verify.verify(model_fn, ex.batch_fn, {args.run: runs[args.run]}, baseline=baseline,
-                                device="xla", out=out, name=f"{args.case}_{args.run}", expect=expect)
+                                device="xla", out=out, name=f"{args.case}_{args.run}", expect=expect,
+                                noise_runs=args.noise_runs)
     print(report.table.rstrip())
     print(report)
     got = report.verdicts[args.run]

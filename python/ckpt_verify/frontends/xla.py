@@ -289,6 +289,9 @@ def _train(spec: eager.Spec, run: eager.Run, record, baseline: bool) -> None:
     if record.name == "baseline_0":   # each verify() call's own reference
         _state["baseline_hash"] = graph_hash
     record.attrs["xla.graph_hash_as_baseline"] = int(not baseline and graph_hash == _state["baseline_hash"])
+    # XLA's fused HLO ran this step: the rounding rule's twin is the same
+    # HLO unfused (xla_twin.py, which sets 0 on its own runs).
+    record.attrs["compile.codegen"] = 2
     _attach_evidence(record, graph_hash, step1_regions, step1_ops)
 
 
