@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "compare.h"
+#include "envelope.h"
 #include "error.h"
 #include "run_tensors.h"
 #include "verdict.h"
@@ -27,11 +28,6 @@ static struct compiler_words words_of(const struct run_record *run)
     if (run_record_attr(run, "compile.codegen") == CODEGEN_XLA)
         return (struct compiler_words){"XLA", "the same HLO compiled without XLA's fusion"};
     return (struct compiler_words){"Inductor", "the same graphs run op by op"};
-}
-
-static int in_scope(const char *path)
-{
-    return strncmp(path, "steps/", 6) == 0 || strncmp(path, "final_params/", 13) == 0;
 }
 
 /* Where the samples stand against the compiler's rounding of the plain step. */
@@ -72,7 +68,7 @@ static int measure(const struct run_record *base, const struct run_record *const
     memset(out, 0, sizeof *out);
     for (int i = 0; i < base->n; i++) {
         const struct run_tensor *ref = &base->items[i], *g;
-        if (!in_scope(ref->path))
+        if (!envelope_in_scope(ref->path))
             continue;
         double rho = INFINITY;
         int st;

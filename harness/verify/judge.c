@@ -9,6 +9,8 @@
 
 #include "../impls/impl.h"
 #include "compare.h"
+#include "envelope.h"
+#include "judge_internal.h"
 #include "op_timing.h"
 #include "error.h"
 #include "h5store.h"
@@ -23,7 +25,7 @@
 
 /* Length of the family of "<family>_<k>" when the family is "baseline" or
  * ends in "_baseline"; 0 otherwise. */
-static size_t baseline_family_len(const char *run)
+size_t judge_baseline_family_len(const char *run)
 {
     const char *us = strrchr(run, '_');
     if (!us || !us[1])
@@ -37,11 +39,11 @@ static size_t baseline_family_len(const char *run)
     return n;
 }
 
-int judge_is_baseline(const char *run) { return baseline_family_len(run) > 0; }
+int judge_is_baseline(const char *run) { return judge_baseline_family_len(run) > 0; }
 
 int judge_is_baseline_of(const char *run, const char *family)
 {
-    size_t n = baseline_family_len(run);
+    size_t n = judge_baseline_family_len(run);
     return n && n == strlen(family) && strncmp(run, family, n) == 0;
 }
 
@@ -56,7 +58,7 @@ int judge_is_rerun_of(const char *run, const char *of)
     return 1;
 }
 
-static int is_rerun(const char *run)
+int judge_is_rerun(const char *run)
 {
     const char *at = strstr(run, "_rerun_");
     if (!at || at == run)
@@ -66,334 +68,12 @@ static int is_rerun(const char *run)
     return judge_is_rerun_of(run, of);
 }
 
-static const struct run_record *find_run(const struct run_record *runs, int n, const char *name)
+const struct run_record *judge_find_run(const struct run_record *runs, int n, const char *name)
 {
     for (int i = 0; i < n; i++)
         if (strcmp(runs[i].name, name) == 0)
             return &runs[i];
     return NULL;
-}
-
-static int in_scope(const char *path)
-{
-    return strncmp(path, "steps/", 6) == 0 || strncmp(path, "final_params/", 13) == 0;
-}
-
-/* ---- the envelope ------------------------------------------------------- */
-
-/* Where a run stands against the per-tensor envelope. */
-struct envelope_check {
-    int outside;                   /* some tensor lies outside its envelope */
-    char path[RUN_PATH_MAX];       /* the first such tensor, in recorded order */
-    double distance, spread, scale; /* its distance and spread at its scale, max |baseline_0| */
-    int baselines_bitwise;         /* its baselines agree bitwise */
-    struct tensor_diff diff;       /* its element-wise comparison with baseline_0 */
-    double max_scaled;             /* over every differing tensor */
-    int bitwise_tensors_differ;    /* differing tensors whose baselines agree bitwise */
-    int impl_varies;               /* tensors the baselines drew alike and the impl's own samples did not */
-    int downstream_of_noise;       /* tensors the baselines drew alike, computed after noise showed */
-    double worst_ratio;            /* distance / envelope over differing tensors whose baselines differ */
-    double worst_distance;         /* that tensor's distance at its scale */
-    char worst_path[RUN_PATH_MAX];
-};
-
-/* The spread of one tensor over the baselines: max distance at its scale
- * from baseline_0 to any other baseline; *bitwise = 1 when they all agree
- * bit for bit. Baselines that do not all hold the tensor, with the same
- * dtype and shape, are not the same training: ST_INPUT naming it. */
-static int tensor_spread(const struct run_record *const *baselines, int nb, const struct run_tensor *ref,
-                         double *spread, int *bitwise)
-{
-    *spread = 0;
-    *bitwise = 1;
-    struct tensor_hold hr = {0};
-    int held = 0, st = ST_OK;
-    for (int k = 1; k < nb && st == ST_OK; k++) {
-        const struct run_tensor *t = run_record_find(baselines[k], ref->path);
-        if (!t) {
-            st = error_set(ST_INPUT, "/runs/%s/%s: missing, but baseline_0 has it (baselines of one case must "
-                                     "record the same tensors)", baselines[k]->name, ref->path);
-            break;
-        }
-        if (run_tensors_same_object(baselines[0], ref, baselines[k], t))
-            continue;
-        struct tensor_hold ht;
-        if (!held && (st = run_tensor_acquire(baselines[0], ref, &hr)) == ST_OK)
-            held = 1;
-        if (st || (st = run_tensor_acquire(baselines[k], t, &ht)))
-            break;
-        struct tensor_diff d;
-        if (host_tensors_bitwise_equal(&hr.t, &ht.t)) {
-            run_tensor_release(&ht);
-            continue;
-        }
-        if ((st = compare_tensors(&hr.t, &ht.t, &d))) {
-            error_wrap(st, "%s", ref->path);
-        } else if (!d.comparable) {
-            st = error_set(ST_INPUT, "/runs/%s/%s: %s (baselines of one case must record the same tensors)",
-                           baselines[k]->name, ref->path, d.why);
-        } else {
-            *bitwise = 0;
-            double distance = compare_scaled_distance(&hr.t, &ht.t, NULL);
-            if (distance > *spread || isnan(distance))
-                *spread = isnan(distance) ? INFINITY : distance;
-        }
-        run_tensor_release(&ht);
-    }
-    if (held)
-        run_tensor_release(&hr);
-    return st;
-}
-
-/* Every in-scope tensor's spread over the baselines, in baseline_0's
- * order, computed once per judged run: the envelope checks of the run and
- * of each re-run, and the search for the first noisy step, all read it. */
-struct spread_table {
-    const struct run_record *const *baselines;
-    int nb;
-    double *spread;          /* per item of baselines[0]; NAN: out of scope */
-    unsigned char *bitwise;
-    /* Some in-scope tensor's baselines differ: the plain runs themselves
-     * show that this case's kernels are not deterministic. Only then may
-     * the impl's own samples disagreeing count as kernel noise; where the
-     * plain runs never spread, an impl that varies is a flaky bug. */
-    int baselines_spread;
-    int noisy_from;          /* first_noisy_step over the judged run's attempts */
-    struct impl_result *record; /* where each differing tensor's distance goes (NULL: nowhere) */
-};
-
-static void spread_table_free(struct spread_table *tab)
-{
-    free(tab->spread);
-    free(tab->bitwise);
-    tab->spread = NULL;
-    tab->bitwise = NULL;
-}
-
-static int spread_table_build(const struct run_record *const *baselines, int nb, struct spread_table *tab)
-{
-    const struct run_record *base = baselines[0];
-    tab->baselines = baselines;
-    tab->nb = nb;
-    tab->baselines_spread = 0;
-    tab->record = NULL;
-    tab->spread = calloc((size_t)base->n + 1, sizeof *tab->spread);
-    tab->bitwise = calloc((size_t)base->n + 1, 1);
-    if (!tab->spread || !tab->bitwise) {
-        spread_table_free(tab);
-        return error_set(ST_RUN, "out of memory for the baselines' spreads");
-    }
-    for (int i = 0; i < base->n; i++) {
-        tab->spread[i] = NAN;
-        if (!in_scope(base->items[i].path))
-            continue;
-        int bitwise, st = tensor_spread(baselines, nb, &base->items[i], &tab->spread[i], &bitwise);
-        if (st) {
-            spread_table_free(tab);
-            return st;
-        }
-        tab->bitwise[i] = (unsigned char)bitwise;
-        tab->baselines_spread |= !bitwise;
-    }
-    tab->noisy_from = INT_MAX;
-    return ST_OK;
-}
-
-/* 1 when the impl's own samples of a tensor (its run and re-runs, all
- * completed) are not all the same bits: the kernels behind it are not
- * deterministic, whatever the baselines happened to draw. */
-static int samples_differ(const struct run_record *const *samples, int n, const char *path, int *differ)
-{
-    *differ = 0;
-    const struct run_tensor *first = NULL;
-    const struct run_record *first_run = NULL;
-    struct tensor_hold hf = {0};
-    int held = 0, st = ST_OK;
-    for (int k = 0; k < n && !*differ && st == ST_OK; k++) {
-        const struct run_tensor *t = samples[k]->outcome[0] ? NULL : run_record_find(samples[k], path);
-        if (!t)
-            continue;
-        if (!first) {
-            first = t;
-            first_run = samples[k];
-            continue;
-        }
-        if (run_tensors_same_object(first_run, first, samples[k], t))
-            continue;
-        struct tensor_hold ht;
-        if (!held && (st = run_tensor_acquire(first_run, first, &hf)) == ST_OK)
-            held = 1;
-        if (st || (st = run_tensor_acquire(samples[k], t, &ht)))
-            break;
-        *differ = !host_tensors_bitwise_equal(&hf.t, &ht.t);
-        run_tensor_release(&ht);
-    }
-    if (held)
-        run_tensor_release(&hf);
-    return st;
-}
-
-/* The step of "steps/<k>/...", 0 for anything else (final_params/...). */
-static int step_of(const char *path)
-{
-    return strncmp(path, "steps/", 6) == 0 ? atoi(path + 6) : 0;
-}
-
-#define MAX_NOISE_STEPS 1024
-
-/* The first step in which kernel noise shows: some tensor of it that the
- * baselines, or (where the baselines spread anywhere) the impl's own
- * samples, do not all draw alike. Training carries noise forward: every
- * later step's tensors and the final parameters are computed from it.
- * INT_MAX when none shows. */
-static int first_noisy_step(const struct spread_table *tab, const struct run_record *const *samples, int n_samples,
-                            int *first)
-{
-    const struct run_record *base = tab->baselines[0];
-    *first = INT_MAX;
-    for (int i = 0; i < base->n; i++) {
-        const struct run_tensor *ref = &base->items[i];
-        int k = step_of(ref->path), differ = 0, st;
-        if (k < 1 || k >= *first)
-            continue;
-        if (tab->bitwise[i] && tab->baselines_spread &&
-            (st = samples_differ(samples, n_samples, ref->path, &differ)))
-            return st;
-        if (!tab->bitwise[i] || differ)
-            *first = k;
-    }
-    return ST_OK;
-}
-
-/* Keeps the tensor's distance in res (judge.h tensor_distances): the
- * farthest RESULT_TENSORS_MAX, farthest first; a path seen in an earlier
- * attempt keeps the larger distance. */
-static void record_distance(struct impl_result *res, const char *path, double distance, double spread, double limit)
-{
-    if (!res)
-        return;
-    struct tensor_distance *t = res->tensor_distances;
-    int n = res->n_tensor_distances, at = -1;
-    for (int k = 0; k < n && at < 0; k++)
-        if (strcmp(t[k].path, path) == 0)
-            at = k;
-    if (at >= 0 && !(distance > t[at].scaled_ulp))
-        return;
-    if (at < 0) {
-        res->tensors_differing++;
-        if (n < RESULT_TENSORS_MAX)
-            at = res->n_tensor_distances++;
-        else if (distance > t[n - 1].scaled_ulp)
-            at = n - 1; /* the nearest of those kept makes room */
-        else
-            return;
-    }
-    snprintf(t[at].path, sizeof t[at].path, "%s", path);
-    t[at].scaled_ulp = distance;
-    t[at].spread = spread;
-    t[at].limit = limit;
-    /* back into order, farthest first */
-    for (; at > 0 && t[at].scaled_ulp > t[at - 1].scaled_ulp; at--) {
-        struct tensor_distance tmp = t[at];
-        t[at] = t[at - 1];
-        t[at - 1] = tmp;
-    }
-}
-
-/* check_envelope's work on one tensor pair, both held. */
-static int envelope_tensor(const struct spread_table *tab, int i, const struct run_record *const *samples,
-                           int n_samples, const struct host_tensor *ref_t,
-                           const struct host_tensor *run_t, const char *path, struct envelope_check *out)
-{
-    if (host_tensors_bitwise_equal(ref_t, run_t))
-        return ST_OK;
-    struct tensor_diff d;
-    int st = compare_tensors(ref_t, run_t, &d);
-    if (st)
-        return error_wrap(st, "%s", path);
-    double spread = tab->spread[i], scale;
-    int bitwise = tab->bitwise[i];
-    /* Baselines that happened to agree prove nothing when the impl's own
-     * samples of the tensor disagree and the baselines spread elsewhere
-     * (the kernels are shown non-deterministic): an atomic reduction can
-     * land alike in every baseline and differently in a checkpointed run.
-     * The tensor then gets the least envelope, one ULP at its scale, so a
-     * rounding-sized difference is noise there and a bug still is not.
-     * Where no baseline ever spread, nothing shows noise: an impl whose
-     * own runs disagree is flaky, and each attempt must match bitwise. */
-    int differ = 0;
-    if (bitwise && tab->baselines_spread && (st = samples_differ(samples, n_samples, path, &differ)))
-        return st;
-    if (bitwise && differ) {
-        bitwise = 0;
-        out->impl_varies++;
-    }
-    /* Nor do they downstream of a step where noise showed: this
-     * tensor was computed from noisy state, however alike the few
-     * baselines came out. */
-    int k = step_of(path), noisy_from = tab->noisy_from;
-    if (bitwise && noisy_from != INT_MAX && (k == 0 || k > noisy_from)) {
-        bitwise = 0;
-        out->downstream_of_noise++;
-    }
-    double distance = compare_scaled_distance(ref_t, run_t, &scale);
-    /* A tensor whose baselines differ at all comes from non-deterministic
-     * kernels: its envelope is at least one ULP at its scale, since
-     * differences in its small elements are fractions of that and one
-     * more sample can always land a little further out. */
-    double envelope = fmax(spread, 1.0), ratio = distance / envelope;
-    if (distance > out->max_scaled || isnan(distance))
-        out->max_scaled = isnan(distance) ? INFINITY : distance;
-    if (bitwise) {
-        out->bitwise_tensors_differ++;
-    } else if (ratio > out->worst_ratio || !out->worst_path[0]) {
-        out->worst_ratio = ratio;
-        out->worst_distance = distance;
-        snprintf(out->worst_path, sizeof out->worst_path, "%s", path);
-    }
-    int within = !bitwise && d.comparable && (isinf(spread) || distance <= JUDGE_NOISE_MARGIN * envelope);
-    record_distance(tab->record, path, isnan(distance) ? INFINITY : distance, spread,
-                    bitwise ? 0 : isinf(spread) ? INFINITY : JUDGE_NOISE_MARGIN * envelope);
-    if (!within && !out->outside) {
-        out->outside = 1;
-        snprintf(out->path, sizeof out->path, "%s", path);
-        out->distance = distance;
-        out->spread = spread;
-        out->scale = scale;
-        out->baselines_bitwise = bitwise;
-        out->diff = d;
-    }
-    return ST_OK;
-}
-
-/* Every in-scope tensor of run against baseline_0 and its envelope. A
- * tensor whose baselines agree bitwise must match bitwise; any other must
- * lie within JUDGE_NOISE_MARGIN times its envelope, max(spread, 1 ULP). */
-static int check_envelope(const struct spread_table *tab, const struct run_record *const *samples, int n_samples,
-                          const struct run_record *run, struct envelope_check *out)
-{
-    memset(out, 0, sizeof *out);
-    const struct run_record *base = tab->baselines[0];
-    int st;
-    for (int i = 0; i < base->n; i++) {
-        const struct run_tensor *ref = &base->items[i], *t;
-        if (!in_scope(ref->path) || !(t = run_record_find(run, ref->path)) ||
-            run_tensors_same_object(base, ref, run, t))
-            continue;
-        struct tensor_hold hr, ht;
-        if ((st = run_tensor_acquire(base, ref, &hr)))
-            return st;
-        if ((st = run_tensor_acquire(run, t, &ht))) {
-            run_tensor_release(&hr);
-            return st;
-        }
-        st = envelope_tensor(tab, i, samples, n_samples, &hr.t, &ht.t, ref->path, out);
-        run_tensor_release(&hr);
-        run_tensor_release(&ht);
-        if (st)
-            return st;
-    }
-    return ST_OK;
 }
 
 /* "12.5", "3.2e+06" or "inf": distances in scaled ULP (at the tensor's scale). */
@@ -889,12 +569,12 @@ static int judge_rounding(const struct ckpt_case *c, const struct run_record *ru
 {
     char twin_name[96], graphs_name[96];
     snprintf(twin_name, sizeof twin_name, "%s_graphs", run->name);
-    const struct run_record *twin = find_run(runs, n, twin_name), *graphs_base = NULL;
+    const struct run_record *twin = judge_find_run(runs, n, twin_name), *graphs_base = NULL;
     struct impl_result twin_res; /* a twin without codegen: judge_run does not come back here */
     memset(&twin_res, 0, sizeof twin_res);
     if (twin && twin->baselines[0]) {
         snprintf(graphs_name, sizeof graphs_name, "%s_0", twin->baselines);
-        graphs_base = find_run(runs, n, graphs_name);
+        graphs_base = judge_find_run(runs, n, graphs_name);
     }
     if (twin && graphs_base && !(run_record_attr(twin, "compile.codegen") >= CODEGEN_INDUCTOR)) {
         int st = judge_run(c, runs, n, twin_name, &twin_res);
@@ -915,14 +595,14 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
 {
     memset(res, 0, sizeof *res);
     snprintf(res->impl, sizeof res->impl, "%s", name);
-    const struct run_record *baselines[64], *reruns[64], *run = find_run(runs, n, name);
+    const struct run_record *baselines[64], *reruns[64], *run = judge_find_run(runs, n, name);
     int nb = 0, n_reruns = 0;
     if (!run)
         return error_set(ST_INPUT, "/runs/%s: run missing", name);
     const char *family = run->baselines[0] ? run->baselines : "baseline";
     char base_name[80];
     snprintf(base_name, sizeof base_name, "%s_0", family);
-    const struct run_record *base = find_run(runs, n, base_name);
+    const struct run_record *base = judge_find_run(runs, n, base_name);
     if (!base)
         return error_set(ST_INPUT, "/runs/%s: run missing (judging %s needs baselines named %s_0, %s_1, ...)",
                          base_name, name, family, family);
@@ -1002,7 +682,7 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
 
 static int case_figures(const struct run_record *runs, int n, struct case_result *out)
 {
-    const struct run_record *base = find_run(runs, n, "baseline_0"), *fastest = fastest_baseline(runs, n, "baseline");
+    const struct run_record *base = judge_find_run(runs, n, "baseline_0"), *fastest = fastest_baseline(runs, n, "baseline");
     out->baseline_runs = 0;
     out->noise_floor_ulp = 0;
     out->noise_floor_scaled = 0;
@@ -1074,13 +754,6 @@ static int already_judged(const struct case_result *out, const char *name)
     return 0;
 }
 
-/* A run that cannot be judged because the report lacks it, or holds only
- * part of it: its ERROR record (judge_file). */
-struct gone_run {
-    char name[64];
-    char reason[RESULT_TEXT_MAX];
-    char first_missing[RUN_PATH_MAX + 16];
-};
 
 static const struct gone_run *find_gone(const struct gone_run *gone, int n, const char *name)
 {
@@ -1137,14 +810,14 @@ static void twins_follow_their_runs(const struct run_record *runs, int n, struct
 {
     for (int i = 0; i < out->n_results; i++) {
         struct impl_result *twin = &out->results[i];
-        const struct run_record *r = find_run(runs, n, twin->impl);
+        const struct run_record *r = judge_find_run(runs, n, twin->impl);
         if (!r || !r->twin_of[0])
             continue;
         const struct impl_result *of = NULL;
         for (int k = 0; k < out->n_results; k++)
             if (strcmp(out->results[k].impl, r->twin_of) == 0)
                 of = &out->results[k];
-        const struct run_record *src = find_run(runs, n, r->twin_of);
+        const struct run_record *src = judge_find_run(runs, n, r->twin_of);
         const char *own = src && src->baselines[0] ? src->baselines : "baseline";
         if (!of)
             continue;
@@ -1165,20 +838,20 @@ static void twins_follow_their_runs(const struct run_record *runs, int n, struct
 /* judge_case with the names to judge first as strings of any length, and
  * the runs judge_file found absent or incomplete: each is an ERROR record
  * in its place instead of a verdict. */
-static int judge_listed(const struct ckpt_case *c, const struct run_record *runs, int n, const char *const *order,
-                        int n_order, const struct gone_run *gone, int n_gone, struct case_result *out)
+int judge_listed(const struct ckpt_case *c, const struct run_record *runs, int n, const char *const *order,
+                 int n_order, const struct gone_run *gone, int n_gone, struct case_result *out)
 {
     int max = (int)(sizeof out->results / sizeof *out->results);
     out->n_results = 0;
-    if (!find_run(runs, n, "baseline_0"))
+    if (!judge_find_run(runs, n, "baseline_0"))
         return error_set(ST_INPUT, "/runs/baseline_0: run missing (judging needs baselines named baseline_0, "
                                    "baseline_1, ...)");
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < (pass ? n : n_order); i++) {
             const char *name = pass ? runs[i].name : order[i];
             const struct gone_run *g = find_gone(gone, n_gone, name);
-            if (judge_is_baseline(name) || is_rerun(name) || already_judged(out, name) ||
-                (!g && !find_run(runs, n, name)))
+            if (judge_is_baseline(name) || judge_is_rerun(name) || already_judged(out, name) ||
+                (!g && !judge_find_run(runs, n, name)))
                 continue;
             if (out->n_results == max)
                 return error_set(ST_INPUT, "more than %d runs to judge", max);
@@ -1212,264 +885,4 @@ int judge_case(const struct ckpt_case *c, const struct run_record *runs, int n,
     for (int i = 0; i < n_order && k < CASE_MAX_IMPLS; i++)
         names[k++] = order[i];
     return judge_listed(c, runs, n, names, k, NULL, 0, out);
-}
-
-/* ---- a file ------------------------------------------------------------------- */
-
-/* The runs a file's /case names, which a complete report holds: its impls
- * (without impls, the runs its expect names), every run its expect names,
- * and the producer's own list, the attribute `runs` (python/ckpt_verify
- * writes it: its runs have no impls key). */
-#define JUDGE_NAMED_MAX 64
-struct named_runs {
-    int n;
-    char names[JUDGE_NAMED_MAX][64];
-};
-
-static int name_run(struct named_runs *l, const char *path, const char *name, size_t len)
-{
-    if (len == 0)
-        return ST_OK;
-    if (len >= sizeof l->names[0] || memchr(name, '/', len))
-        return error_set(ST_INPUT, "%s: /case: attribute runs: '%.*s' is not a run name", path, (int)len, name);
-    for (int i = 0; i < l->n; i++)
-        if (strlen(l->names[i]) == len && strncmp(l->names[i], name, len) == 0)
-            return ST_OK;
-    if (l->n == JUDGE_NAMED_MAX)
-        return error_set(ST_INPUT, "%s: /case names more than %d runs", path, JUDGE_NAMED_MAX);
-    snprintf(l->names[l->n++], sizeof l->names[0], "%.*s", (int)len, name);
-    return ST_OK;
-}
-
-/* /case's attributes: `runs` is kept here, the others go to the case. */
-struct case_walk {
-    struct case_from_attrs *builder;
-    const char *path;
-    char runs[4096];
-};
-
-static int case_walk_attr(void *ctx, const char *key, const char *value)
-{
-    struct case_walk *w = ctx;
-    if (strcmp(key, "runs") != 0)
-        return case_attrs_apply(w->builder, key, value);
-    if (strlen(value) >= sizeof w->runs)
-        return error_set(ST_INPUT, "%s: /case: attribute runs longer than %zu bytes", w->path, sizeof w->runs - 1);
-    snprintf(w->runs, sizeof w->runs, "%s", value);
-    return ST_OK;
-}
-
-static int named_runs_of(const char *path, const struct ckpt_case *c, const char *runs_attr, struct named_runs *l)
-{
-    int st = ST_OK;
-    l->n = 0;
-    for (int i = 0; i < c->n_impls && !st; i++)
-        st = name_run(l, path, c->impls[i], strlen(c->impls[i]));
-    for (int i = 0; i < c->n_expect && !st; i++)
-        st = name_run(l, path, c->expect[i].impl, strlen(c->expect[i].impl));
-    for (const char *p = runs_attr; *p && !st;) {
-        size_t len = strcspn(p, ",");
-        const char *end = p + len;
-        while (p < end && isspace((unsigned char)*p))
-            p++;
-        size_t trimmed = (size_t)(end - p);
-        while (trimmed > 0 && isspace((unsigned char)p[trimmed - 1]))
-            trimmed--;
-        st = name_run(l, path, p, trimmed);
-        p = *end ? end + 1 : end;
-    }
-    return st;
-}
-
-/* What of ref's tensors (steps/, final_params/) r lacks: how many, the
- * first in recorded order, and whether r stopped short: it lacks a step
- * ref recorded, or a tensor recorded after the steps (final_params/). A
- * run that holds every step and every final parameter but not some
- * gradient did not produce it (a checkpoint that drops a layer's
- * gradients): that is the verdict's to judge (FAIL), not a cut report. */
-static void missing_from(const struct run_record *ref, const struct run_record *r, int *missing, int *stopped,
-                         int *of, char *first, size_t len)
-{
-    *missing = *stopped = *of = 0;
-    first[0] = '\0';
-    for (int i = 0; i < ref->n; i++) {
-        const char *p = ref->items[i].path;
-        if (!in_scope(p))
-            continue;
-        (*of)++;
-        if (run_record_find(r, p))
-            continue;
-        if (!(*missing)++)
-            snprintf(first, len, "%s", p);
-        if (strncmp(p, "steps/", 6) != 0) {
-            *stopped = 1;
-            continue;
-        }
-        char loss[RUN_PATH_MAX];
-        snprintf(loss, sizeof loss, "steps/%.*s/loss", (int)strcspn(p + 6, "/"), p + 6);
-        if (!run_record_find(r, loss))
-            *stopped = 1;
-    }
-}
-
-/* The runs judge_file cannot judge: named by /case and absent, or
- * stopped short of their reference (any run but baselines and re-runs). A
- * baseline that stopped short is bad input: the envelope needs whole
- * baselines. */
-#define JUDGE_GONE_MAX (JUDGE_NAMED_MAX + CASE_MAX_IMPLS * 2)
-static int find_gone_runs(const char *path, const struct run_record *runs, int n, const struct named_runs *named,
-                          struct gone_run *gone, int *n_gone)
-{
-    *n_gone = 0;
-    for (int i = 0; i < named->n; i++) {
-        const char *name = named->names[i];
-        if (judge_is_baseline(name) || is_rerun(name) || find_run(runs, n, name))
-            continue;
-        struct gone_run *g = &gone[(*n_gone)++];
-        snprintf(g->name, sizeof g->name, "%s", name);
-        snprintf(g->reason, sizeof g->reason, "run %s is named by /case but absent from %s", name, path);
-        snprintf(g->first_missing, sizeof g->first_missing, "/runs/%s missing", name);
-    }
-    for (int i = 0; i < n; i++) {
-        const struct run_record *r = &runs[i];
-        char ref_name[80], first[RUN_PATH_MAX];
-        run_record_reference(r, ref_name, sizeof ref_name);
-        size_t family = baseline_family_len(r->name);
-        if (family)
-            snprintf(ref_name, sizeof ref_name, "%.*s_0", (int)family, r->name);
-        const struct run_record *ref = find_run(runs, n, ref_name);
-        if (r->outcome[0] || is_rerun(r->name) || !ref || ref == r || ref->outcome[0])
-            continue;
-        int missing, stopped, of;
-        missing_from(ref, r, &missing, &stopped, &of, first, sizeof first);
-        if (family && missing)
-            return error_set(ST_INPUT, "%s: /runs/%s: incomplete: %s is missing (%d of %s's %d tensors), so it is "
-                                       "not the same training as %s",
-                             path, r->name, first, missing, ref_name, of, ref_name);
-        if (family || !stopped)
-            continue;
-        int is_named = 0;
-        for (int k = 0; k < named->n && !is_named; k++)
-            is_named = strcmp(named->names[k], r->name) == 0;
-        if (*n_gone == JUDGE_GONE_MAX)
-            return error_set(ST_INPUT, "%s: more than %d runs to judge", path, CASE_MAX_IMPLS * 2);
-        struct gone_run *g = &gone[(*n_gone)++];
-        snprintf(g->name, sizeof g->name, "%s", r->name);
-        snprintf(g->reason, sizeof g->reason, "run %s is %sincomplete in %s: missing %s (%d of %s's %d tensors are "
-                 "missing)",
-                 r->name, is_named ? "named by /case but " : "", path, first, missing, ref_name, of);
-        snprintf(g->first_missing, sizeof g->first_missing, "%s missing", first);
-    }
-    return ST_OK;
-}
-
-int judge_file(const char *path, uint64_t *budget, struct case_result *out)
-{
-    memset(out, 0, sizeof *out);
-    snprintf(out->h5_path, sizeof out->h5_path, "%s", path);
-    struct h5report *rep;
-    int st = h5report_open(&rep, path);
-    if (st == ST_OK)
-        st = judge_report(rep, budget, out);
-    h5report_close(rep);
-    return st;
-}
-
-int judge_report(struct h5report *rep, uint64_t *budget, struct case_result *out)
-{
-    uint64_t default_budget = H5STORE_READ_LIMIT;
-    if (!budget)
-        budget = &default_budget;
-    const char *path = h5report_path(rep);
-    memset(out, 0, sizeof *out);
-    snprintf(out->h5_path, sizeof out->h5_path, "%s", path);
-    int st = ST_OK;
-    char name[CASE_NAME_MAX] = "";
-    if (h5report_read_attr_str(rep, "/", "case", name, sizeof name)) {
-        const char *slash = strrchr(path, '/');
-        snprintf(name, sizeof name, "%s", slash ? slash + 1 : path);
-        error_clear();
-    }
-    struct case_walk walk = {NULL, path, ""};
-    if ((st = case_attrs_begin(&walk.builder, path)))
-        return st;
-    if (h5report_has_group(rep, "/case") && (st = h5report_foreach_attr(rep, "/case", case_walk_attr, &walk))) {
-        struct ckpt_case ignored;
-        case_attrs_finish(walk.builder, &ignored);
-        return st;
-    }
-    if ((st = case_attrs_finish(walk.builder, &out->definition)))
-        return st;
-    snprintf(out->definition.name, sizeof out->definition.name, "%s", name);
-    snprintf(out->name, sizeof out->name, "%s", name);
-    char producer[256];
-    out->definition_from_producer = h5report_read_attr_str(rep, "/", "producer", producer, sizeof producer) == ST_OK;
-    error_clear();
-    struct named_runs *named = calloc(1, sizeof *named);
-    struct gone_run *gone = calloc(JUDGE_GONE_MAX, sizeof *gone);
-    if (!named || !gone) {
-        free(named);
-        free(gone);
-        return error_set(ST_INTERNAL, "out of memory reading %s", path);
-    }
-    if ((st = named_runs_of(path, &out->definition, walk.runs, named))) {
-        free(named);
-        free(gone);
-        return st;
-    }
-
-    char (*names)[64] = NULL;
-    int count = 0;
-    if ((st = h5report_list_runs(rep, &names, &count))) {
-        free(named);
-        free(gone);
-        return st;
-    }
-    struct run_record *runs = calloc((size_t)count + 1, sizeof *runs);
-    struct checked_objects checked = {0};
-    int loaded = 0;
-    if (!runs)
-        st = error_set(ST_INTERNAL, "out of memory reading %s", path);
-    for (int i = 0; i < count && !st; i++) {
-        /* Runs are read as stored tensors, loaded one at a time while they
-         * are compared: at most JUDGE_TENSORS_HELD at once, so the budget
-         * bounds each tensor, not the report. */
-        if ((st = h5report_read_run_stored(rep, names[i], &runs[i])))
-            break;
-        runs[i].tensor_limit = *budget / JUDGE_TENSORS_HELD;
-        runs[i].checked = &checked;
-        loaded++;
-        /* A run that did not complete may hold no step at all. */
-        if (!runs[i].outcome[0])
-            st = h5store_check_run(path, &runs[i]);
-    }
-    int n_gone = 0;
-    if (!st)
-        st = find_gone_runs(path, runs, loaded, named, gone, &n_gone);
-    if (!st) {
-        const char *order[JUDGE_NAMED_MAX];
-        for (int i = 0; i < named->n; i++)
-            order[i] = named->names[i];
-        st = judge_listed(&out->definition, runs, loaded, order, named->n, gone, n_gone, out);
-        if (st == ST_INPUT && strncmp(error_message(), "/runs/", 6) == 0)
-            error_wrap(st, "%s", path);
-    }
-    /* Every stored object is read at least once: judging skips the tensors
-     * two runs share through one hard link, and a corrupt one must not be
-     * equal to itself everywhere unseen. */
-    if (!st)
-        st = run_tensors_verify_unread(runs, loaded);
-    if (!st && out->n_results == 0)
-        snprintf(out->error, sizeof out->error, "no run to judge: %s holds only baselines and its /case names no "
-                 "other run", path);
-    for (int i = 0; i < loaded; i++) {
-        h5store_let_go_source(&runs[i]);
-        run_record_free(&runs[i]);
-    }
-    checked_objects_free(&checked);
-    free(runs);
-    free(names);
-    free(named);
-    free(gone);
-    return st;
 }
