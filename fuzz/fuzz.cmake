@@ -14,20 +14,22 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET hdf5-serial)
 pkg_check_modules(INIH REQUIRED IMPORTED_TARGET inih)
 pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)
+pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 set(CKPT_FUZZ_SECONDS 20 CACHE STRING "How long each bounded fuzz test runs")
 
 set(FUZZ_FLAGS -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
-set(FUZZ_SOURCES ${CKPT_CASE_SOURCES} harness/verify/compare.c harness/storage/h5store_hdf5.c harness/storage/h5store_open.c harness/storage/h5store_read_attrs.c
-  harness/storage/h5store_read_dataset.c harness/storage/h5store_read_run.c harness/storage/h5store_write.c harness/storage/temp_file.c harness/error.c harness/storage/dtype.c
-  harness/storage/host_tensor.c harness/storage/run_record.c harness/storage/run_tensors.c harness/storage/disk_room.c)
+# The judge side's case definition and loader, storage and compare
+# (CMakeLists.txt lists them): torch-free by construction.
+set(FUZZ_SOURCES ${CKPT_CASE_SOURCES} ${CKPT_BASE_SOURCES} ${CKPT_STORAGE_SOURCES} harness/judge/compare.c)
 
 enable_testing()
 foreach(target case_file h5_compare)
   add_executable(fuzz_${target} fuzz/fuzz_${target}.c ${FUZZ_SOURCES})
-  target_include_directories(fuzz_${target} PRIVATE ${CKPT_HARNESS_INCLUDES} fuzz)
+  target_include_directories(fuzz_${target} PRIVATE ${CKPT_JUDGE_INCLUDES} fuzz)
+  target_compile_definitions(fuzz_${target} PRIVATE _POSIX_C_SOURCE=200809L)
   target_compile_options(fuzz_${target} PRIVATE -Wall -Wextra $<$<BOOL:${CKPT_WERROR}>:-Werror> ${FUZZ_FLAGS})
   target_link_options(fuzz_${target} PRIVATE ${FUZZ_FLAGS})
-  target_link_libraries(fuzz_${target} PRIVATE PkgConfig::HDF5 PkgConfig::INIH PkgConfig::ZLIB m)
+  target_link_libraries(fuzz_${target} PRIVATE PkgConfig::HDF5 PkgConfig::INIH PkgConfig::ZLIB PkgConfig::JANSSON m)
 
   set(seeds ${CMAKE_SOURCE_DIR}/tests/data/fuzz/${target})
   set(extra_seeds "")

@@ -72,7 +72,7 @@ struct impl_options {
     const struct context_hooks *context;
     struct impl_stats *stats;    /* may be NULL */
     /* selective: the ops whose saved tensors are kept from forward, a bit
-     * set over enum policy_op (harness/autograd/policy.h); ignored by the others. */
+     * set over enum policy_op (harness/cases/policy.h); ignored by the others. */
     unsigned policy;
     /* The model's buffers (NULL or n = 0: a model without state). A
      * checkpoint snapshots them in forward and replays them in recompute

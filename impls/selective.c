@@ -3,7 +3,7 @@
  * PREFER_RECOMPUTE policy, Megatron's selective recompute. Non-reentrant
  * semantics (saved-tensor hooks; RNG and autocast replayed under a forked
  * RNG; works when no input requires grad) with a per-op policy, the case
- * key `policy` (harness/autograd/policy.h):
+ * key `policy` (harness/cases/policy.h):
  *   - the saved tensors of the ops the policy names are cached in forward
  *     and handed back as they are — matched by invocation order (op, which
  *     call of it in the checkpoint, which of its saved tensors) and checked:

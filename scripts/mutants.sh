@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mutants.sh [--work DIR] [--cases "ARGS"] [PATCH...]: the mutation suite.
 # Each tests/mutants/NN-<bug class>.patch is a realistic mistake in impls/,
-# harness/autograd/ or the judge's detectors (harness/verify/). The tree
+# harness/autograd/ or the judge's detectors (harness/judge/). The tree
 # itself is never touched: its tracked and
 # untracked (not ignored) files are copied into DIR/src (default
 # build/mutants; only changed files are rewritten, so builds stay

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The data behind the NOISE margin (harness/verify/judge.h, docs/noise.md): reads
+"""The data behind the NOISE margin (harness/judge/judge.h, docs/noise.md): reads
 summary.json files of harness runs and prints, for the reference impls
 (reentrant, nonreentrant: their differences are kernel noise) and for the
 planted bugs (impls/faulty/: their differences are bugs), the distribution of

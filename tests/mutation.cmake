@@ -44,7 +44,7 @@ set_tests_properties(mutation.planted_bug_expected_pass_fails PROPERTIES LABELS 
 
 # The mutation suite of the code itself (tests/mutants/*.patch, realistic
 # mistakes in impls/, harness/autograd/ and the judge's detectors in
-# harness/verify/, those killed by unit.judge): scripts/mutants.sh applies each
+# harness/judge/, those killed by unit.judge): scripts/mutants.sh applies each
 # to a copy of the tree (never the tree), rebuilds ckpt-verify there
 # incrementally (build/mutants), runs the smoke suite and counts the mutants
 # the suite kills; it fails below 95% and lists the survivors. The copy's

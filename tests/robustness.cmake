@@ -26,7 +26,7 @@ bad_case_file(repeated_key "4: key 'hidden' repeated in \\[case:a\\] \\(first se
 bad_case_file(sweep_empty "3: 'axis\\.batch' in \\[sweep:s\\] is empty: a sweep must expand to at least one case")
 bad_case_file(sweep_duplicate "4: duplicate case name 's_bs2' \\(first defined at .*sweep_duplicate\\.ini:1\\)")
 bad_case_file(sweep_name_repeats "2: name pattern 's_bs\\{batch\\}' does not use axis 'fusion'")
-# selective checkpointing's policy (harness/autograd/policy.h)
+# selective checkpointing's policy (harness/cases/policy.h)
 bad_case_file(policy_unknown_op "3: bad value 'save:linear,softmax' for 'policy' in \\[case:a\\]: unknown op 'softmax' \\(ops: linear, ")
 bad_case_file(policy_without_selective "4: case 'a': policy applies to selective checkpointing only, and none of its impls is selective")
 bad_case_file(policy_op_not_in_model "5: case 'a': policy names layer_norm, which model mlp \\(fusion as set\\) does not run \\(its ops: linear, gelu_tanh, dropout\\)$")

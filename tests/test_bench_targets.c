@@ -20,6 +20,7 @@
 #include "judge.h"
 #include "model.h"
 #include "op_timing.h"
+#include "recomputed_ops.h"
 #include "run_record.h"
 
 /* ---- op_timing ------------------------------------------------------------- */
@@ -40,7 +41,7 @@ static void test_recomputed_ops_cost_the_baselines_time_per_call(void **state)
     /* The recompute reran one linear and the attention. */
     set(&run, "ops.linear.recompute_calls", 1);
     set(&run, "ops.causal_attention.recompute_calls", 1);
-    assert_float_equal(op_timing_recomputed_ms(&base, &run), 2 + 6, 1e-12);
+    assert_float_equal(recomputed_ops_ms(&base, &run), 2 + 6, 1e-12);
     run_record_free(&base);
     run_record_free(&run);
 }
@@ -53,10 +54,10 @@ static void test_recomputed_ops_unknown_without_the_baselines_times(void **state
     run_record_init(&run, "selective");
     set(&base, "ops.linear.forward_calls", 4); /* counted but not timed: its marks failed */
     set(&run, "ops.linear.recompute_calls", 1);
-    assert_true(isnan(op_timing_recomputed_ms(&base, &run)));
+    assert_true(isnan(recomputed_ops_ms(&base, &run)));
     run_record_free(&run);
     run_record_init(&run, "reentrant"); /* a file written before ops were counted */
-    assert_true(isnan(op_timing_recomputed_ms(&base, &run)));
+    assert_true(isnan(recomputed_ops_ms(&base, &run)));
     run_record_free(&base);
     run_record_free(&run);
 }
@@ -70,7 +71,7 @@ static void test_nothing_recomputed_costs_nothing(void **state)
     set(&base, "ops.linear.forward_calls", 4);
     set(&base, "ops.linear.forward_ms", 8);
     set(&run, "ops.linear.recompute_calls", 0);
-    assert_float_equal(op_timing_recomputed_ms(&base, &run), 0, 0);
+    assert_float_equal(recomputed_ops_ms(&base, &run), 0, 0);
     run_record_free(&base);
     run_record_free(&run);
 }

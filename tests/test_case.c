@@ -1,4 +1,4 @@
-/* test_case: the case-file loader (harness/verify/case.c). Each test writes a small
+/* test_case: the case-file loader (harness/cases/case.c). Each test writes a small
  * INI text to a temporary file, loads it, and checks one behaviour: the
  * defaults, each key, sweep expansion, each error class (status ST_INPUT and
  * the right line in a one-line message), duplicates, suggestions, expected

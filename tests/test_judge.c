@@ -539,7 +539,29 @@ static void run_outcomes_become_error_and_fail(void **state)
     fixture_free(&f);
 }
 
-static void expectations_default_to_pass_for_other_producers_runs(void **state)
+static void a_planted_bug_recorded_as_not_observable_that_matched_is_not_observable(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add(&f, "baseline_0", &g);
+    add(&f, "no_rng_stash", &g);
+    struct run_record *bug = &f.runs[f.n - 1];
+    snprintf(bug->role, sizeof bug->role, "%s", RUN_ROLE_PLANTED_BUG);
+    snprintf(bug->not_observable, sizeof bug->not_observable, "dropout = 0: nothing to replay");
+    struct impl_result r = judge(&f, "no_rng_stash");
+    assert_int_equal(r.verdict, V_NOT_OBSERVABLE);
+    assert_true(r.expected);
+    assert_non_null(strstr(r.reason, "planted bug cannot show here (dropout = 0: nothing to replay)"));
+    /* The same run with no role recorded is a checkpoint that matched. */
+    bug->role[0] = '\0';
+    assert_int_equal(judge(&f, "no_rng_stash").verdict, V_PASS);
+    fixture_free(&f);
+}
+
+static void expectations_default_to_pass_unless_the_run_is_recorded_as_a_planted_bug(void **state)
 {
     (void)state;
     struct fixture f;
@@ -550,7 +572,11 @@ static void expectations_default_to_pass_for_other_producers_runs(void **state)
     bad.weight[0] = -bad.weight[0];
     add(&f, "baseline_0", &g);
     add(&f, "my_planted", &bad);
-    add(&f, "no_rng_stash", &bad); /* a harness planted bug: expected FAIL */
+    /* A harness planted bug's name is not what makes it one: its recorded
+     * role is (the torch-free judge knows no impl). */
+    add(&f, "no_rng_stash", &bad);
+    assert_false(judge(&f, "no_rng_stash").expected);
+    snprintf(f.runs[f.n - 1].role, sizeof f.runs[f.n - 1].role, "%s", RUN_ROLE_PLANTED_BUG);
     assert_false(judge(&f, "my_planted").expected);
     assert_true(judge(&f, "no_rng_stash").expected);
     f.c.n_expect = 1;
@@ -944,7 +970,8 @@ int main(void)
         cmocka_unit_test(an_overhead_below_one_is_marked_unstable),
         cmocka_unit_test(a_run_whose_own_steps_spread_is_marked_unstable),
         cmocka_unit_test(run_outcomes_become_error_and_fail),
-        cmocka_unit_test(expectations_default_to_pass_for_other_producers_runs),
+        cmocka_unit_test(a_planted_bug_recorded_as_not_observable_that_matched_is_not_observable),
+        cmocka_unit_test(expectations_default_to_pass_unless_the_run_is_recorded_as_a_planted_bug),
         cmocka_unit_test(declared_tolerance_turns_a_small_difference_into_pass),
         cmocka_unit_test(memory_below_the_required_saving_is_memfail),
         cmocka_unit_test(held_bytes_cut_below_min_held_cut_is_memfail),

@@ -13,7 +13,7 @@
  *    buffer would break both; sizes live in a map instead);
  *  - an allocation failure throws c10::OutOfMemoryError naming the bytes;
  *  - so does an allocation that would take the live bytes past the memory
- *    limit (see memory_limit below), before any memory is asked for.
+ *    limit (memory_limit.h), before any memory is asked for.
  *
  * The state is process-global by necessity: c10 has one CPU allocator slot per
  * process and the deleter is a plain function pointer with no closure, so the
@@ -21,7 +21,7 @@
  * deliberately never destroyed because tensors held by static objects
  * are freed after main returns, when a destroyed map would be a use-after-free.
  *
- * Plain C entry points (declared in aten.h) let the C harness and a Python
+ * Plain C entry points (declared in counting_allocator.h) let the C harness and a Python
  * process (ctypes) install it and read it; install before the first tensor so
  * every live tensor was counted. */
 #include <c10/core/Allocator.h>
@@ -46,7 +46,8 @@
 #include <malloc.h>
 #endif
 
-#include "aten.h"
+#include "counting_allocator.h"
+#include "memory_limit.h"
 
 namespace {
 
@@ -94,93 +95,13 @@ void counting_delete(void *ptr)
     c10::free_cpu(ptr);
 }
 
-/* "1048576", "512M", "8G" (powers of 1024) as bytes; -1 if it is not one. */
-int64_t parse_bytes(const char *text)
+/* The most CPU bytes tensors may hold at once (memory_limit.h). Refusing
+ * an allocation past it turns what would get the whole process OOM-killed,
+ * taking the rest of the suite with it, into the ERROR verdict of one case.
+ * Read once: a function-local constant, not state. */
+const struct memory_limit &limit_now()
 {
-    if (!text || !(*text >= '0' && *text <= '9'))
-        return -1;
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    int shift = 0;
-    switch (*end) {
-    case 'K': case 'k': shift = 10; end++; break;
-    case 'M': case 'm': shift = 20; end++; break;
-    case 'G': case 'g': shift = 30; end++; break;
-    case 'T': case 't': shift = 40; end++; break;
-    default: break;
-    }
-    if (errno || *end || v == 0 || v > (unsigned long long)(INT64_MAX >> shift))
-        return -1;
-    return (int64_t)(v << shift);
-}
-
-/* The cgroup (v2, else v1) memory limit of this process, 0 when none: in a
- * container it is what the OOM killer enforces, often far below the host's
- * RAM that sysconf reports. */
-int64_t cgroup_limit()
-{
-    char path[512] = "/sys/fs/cgroup/memory.max", line[512];
-    if (FILE *f = fopen("/proc/self/cgroup", "r")) {
-        while (fgets(line, sizeof line, f))
-            if (strncmp(line, "0::", 3) == 0) {
-                line[strcspn(line, "\n")] = '\0';
-                snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max",
-                         strcmp(line + 3, "/") == 0 ? "" : line + 3);
-            }
-        fclose(f);
-    }
-    const char *candidates[] = {path, "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
-    for (const char *file : candidates) {
-        FILE *f = fopen(file, "r");
-        if (!f)
-            continue;
-        char value[64] = "";
-        bool got = fgets(value, sizeof value, f) != nullptr;
-        fclose(f);
-        value[strcspn(value, "\n")] = '\0';
-        int64_t bytes = got ? parse_bytes(value) : -1; /* "max" = no limit */
-        if (bytes > 0)
-            return bytes;
-    }
-    return 0;
-}
-
-struct limit_info {
-    int64_t bytes;      /* > 0; -1 when CKPT_MEMORY_LIMIT is malformed */
-    const char *source; /* for the out-of-memory message */
-};
-
-/* The most CPU bytes tensors may hold at once. Past physical memory (or the
- * cgroup's limit) the kernel's overcommit would still grant an allocation,
- * and touching its pages would get the whole process OOM-killed, taking the
- * rest of the suite with it; refusing up front turns it into the ERROR
- * verdict of one case. CKPT_MEMORY_LIMIT lowers it (parallel jobs sharing a
- * machine, tests). Computed once: a function-local constant, not state. */
-const limit_info &memory_limit()
-{
-    static const limit_info info = [] {
-        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-        limit_info l{INT64_MAX, "no limit known"};
-        if (pages > 0 && page > 0 && pages <= INT64_MAX / page)
-            l = {(int64_t)pages * page, "physical memory"};
-        int64_t group = cgroup_limit();
-        if (group > 0 && group < l.bytes)
-            l = {group, "cgroup memory limit"};
-        /* Past the address space limit (ulimit -v) an allocation fails
-         * whatever memory is free. */
-        struct rlimit as;
-        if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY && as.rlim_cur < (rlim_t)l.bytes)
-            l = {(int64_t)as.rlim_cur, "RLIMIT_AS, ulimit -v"};
-        if (const char *env = getenv("CKPT_MEMORY_LIMIT")) {
-            int64_t asked = parse_bytes(env);
-            if (asked < 0)
-                l = {-1, "CKPT_MEMORY_LIMIT is malformed"};
-            else if (asked < l.bytes)
-                l = {asked, "CKPT_MEMORY_LIMIT"};
-        }
-        return l;
-    }();
+    static const struct memory_limit info = memory_limit_read();
     return info;
 }
 
@@ -192,7 +113,7 @@ constexpr size_t k_check_available_from = size_t(64) << 20;
 
 /* MemAvailable in bytes, -1 when unknown. Not the cgroup's headroom: its
  * usage includes page cache the kernel would reclaim first, so it would
- * refuse allocations that fit; the cgroup's limit is in memory_limit(). */
+ * refuse allocations that fit; the cgroup's limit is in memory_limit.h. */
 int64_t available_now()
 {
     FILE *f = fopen("/proc/meminfo", "r");
@@ -213,7 +134,7 @@ int64_t available_now()
  * could never fit. */
 bool refuse(size_t n, int64_t live, char *buf, size_t len)
 {
-    const limit_info &limit = memory_limit();
+    const struct memory_limit &limit = limit_now();
     if (limit.bytes > 0 && (n > (uint64_t)limit.bytes || live > limit.bytes - (int64_t)n)) {
         snprintf(buf, len, "tried to allocate %zu bytes (%lld bytes live; limit %lld bytes, %s)", n,
                  (long long)live, (long long)limit.bytes, limit.source);
@@ -321,9 +242,9 @@ extern "C" int ckpt_install_counting_allocator(void)
     return 0;
 }
 
-extern "C" int64_t ckpt_counting_allocator_limit(void) { return memory_limit().bytes; }
+extern "C" int64_t ckpt_counting_allocator_limit(void) { return limit_now().bytes; }
 
-extern "C" const char *ckpt_counting_allocator_limit_source(void) { return memory_limit().source; }
+extern "C" const char *ckpt_counting_allocator_limit_source(void) { return limit_now().source; }
 
 extern "C" int ckpt_memory_refuses(uint64_t bytes, char *why, size_t len)
 {

@@ -89,7 +89,6 @@ int model_describe(const struct model *m, char *buf, size_t len);
 struct segment_plan {
     int size, count, plain_from;
 };
-#define SEGMENTS_NONE (-1) /* no checkpoint at all: the baseline */
 /* segments as a case stores it: 0 = every layer its own segment; N =
  * checkpoint_sequential(N): size L/N, N-1 segments checkpointed, the rest
  * (the last L - size*(N-1) layers) plain, so N = 1 checkpoints nothing;

@@ -1,5 +1,5 @@
 /* bench: `ckpt-verify bench [--quick] [--out DIR]`, the memory and time
- * benchmark (harness/report/bench.h). */
+ * benchmark (harness/train/bench.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>

@@ -1,7 +1,9 @@
 /* cli: what the ckpt-verify command's parts share (internal to harness/cli/).
- * main.c dispatches to one subcommand per file: run.c (the main run,
- * flags and all), diff.c, merge.c, judge.c, plot.c, bench.c, html.c; help.c prints
- * --help and --version; common.c holds what several of them use.
+ * Two mains: main.c (the full command) and main_judge.c (the judge alone,
+ * no libtorch). Both dispatch to judge_side.c's subcommands, one per file:
+ * diff.c, merge.c, judge.c, plot.c, html.c (torch-free, with common.c);
+ * main.c also to the training side: run.c (the main run, flags and all),
+ * bench.c, help.c (--help, --version) and announce.c.
  * Exit codes: 0 every verdict expected, 1 an unexpected verdict, a
  * regression or a difference (diff), 2 usage or input error, 3 internal
  * error. */
@@ -17,6 +19,9 @@ struct option; /* <getopt.h> */
 #define EXIT_USAGE 2
 #define EXIT_INTERNAL 3
 
+/* The judge side's subcommands (judge_side.c): when argv[1] names one,
+ * runs it, sets *exit_code and returns 1; returns 0 otherwise. */
+int cli_judge_side(int argc, char **argv, int *exit_code);
 /* The main run takes the command line whole; each subcommand takes argv
  * from its own name on (argv[0] = "diff", ...). They return the process's
  * exit code. */
@@ -56,6 +61,10 @@ void cli_announce_blas(FILE *header);
 /* An output directory is refused before any work when it cannot be one:
  * too long to keep whole, or an existing non-directory. */
 int cli_check_out_dir(const char *path);
+/* Where the gnuplot scripts (plot_*.gp) are: $CKPT_SCRIPTS_DIR, else the
+ * source tree's scripts/ (a project build), else share/ beside the binary
+ * (an installed one: the pip wheel). Returns buf or a constant. */
+const char *cli_scripts_dir(char *buf, size_t len);
 /* Creates the output directory and its parents; it must be writable. */
 int cli_make_dirs(const char *path);
 /* What the runs read from files may load in all (common.c), and the limit

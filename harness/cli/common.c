@@ -1,6 +1,6 @@
-/* common: what several subcommands use: the error exit, the option error,
- * the BLAS line, the output directory's checks and creation, the read
- * budget. */
+/* common: what several subcommands use, judge side and training side
+ * alike (torch-free): the error exit, the option error, the output
+ * directory's checks and creation, the read budget. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -11,25 +11,37 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "aten/aten.h"
-#include "blas_info.h"
 #include "case.h"
 #include "case_text.h"
 #include "cli.h"
 #include "error.h"
 #include "h5store.h"
+#include "memory_limit.h"
 
-/* Runs and benchmarks compute: a slow BLAS gets its one-line warning, and
- * a terminal gets a header line naming what the run computes with. */
-void cli_announce_blas(FILE *header)
+const char *cli_scripts_dir(char *buf, size_t len)
 {
-    struct blas_info blas;
-    blas_info_detect(&blas);
-    if (blas_info_warning(&blas))
-        fprintf(stderr, "ckpt-verify: %s\n", blas_info_warning(&blas));
-    if (header)
-        fprintf(header, "ckpt-verify %s (git %s), libtorch %s, BLAS %s\n", CKPT_VERSION, CKPT_GIT_REV,
-                aten_libtorch_version(), blas.name);
+    const char *env = getenv("CKPT_SCRIPTS_DIR");
+    if (env && env[0])
+        return env;
+#ifdef CKPT_SCRIPTS_BESIDE_BINARY
+    /* An installed binary finds its scripts relative to itself, wherever
+     * the venv was put. */
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash)
+            *slash = '\0';
+        snprintf(buf, len, "%s/%s", self, CKPT_SCRIPTS_BESIDE_BINARY);
+        return buf;
+    }
+    (void)buf, (void)len;
+    return CKPT_SCRIPTS_BESIDE_BINARY;
+#else
+    (void)buf, (void)len;
+    return CKPT_SOURCE_DIR "/scripts";
+#endif
 }
 
 int cli_fail(int code)
@@ -96,7 +108,8 @@ int cli_subcommand_hint(char *buf, size_t len, const char *word)
  * huge or hard-linked datasets); the limit that applies is named. */
 int cli_read_budget(struct read_budget *b)
 {
-    int64_t memory = ckpt_counting_allocator_limit();
+    struct memory_limit limit = memory_limit_read();
+    int64_t memory = limit.bytes;
     char size[32];
     if (memory < 0)
         return error_set(ST_INPUT, "CKPT_MEMORY_LIMIT='%s': not a byte count (for example 512M or 8G)",
@@ -104,7 +117,7 @@ int cli_read_budget(struct read_budget *b)
     if (getenv("CKPT_MEMORY_LIMIT") || (uint64_t)memory < H5STORE_READ_LIMIT) {
         b->bytes = (uint64_t)memory;
         snprintf(b->limit, sizeof b->limit, "the %s memory limit (%s)",
-                 text_format_bytes((double)memory, size, sizeof size), ckpt_counting_allocator_limit_source());
+                 text_format_bytes((double)memory, size, sizeof size), limit.source);
     } else {
         b->bytes = H5STORE_READ_LIMIT;
         snprintf(b->limit, sizeof b->limit, "the %s a read may load (the default; CKPT_MEMORY_LIMIT sets another)",

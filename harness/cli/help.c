@@ -89,7 +89,7 @@ void cli_print_version(FILE *out)
     }
     fprintf(out, "BLAS %s%s%s\n", blas.name, blas.path[0] ? ": " : "", blas.path);
     /* Cases that name no thread count get this one, or 1 when too small to
-     * use more (harness/verify/thread_policy.h); idle workers wait as the
+     * use more (harness/train/thread_policy.h); idle workers wait as the
      * policy says (harness/cli/wait_policy.c: PASSIVE unless the caller set it). */
     const char *pinned = getenv("OMP_NUM_THREADS"), *wait = getenv("OMP_WAIT_POLICY");
     fprintf(out, "threads: %d intra-op (%s); OMP_WAIT_POLICY=%s\n", aten_get_threads(),

@@ -17,7 +17,8 @@
  * page nobody opens); the page says so. */
 static int write_page(const char *dir)
 {
-    const char *scripts = getenv("CKPT_SCRIPTS_DIR") ? getenv("CKPT_SCRIPTS_DIR") : CKPT_SOURCE_DIR "/scripts";
+    char scripts_buf[4096];
+    const char *scripts = cli_scripts_dir(scripts_buf, sizeof scripts_buf);
     const char *gnuplot = getenv("CKPT_GNUPLOT") ? getenv("CKPT_GNUPLOT") : "gnuplot";
     return html_write_run_dir(dir, scripts, strcmp(gnuplot, "none") ? gnuplot : NULL);
 }

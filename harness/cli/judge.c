@@ -9,8 +9,6 @@
 #include "cli.h"
 #include "error.h"
 #include "h5store.h"
-#include "impl.h"
-#include "plugin.h"
 #include "judge.h"
 #include "junit.h"
 #include "mutation_matrix.h"
@@ -20,7 +18,7 @@
 /* judge [--out DIR] FILE.h5...: verdicts from the runs stored in reports,
  * whoever wrote them. Every file is judged before anything is written, so a
  * bad file (exit 2) leaves --out untouched. */
-static const char judge_usage[] = "usage: ckpt-verify judge [-o|--out DIR] [--impl-lib PATH.so] FILE.h5...\n";
+static const char judge_usage[] = "usage: ckpt-verify judge [-o|--out DIR] FILE.h5...\n";
 
 int cli_judge(int argc, char **argv)
 {
@@ -38,10 +36,12 @@ int cli_judge(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, ":o:h", options, NULL)) != -1) {
         switch (opt) {
         case 'o': out_dir = optarg; break;
-        /* A plugin's planted impls are expected to FAIL, as in the run. */
+        /* Reports record each run's role (a plugin's planted bugs too), so
+         * the judge needs no impl code: the option stays for scripts that
+         * pass it, and says it is not needed. */
         case 'L':
-            if (impl_load_plugin(optarg))
-                return cli_fail(ST_INPUT);
+            fprintf(stderr, "ckpt-verify judge: --impl-lib %s is not needed: reports record which runs are "
+                            "planted bugs (/runs/<run> role); ignored\n", optarg);
             break;
         case 'h':
             printf("%s\nJudges every run of each file against its baseline_* runs (per-tensor noise envelope at the\n"
@@ -102,8 +102,16 @@ int cli_judge(int argc, char **argv)
         free(results);
         return st ? EXIT_INTERNAL : EXIT_USAGE;
     }
+    /* The torch the runs were made with, as the first report names it
+     * (its root libtorch_version): the judge itself links none. */
+    char runs_torch[64] = "";
+    if (h5store_read_attr_str(argv[first], "/", "libtorch_version", runs_torch, sizeof runs_torch) != ST_OK) {
+        runs_torch[0] = '\0';
+        error_clear();
+    }
+    struct summary_torch torch = {runs_torch, NULL, NULL};
     struct summary *summary = NULL;
-    if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION)) ||
+    if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION, &torch)) ||
         (st = summary_set_run(summary, "judge", 1, 1))) {
         summary_free(summary);
         free(results);

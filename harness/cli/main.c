@@ -1,6 +1,7 @@
-/* main: the ckpt-verify command. Checks the torch it runs with, then hands
- * the command line to the subcommand it names (`diff`, `plot`, `bench`,
- * `merge`, `judge`, `html`) or to the main run (run.c). The only place that exits. */
+/* main: the full ckpt-verify command (training side and judge side).
+ * Checks the torch it runs with, then hands the command line to the judge
+ * side's subcommands (judge_side.c), to `bench`, or to the main run
+ * (run.c). The only place that exits. */
 #include <signal.h>
 #include <string.h>
 
@@ -21,17 +22,10 @@ int main(int argc, char **argv)
     int st_torch = asks_version ? ST_OK : torch_runtime_check();
     if (st_torch != ST_OK)
         return cli_fail(st_torch);
-    if (argc > 1 && strcmp(argv[1], "diff") == 0)
-        return cli_diff(argc - 1, argv + 1);
-    if (argc > 1 && strcmp(argv[1], "plot") == 0)
-        return cli_plot(argc - 1, argv + 1);
+    int code;
+    if (cli_judge_side(argc, argv, &code))
+        return code;
     if (argc > 1 && strcmp(argv[1], "bench") == 0)
         return cli_bench(argc - 1, argv + 1);
-    if (argc > 1 && strcmp(argv[1], "merge") == 0)
-        return cli_merge(argc - 1, argv + 1);
-    if (argc > 1 && strcmp(argv[1], "judge") == 0)
-        return cli_judge(argc - 1, argv + 1);
-    if (argc > 1 && strcmp(argv[1], "html") == 0)
-        return cli_html(argc - 1, argv + 1);
     return cli_run(argc, argv);
 }

@@ -57,7 +57,8 @@ int cli_merge(int argc, char **argv)
     /* The merged report gets the plots a single run would (scripts and
      * gnuplot found as `plot` finds them); missing plots do not change the
      * verdicts, so they only warn. */
-    const char *scripts = getenv("CKPT_SCRIPTS_DIR") ? getenv("CKPT_SCRIPTS_DIR") : CKPT_SOURCE_DIR "/scripts";
+    char scripts_buf[4096];
+    const char *scripts = cli_scripts_dir(scripts_buf, sizeof scripts_buf);
     const char *gnuplot = getenv("CKPT_GNUPLOT") ? getenv("CKPT_GNUPLOT") : "gnuplot";
     if (plot_run_dir(operands[0], scripts, gnuplot, stdout))
         fprintf(stderr, "ckpt-verify: warning: merged report has no plots: %s\n", error_message());

@@ -31,7 +31,8 @@ int cli_plot(int argc, char **argv)
         return EXIT_USAGE;
     }
     argv += optind - 1;
-    const char *scripts = getenv("CKPT_SCRIPTS_DIR") ? getenv("CKPT_SCRIPTS_DIR") : CKPT_SOURCE_DIR "/scripts";
+    char scripts_buf[4096];
+    const char *scripts = cli_scripts_dir(scripts_buf, sizeof scripts_buf);
     const char *gnuplot = getenv("CKPT_GNUPLOT") ? getenv("CKPT_GNUPLOT") : "gnuplot";
     /* A FIFO in the summary's place would block the plot for ever. */
     char summary[1100];

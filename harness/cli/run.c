@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "aten/aten.h"
+#include "aten/torch_runtime.h"
 #include "case.h"
 #include "case_fit.h"
 #include "case_text.h"
@@ -398,8 +399,9 @@ int cli_run(int argc, char **argv)
     /* A reused --out: the reports its previous summary named, so those
      * this run does not write again go once its own summary is written. */
     json_t *stale = stale_reports_before(out_dir);
+    struct summary_torch torch = {aten_libtorch_version(), torch_compiled_cuda(), torch_pinned_version()};
     struct summary *summary = NULL;
-    if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION)) ||
+    if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION, &torch)) ||
         (st = summary_set_run(summary, n_selected ? NULL : suite ? suite : "smoke", shard.k, shard.n))) {
         summary_free(summary);
         json_decref(stale);

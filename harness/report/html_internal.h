@@ -30,7 +30,7 @@ int html_case_index(const struct html_run *run, const char *name);
 /* Writes the section of every case (html_case.c). */
 void html_put_cases(FILE *out, const struct html_run *run);
 
-/* "48.0 MiB", "12.5%", "1.32x?" ("?": the baselines' timings disagreed),
+/* The formatters (html_format.c). "48.0 MiB", "12.5%", "1.32x?" ("?": the baselines' timings disagreed),
  * the verdict distance ("-" none measured, "inf"); "-" for NaN. */
 const char *html_bytes(double v, char *buf, size_t len);
 const char *html_percent(double v, char *buf, size_t len);

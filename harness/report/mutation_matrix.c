@@ -3,15 +3,17 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "../impls/impl.h"
+#include "run_record.h"
 
 #define MATRIX_MAX_CASES 64
+#define MATRIX_MAX_BUGS 128
 #define CELL_WIDTH 6
 
-static int is_planted(const char *impl)
+/* A record of a run its producer recorded as a planted bug (summary "role"). */
+static int is_planted(const json_t *rec)
 {
-    const struct checkpoint_impl *i = impl_find(impl);
-    return i && !i->is_reference;
+    const char *role = json_string_value(json_object_get(rec, "role"));
+    return role && strcmp(role, RUN_ROLE_PLANTED_BUG) == 0;
 }
 
 /* Short enough that a dozen cases fit a terminal. */
@@ -43,17 +45,23 @@ static json_t *find_record(json_t *records, const char *case_name, const char *i
 void mutation_matrix_print(FILE *out, const struct json_t *summary)
 {
     json_t *records = json_object_get(summary, "records");
-    const char *cases[MATRIX_MAX_CASES];
-    int n_cases = 0, more_cases = 0, unexpected = 0;
+    const char *cases[MATRIX_MAX_CASES], *bugs[MATRIX_MAX_BUGS];
+    int n_cases = 0, more_cases = 0, unexpected = 0, n_bugs = 0;
     size_t i;
     json_t *rec;
-    /* Columns: the cases that ran a planted bug, in run order. */
+    /* Columns: the cases that ran a planted bug, in run order; rows: the
+     * planted bugs, in the order they first ran. */
     json_array_foreach(records, i, rec)
     {
         const char *c = json_string_value(json_object_get(rec, "case"));
         const char *m = json_string_value(json_object_get(rec, "impl"));
-        if (!c || !m || !is_planted(m))
+        if (!c || !m || !is_planted(rec))
             continue;
+        int known = 0;
+        for (int k = 0; k < n_bugs && !known; k++)
+            known = strcmp(bugs[k], m) == 0;
+        if (!known && n_bugs < MATRIX_MAX_BUGS)
+            bugs[n_bugs++] = m;
         int seen = 0;
         for (int k = 0; k < n_cases && !seen; k++)
             seen = strcmp(cases[k], c) == 0;
@@ -72,14 +80,11 @@ void mutation_matrix_print(FILE *out, const struct json_t *summary)
     for (int k = 0; k < n_cases; k++)
         fprintf(out, "%*d", CELL_WIDTH, k + 1);
     fprintf(out, "\n");
-    /* Rows: the planted bugs in registry order. */
-    for (const struct checkpoint_impl *const *impl = impl_all(); *impl; impl++) {
-        if ((*impl)->is_reference)
-            continue;
+    for (int b = 0; b < n_bugs; b++) {
         char line[26 + CELL_WIDTH * MATRIX_MAX_CASES + 8];
-        int any = 0, off = snprintf(line, sizeof line, "  %-26s", (*impl)->name);
+        int any = 0, off = snprintf(line, sizeof line, "  %-26s", bugs[b]);
         for (int k = 0; k < n_cases; k++) {
-            json_t *r = find_record(records, cases[k], (*impl)->name);
+            json_t *r = find_record(records, cases[k], bugs[b]);
             char cell[16];
             if (!r) {
                 snprintf(cell, sizeof cell, ".");

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "case.h"
+#include "run_record.h"
 
 #define PATH_MAX_LEN 1024
 #define MAX_SERIES 64
@@ -28,6 +29,7 @@ struct def {
 
 struct rec {
     const char *case_name, *impl, *verdict;
+    const char *role;   /* the run's role (summary "role"; "" when not recorded) */
     int expected;       /* the verdict is one the case allows */
     double distance;    /* the verdict's distance in scaled ULP (max_scaled_ulp); INFINITY when
                          * infinite, NAN where none was measured */
@@ -53,7 +55,7 @@ void plot_summary_free(struct summary_in *s);
 /* 1 for a run whose memory and time the per-case plots draw: a harness
  * reference impl other than `none`, or a run the harness does not know (a
  * Python-verified or external producer's checkpoint). */
-int plot_is_measured_impl(const char *name);
+int plot_is_measured_impl(const struct rec *r);
 /* Distinct impls of the records, in order of appearance (with
  * references_only: those plot_is_measured_impl accepts); at most max. */
 int plot_list_impls(const struct summary_in *s, int references_only, const char **out, int max);
@@ -193,12 +195,17 @@ void plot_series_title(char *buf, size_t len, const char *what, const struct gro
  * curves than that are not readable in one plot. */
 int plot_pick_groups(const struct grouping *gr, int *pick, int max);
 
-/* ---- the model's prediction for a definition (plot_curves.c) --------------- */
+/* ---- the model's prediction for a definition ----------------------------- */
 
 /* Predicted bytes held at end of forward for d with `segments` (0 every,
  * SEGMENTS_NONE baseline) at `layers` and `seq`, checkpointed selectively
  * when `policy` is not ""; NAN when d names something this build does not
- * know. plot_predict: at d's own seq, not selectively. */
+ * know. plot_predict (plot_curves.c): at d's own seq, not selectively.
+ * plot_predict_at needs the harness's models, so each build links one of
+ * two definitions: train/plot_predict_model.c (the training side: the
+ * models' exact prediction) or report/plot_predict_none.c (the torch-free
+ * judge: it knows no model, NAN for every definition, and the plots draw
+ * the measurements without a predicted curve). */
 double plot_predict_at(const struct def *d, int layers, int segments, int seq, const char *policy);
 double plot_predict(const struct def *d, int layers, int segments);
 /* segments of d carried to another depth: every stays every, sqrt(L)

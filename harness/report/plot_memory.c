@@ -6,10 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../impls/impl.h"
 #include "error.h"
 #include "fit.h"
-#include "model.h"
 #include "plot_internal.h"
 #include "policy.h"
 
@@ -327,8 +325,8 @@ int plot_held_vs_seq(struct plot_env *env, const struct summary_in *s)
         policy[0] = "";
         for (int i = 0; i < s->n && n_curves < MAX_CURVES; i++) {
             const struct rec *r = &s->r[i];
-            const struct checkpoint_impl *ci = impl_find(r->impl);
-            if (!ci || !ci->is_reference || ci->run == impl_run_none || !plot_in_group(r, g, SWEEP_SEQ))
+            /* Reference impls only: a curve per reference the harness ran. */
+            if (strcmp(r->role, RUN_ROLE_REFERENCE) != 0 || !plot_in_group(r, g, SWEEP_SEQ))
                 continue;
             const char *pol = policy_impl_uses_policy(r->impl) ? r->d.policy : "";
             int k = 1;

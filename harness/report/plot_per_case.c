@@ -168,7 +168,7 @@ static int plot_per_case(struct plot_env *env, const struct summary_in *s, const
     int n_impls = plot_list_impls(s, 1, impls, MAX_SERIES), n_cases = 0;
     for (int i = 0; i < s->n && n_cases < 1024; i++) {
         double v[MAX_COLUMNS];
-        if (!plot_is_measured_impl(s->r[i].impl))
+        if (!plot_is_measured_impl(&s->r[i]))
             continue;
         p->columns(&s->r[i], v);
         if (isnan(v[0]))

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../impls/impl.h"
 #include "error.h"
 #include "plot_internal.h"
 
@@ -70,6 +69,7 @@ int plot_summary_load(struct summary_in *s, const char *run_dir)
         const json_t *distance = json_object_get(o, "max_scaled_ulp");
         r->distance = json_is_number(distance) ? json_number_value(distance) : json_is_null(distance) ? INFINITY : NAN;
         r->decided_by = jstr(o, "decided_by");
+        r->role = jstr(o, "role");
         r->overhead = jnum(o, "overhead");
         r->overhead_stable = !json_is_false(json_object_get(o, "overhead_stable"));
         r->ideal_overhead = jnum(o, "ideal_overhead");
@@ -104,10 +104,9 @@ void plot_summary_free(struct summary_in *s)
 /* A harness reference impl (not a planted bug, not `none`), or a run the
  * harness does not know (a Python-verified or --external producer's own
  * checkpoint, judged as it is): a run whose memory and time are drawn. */
-int plot_is_measured_impl(const char *name)
+int plot_is_measured_impl(const struct rec *r)
 {
-    const struct checkpoint_impl *impl = impl_find(name);
-    return !impl || (impl->is_reference && impl->run != impl_run_none);
+    return strcmp(r->role, RUN_ROLE_PLAIN) != 0 && strcmp(r->role, RUN_ROLE_PLANTED_BUG) != 0;
 }
 
 /* Distinct impls of the records, in order of appearance. */
@@ -116,7 +115,7 @@ int plot_list_impls(const struct summary_in *s, int references_only, const char 
     int n = 0;
     for (int i = 0; i < s->n; i++) {
         const char *name = s->r[i].impl;
-        if (references_only && !plot_is_measured_impl(name))
+        if (references_only && !plot_is_measured_impl(&s->r[i]))
             continue;
         int k = 0;
         while (k < n && strcmp(out[k], name) != 0)

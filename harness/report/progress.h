@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "runner.h"
+#include "judge.h"
 
 enum progress_mode {
     PROGRESS_QUIET,    /* off a terminal, by default */

@@ -8,8 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "aten/aten.h"
-#include "aten/torch_runtime.h"
 #include "blas_info.h"
 #include "compare.h"
 #include "error.h"
@@ -182,7 +180,11 @@ struct summary {
     json_t *records;
 };
 
-int summary_create(struct summary **out, const char *git_rev, const char *harness_version)
+/* A string, or null for NULL or "". */
+static json_t *json_text_or_null(const char *s) { return s && s[0] ? json_string(s) : json_null(); }
+
+int summary_create(struct summary **out, const char *git_rev, const char *harness_version,
+                   const struct summary_torch *torch)
 {
     struct summary *s = calloc(1, sizeof *s);
     if (!s)
@@ -195,10 +197,12 @@ int summary_create(struct summary **out, const char *git_rev, const char *harnes
     struct blas_info blas;
     blas_info_detect(&blas);
     s->records = json_array();
-    s->root = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "schema_version", 1, "harness_version",
-                        harness_version, "git_rev", git_rev, "libtorch_version", aten_libtorch_version(),
-                        "torch_cuda", torch_compiled_cuda(), "torch_pinned", torch_pinned_version(), "blas",
-                        blas.name, "created_utc", when, "records", s->records);
+    s->root = json_pack("{s:i, s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:O}", "schema_version", 1, "harness_version",
+                        harness_version, "git_rev", git_rev, "libtorch_version",
+                        json_text_or_null(torch ? torch->version : NULL), "torch_cuda",
+                        json_text_or_null(torch ? torch->cuda : NULL), "torch_pinned",
+                        json_text_or_null(torch ? torch->pinned : NULL), "blas", blas.name, "created_utc", when,
+                        "records", s->records);
     if (!s->root || !s->records) {
         summary_free(s);
         return error_set(ST_RUN, "out of memory for the summary");
@@ -343,6 +347,8 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
         double distance = report_verdict_distance(x);
         if (x->decided_by[0])
             json_object_set_new(rec, "decided_by", json_string(x->decided_by));
+        if (x->role[0])
+            json_object_set_new(rec, "role", json_string(x->role));
         if (!isnan(distance))
             json_object_set_new(rec, "max_scaled_ulp", isinf(distance) ? json_null() : json_real(distance));
         json_object_set_new(rec, "raw_max_ulp",

@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 
-#include "runner.h"
+#include "judge.h"
 
 void report_print_case(FILE *out, const struct case_result *r);
 /* The one distance a verdict shows everywhere: the largest distance of any
@@ -17,7 +17,15 @@ void report_print_case(FILE *out, const struct case_result *r);
 double report_verdict_distance(const struct impl_result *x);
 
 struct summary;
-int summary_create(struct summary **out, const char *git_rev, const char *harness_version);
+/* The torch the summary's runs were made with, as its root records it
+ * (libtorch_version, torch_cuda, torch_pinned): the training side passes
+ * its own libtorch; the judge, the torch its reports name. NULL or ""
+ * fields are unknown (null in summary.json). */
+struct summary_torch {
+    const char *version, *cuda, *pinned;
+};
+int summary_create(struct summary **out, const char *git_rev, const char *harness_version,
+                   const struct summary_torch *torch);
 int summary_add_case(struct summary *s, const struct case_result *r);
 /* summary_add_case, plus the case's position in the selected list (merge
  * restores that order across shards) and its wall time in seconds. */

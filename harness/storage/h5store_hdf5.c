@@ -1,6 +1,8 @@
-/* h5store_hdf5: HDF5's error stack read back as one-line messages, and the
+/* h5store_hdf5: HDF5's error stack read back as one-line messages, the
  * HDF5 types the schema needs that HDF5 does not predefine (float16 as h5py
- * writes it, bfloat16 as a float, fixed-length UTF-8 strings). */
+ * writes it, bfloat16 as a float, fixed-length UTF-8 strings), and
+ * attributes opened with their type and space. It calls HDF5 alone: the
+ * other h5store_*.c files build on it, never the other way round. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -124,4 +126,25 @@ int h5store_read_crc32(hid_t ds, const char *file, const char *where, long long 
         return error_set(ST_INPUT, "%s: %s: crc32 attribute is not one integer 0..4294967295", file, where);
     *crc = value;
     return ST_OK;
+}
+
+/* ---- attributes opened with their type and space (h5store_internal.h) ---- */
+
+struct h5store_open_attr h5store_attr_open(hid_t loc, const char *name)
+{
+    struct h5store_open_attr o;
+    o.a = H5Aopen(loc, name, H5P_DEFAULT);
+    o.type = o.a >= 0 ? H5Aget_type(o.a) : H5I_INVALID_HID;
+    o.space = o.a >= 0 ? H5Aget_space(o.a) : H5I_INVALID_HID;
+    return o;
+}
+
+void h5store_attr_close(struct h5store_open_attr *o)
+{
+    if (o->space >= 0)
+        H5Sclose(o->space);
+    if (o->type >= 0)
+        H5Tclose(o->type);
+    if (o->a >= 0)
+        H5Aclose(o->a);
 }

@@ -205,25 +205,6 @@ void h5report_close(struct h5report *rep)
 
 const char *h5report_path(const struct h5report *rep) { return rep->path; }
 
-struct h5store_open_attr h5store_attr_open(hid_t loc, const char *name)
-{
-    struct h5store_open_attr o;
-    o.a = H5Aopen(loc, name, H5P_DEFAULT);
-    o.type = o.a >= 0 ? H5Aget_type(o.a) : H5I_INVALID_HID;
-    o.space = o.a >= 0 ? H5Aget_space(o.a) : H5I_INVALID_HID;
-    return o;
-}
-
-void h5store_attr_close(struct h5store_open_attr *o)
-{
-    if (o->space >= 0)
-        H5Sclose(o->space);
-    if (o->type >= 0)
-        H5Tclose(o->type);
-    if (o->a >= 0)
-        H5Aclose(o->a);
-}
-
 int h5report_has_group(struct h5report *rep, const char *group)
 {
     h5store_silence_hdf5();

@@ -15,7 +15,7 @@
 
 #include "error.h"
 #include "h5store_internal.h"
-#include "run_tensors.h"
+#include "checked_objects.h"
 
 /* A link that is not a hard link where a run, group or dataset should be:
  * a soft link (named with its target) or another file's link is not part
@@ -211,6 +211,10 @@ static herr_t visit_attr(hid_t loc, const char *name, const H5A_info_t *info, vo
                 text = v->rec->memory_still_held, text_len = sizeof v->rec->memory_still_held;
             else if (strcmp(name, "memory_kept") == 0)
                 text = v->rec->memory_kept, text_len = sizeof v->rec->memory_kept;
+            else if (strcmp(name, "role") == 0)
+                text = v->rec->role, text_len = sizeof v->rec->role;
+            else if (strcmp(name, "not_observable") == 0)
+                text = v->rec->not_observable, text_len = sizeof v->rec->not_observable;
         }
         if (text) {
             int got = h5store_attr_string(a, text, text_len);

@@ -42,6 +42,9 @@ struct run_attr {
 #define RUN_OUTCOME_ERROR "error"
 #define RUN_OUTCOME_CHECK_FAILED "check_failed"
 #define RUN_TEXT_MAX 512
+#define RUN_ROLE_PLAIN "plain"
+#define RUN_ROLE_REFERENCE "reference"
+#define RUN_ROLE_PLANTED_BUG "planted_bug"
 #define RUN_OP_LOG_MAX 2048
 
 struct run_record {
@@ -70,6 +73,15 @@ struct run_record {
     char memory_statement[RUN_TEXT_MAX];
     char memory_still_held[RUN_TEXT_MAX];
     char memory_kept[RUN_TEXT_MAX];
+    /* What the producer says the run is, so that a judge with no knowledge
+     * of the producer's code (the torch-free judge) decides as the producer
+     * would: RUN_ROLE_PLAIN (the harness's `none`), RUN_ROLE_REFERENCE (a
+     * reference checkpoint), RUN_ROLE_PLANTED_BUG (a mutation that must be
+     * caught), or "" (not said: a checkpoint that claims to be right). */
+    char role[16];
+    /* A planted bug whose own rule says it cannot show in this case: why
+     * ("dropout = 0: nothing random to replay"); "" otherwise. */
+    char not_observable[RUN_TEXT_MAX];
     int n, cap;
     struct run_tensor *items;
     char *source; /* the report stored tensors are read from (malloc'd), or NULL */

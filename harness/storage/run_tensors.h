@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "checked_objects.h"
 #include "run_record.h"
 
 struct tensor_hold {
@@ -27,17 +28,6 @@ void run_tensor_release(struct tensor_hold *h);
  * report: the same bytes, known without reading them. */
 int run_tensors_same_object(const struct run_record *ra, const struct run_tensor *a, const struct run_record *rb,
                             const struct run_tensor *b);
-/* The HDF5 objects of reports whose checksums have been verified: each
- * object (a report's file identity and the object's address in it) once,
- * however many paths reach it. Zero-initialised is empty. */
-struct checked_objects {
-    size_t n, cap;
-    unsigned char (*keys)[32];
-};
-/* Adds t's object (of r's report); ST_RUN when out of memory. */
-int checked_objects_add(struct checked_objects *s, const struct run_record *r, const struct run_tensor *t);
-int checked_objects_has(const struct checked_objects *s, const struct run_record *r, const struct run_tensor *t);
-void checked_objects_free(struct checked_objects *s);
 /* Verifies the checksum of each stored object of runs[0..n) that carries
  * one and is not yet in the runs' `checked` set (all share it), reading
  * it a block at a time (h5store_verify_stored). What a reader that skips

@@ -10,7 +10,7 @@
  * runs more than once per outer backward fires the hook of each parameter
  * inside the segment twice, and the reducer fails or reduces twice.
  * Caught by: the gradient-hook count (each parameter's hook fires once per
- * backward call, harness/verify/run_checks.c) at step 1, where the
+ * backward call, harness/judge/run_checks.c) at step 1, where the
  * gradients alone are bitwise right; with `backward = twice` the second
  * call also rounds differently (grad + g/2 + g/2). */
 #include <stdio.h>

@@ -8,7 +8,7 @@
  * Real failure: PyTorch #80151, the non-reentrant CheckpointWrapper
  * gradually leaking memory until CUDA OOM.
  * Caught by: the live bytes at the start of step 2 exceed step 1's
- * (harness/verify/run_checks.c); needs at least two steps. */
+ * (harness/judge/run_checks.c); needs at least two steps. */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -16,7 +16,7 @@
  *   Real failure: a policy keyed on op names that match the wrong op (a
  *   substring or table-order slip). Caught by: the held-bytes judgement
  *   and, independently of the policy parser and the prediction, the
- *   policy's statement (harness/verify/policy_statement.h): its kept ops
+ *   policy's statement (harness/judge/policy_statement.h): its kept ops
  *   and, for the gpt block, its bytes.
  * stale_cache: the cache is looked up one invocation off, so a call of an
  *   op gets the cached tensor its previous call in the checkpoint saved

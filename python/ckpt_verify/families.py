@@ -25,7 +25,7 @@ and a run given as Run(..., against="compiled") is judged against them:
                                    run's own verdict is FAIL, MEMFAIL or ERROR
 
 This is the mechanism of distributed runs' `_vs_single` twins
-(frontends/distributed.py), reused: the same _link_run, and the same
+(frontends/distributed.py), reused: the same link_run (recorder.py), and the same
 twin_of / noise_cause attributes read by the C judge
 (judge.c twins_follow_their_runs).
 
@@ -58,9 +58,8 @@ from collections.abc import Callable
 
 from . import compile_evidence
 from .errors import BadInput, BadRunName, CheckpointInBaseline
-from .frontends.distributed import _link_run
 from .frontends.eager import Run
-from .recorder import Recorder, RunWriter, same_results
+from .recorder import Recorder, RunWriter, link_run, same_results
 from .schema import attr_text
 
 _WORD = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,30}$")
@@ -194,9 +193,9 @@ def link_twins(recorder: Recorder, key: str, eager: list[str], compiled: list[st
     run's samples (the run and its re-runs) as <run>_vs_eager[_rerun_<i>]."""
     mixed = mixed_family(key)
     for k, source in enumerate([*eager, *compiled]):
-        _link_run(recorder, source, f"{mixed}_{k}", drop_ranks=True)
+        link_run(recorder, source, f"{mixed}_{k}", drop_ranks=True)
     for run_name, names in samples.items():
         texts = twin_texts(recorder, key, run_name)
         for i, sample in enumerate(names):
-            _link_run(recorder, sample, twin_name(run_name) + (f"_rerun_{i}" if i else ""), drop_ranks=True,
+            link_run(recorder, sample, twin_name(run_name) + (f"_rerun_{i}" if i else ""), drop_ranks=True,
                       extra={"baselines": mixed, **texts})

@@ -8,19 +8,27 @@ import subprocess
 
 from .errors import JudgeError
 
-_TREE_BINARY = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "build", "ckpt-verify"))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# The judge `pip install` puts into the package (cmake/install_wheel.cmake).
+_PACKAGE_BINARY = os.path.join(_HERE, "bin", "ckpt-verify")
+# A project build's judges: the torch-free one first (it starts in
+# milliseconds), then the full command.
+_TREE_BINARIES = tuple(os.path.normpath(os.path.join(_HERE, "..", "..", "build", name))
+                       for name in ("ckpt-verify-judge", "ckpt-verify"))
 
 
 def find_judge(explicit: str | None = None) -> str | None:
-    """The ckpt-verify binary: the argument, $CKPT_VERIFY, PATH, then the
-    tree's build/ckpt-verify. None when there is none."""
+    """The ckpt-verify binary that judges reports: the argument,
+    $CKPT_VERIFY, the package's own (a pip-installed ckpt_verify), the
+    tree's build/ (ckpt-verify-judge, then ckpt-verify), then PATH. None
+    when there is none."""
     for candidate in (explicit, os.environ.get("CKPT_VERIFY")):
         if candidate:
             return candidate
-    on_path = shutil.which("ckpt-verify")
-    if on_path:
-        return on_path
-    return _TREE_BINARY if os.access(_TREE_BINARY, os.X_OK) else None
+    for candidate in (_PACKAGE_BINARY, *_TREE_BINARIES):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("ckpt-verify")
 
 
 class Verdict:

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 import h5py
 import numpy as np
 
-from .errors import BadInput, ReportNotWritable
+from .errors import BadInput, ModelNotReproducible, ReportNotWritable
 from .schema import SCHEMA_VERSION, attr_text, host_array, set_attr, write_array, write_attrs
 
 if TYPE_CHECKING:  # the recorder itself needs no torch (the JAX frontend has none)
@@ -489,3 +489,60 @@ def _stored_bytes(obj: h5py.HLObject) -> int:
     sizes: list = []
     obj.visititems(lambda _, o: sizes.append(o.id.get_storage_size()) if isinstance(o, h5py.Dataset) else None)
     return sum(sizes)
+
+
+def check_same_tensors(recorder: "Recorder", first: str, other: str) -> None:
+    """Two plain baselines, trained from the same seed with every generator
+    seeded, must record the same tensors (which gradients, buffers and
+    steps exist); otherwise every run would be judged FAIL for what the
+    model does by itself. ModelNotReproducible names the first tensor only
+    one of them recorded."""
+    f = recorder.file
+    a, b = result_paths(f[f"runs/{first}"]), result_paths(f[f"runs/{other}"])
+    in_a, in_b = set(a), set(b)
+    only_a = [p for p in a if p not in in_b]
+    only_b = [p for p in b if p not in in_a]
+    if only_a or only_b:
+        path, has, lacks = (only_a[0], first, other) if only_a else (only_b[0], other, first)
+        more = len(only_a) + len(only_b) - 1
+        raise ModelNotReproducible(
+            f"the plain baseline is not reproducible: {path} is recorded by {has} but not by {lacks}"
+            f"{f' (and {more} more tensor(s) differ)' if more else ''}, although both trained from seed "
+            f"{recorder.file['case'].attrs.get('seed', '?')} with torch's, Python's random and numpy's global "
+            f"generators seeded; the model must choose what it computes from nothing but the seed (no "
+            f"random.Random() or np.random.default_rng() of its own, no clock, no counter kept across runs)")
+
+
+def link_run(recorder: "Recorder", source: str, name: str, drop_ranks: bool, extra: dict | None = None) -> None:
+    """/runs/<name> made of hard links to /runs/<source>'s datasets (no copy;
+    h5py and the judge read them as the run's own), ranks/ left out, and
+    its attributes copied. checks/step_start_bytes is left out too: live
+    bytes of a rank and of a single process grow differently by nature, and
+    each run's leak check is made against its own family."""
+    f = recorder.file
+    src = f[f"runs/{source}"]
+    dst = f.create_group(f"runs/{name}", track_order=True)
+    paths = []
+    src.visit(paths.append)
+    for path in paths:
+        if drop_ranks and (path == "ranks" or path.startswith("ranks/") or path == "checks/step_start_bytes"):
+            continue
+        obj = src[path]
+        if isinstance(obj, h5py.Group):
+            _copy_attrs(obj, dst.require_group(path))
+        else:
+            dst[path] = obj  # a hard link to the same dataset
+    _copy_attrs(src, dst, skip=("baselines",))
+    set_attr(dst, "linked_from", source)
+    for key, value in (extra or {}).items():
+        set_attr(dst, key, value)
+
+
+def _copy_attrs(src, dst, skip=()):
+    for key, value in src.attrs.items():
+        if key in skip:
+            continue
+        if isinstance(value, (bytes, str)):
+            set_attr(dst, key, attr_text(value))
+        else:
+            dst.attrs.create(key, value, dtype=src.attrs.get_id(key).dtype)

@@ -5,7 +5,6 @@ assert_verified(): the same, raising when a verdict is not the expected one.
 Every argument the judge or the report would refuse is refused here, with
 BadInput, before any training. The Report is a read-only mapping of run name
 to verdict whose truth is `.ok`, so `assert verify(...)` is a real check."""
-import copy
 import gc
 import importlib.util
 import math
@@ -31,7 +30,6 @@ from .errors import (
     BadRunName,
     JudgeError,
     MissingFrontend,
-    ModelNotReproducible,
     RunError,
     VerificationFailed,
 )
@@ -41,11 +39,10 @@ from .frontends import distributed
 from .frontends.eager import (
     Run,
     Spec,
-    batch_checksums,
     changed_batch,
     check_report_names,
-    copy_batch,
     model_state,
+    own_batches,
     seed_all,
     tensor_leaves,
     to_device,
@@ -53,7 +50,7 @@ from .frontends.eager import (
 from .frontends.eager import train as train_eager
 from .frontends.memory_map import write_map
 from .memory import NoMeter, meter_for
-from .recorder import Recorder, RunWriter, result_paths
+from .recorder import Recorder, RunWriter, check_same_tensors
 from .report import Report
 from .schema import attr_text
 
@@ -255,7 +252,7 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
             raise BadInput(f"{key} is set but memory cannot be measured: {meter.why}")
 
     # The batches, made once, before any run: no run's RNG stream depends on
-    # them. Each run trains on its own copy of them (_own_batches).
+    # them. Each run trains on its own copy of them (frontends/eager.py own_batches).
     seed_all(seed)
     batches = [to_device(_user_call(batch_fn, "batch_fn", k), dev) for k in range(1, steps + 1)]
     seed_all(seed)
@@ -460,39 +457,6 @@ def _expect_of_twin(recorder: Recorder, run_name: str, twin: str) -> None:
         case.attrs["expect"] = f"{expect},{twin}:{verdicts[run_name]}"
 
 
-def check_same_tensors(recorder: Recorder, first: str, other: str) -> None:
-    """Two plain baselines, trained from the same seed with every generator
-    seeded, must record the same tensors (which gradients, buffers and
-    steps exist); otherwise every run would be judged FAIL for what the
-    model does by itself. ModelNotReproducible names the first tensor only
-    one of them recorded."""
-    f = recorder.file
-    a, b = result_paths(f[f"runs/{first}"]), result_paths(f[f"runs/{other}"])
-    in_a, in_b = set(a), set(b)
-    only_a = [p for p in a if p not in in_b]
-    only_b = [p for p in b if p not in in_a]
-    if only_a or only_b:
-        path, has, lacks = (only_a[0], first, other) if only_a else (only_b[0], other, first)
-        more = len(only_a) + len(only_b) - 1
-        raise ModelNotReproducible(
-            f"the plain baseline is not reproducible: {path} is recorded by {has} but not by {lacks}"
-            f"{f' (and {more} more tensor(s) differ)' if more else ''}, although both trained from seed "
-            f"{recorder.file['case'].attrs.get('seed', '?')} with torch's, Python's random and numpy's global "
-            f"generators seeded; the model must choose what it computes from nothing but the seed (no "
-            f"random.Random() or np.random.default_rng() of its own, no clock, no counter kept across runs)")
-
-
-def _own_batches(spec: Spec) -> tuple[Spec, dict]:
-    """(the spec one run trains with, the batches' checksums): every field
-    shared but the batches, of which the run gets its own copy
-    (copy_batch), so what a run does to its batch, requires_grad included,
-    reaches no other run. The checksums (CRC-32 of every batch tensor,
-    batch_checksums) are what the copy must still hold after the run."""
-    own = copy.copy(spec)
-    own.batches = [copy_batch(b) for b in spec.batches]
-    return own, batch_checksums(spec.batches)
-
-
 def _changed_batches(before: dict, own: Spec, run_name: str) -> str | None:
     """The message for a run that changed its copy of the batches in place
     (their checksums before and after the run), or None."""
@@ -509,7 +473,7 @@ def _train_baseline(spec: Spec, baseline: Run, k: int, recorder: Recorder, train
     does one that changes its batches in place (BadInput: every run would
     be compared on an input that the plain step itself does not keep)."""
     writer = recorder.begin_run(_baseline_name(k))
-    own, before = _own_batches(spec)
+    own, before = own_batches(spec)
     try:
         families.train_with_evidence(train, own, baseline, writer, baseline=True)
         changed = _changed_batches(before, own, _baseline_name(k))
@@ -546,7 +510,7 @@ def _train_or_error(spec: Spec, run: Run, run_name: str, recorder: Recorder,
     1 in place (inputs/1/0): ...". Any other exception removes the run from
     the file before it propagates, so no run is left half-written."""
     writer = recorder.begin_run(run_name, family)
-    own, before = _own_batches(spec)
+    own, before = own_batches(spec)
     try:
         families.train_with_evidence(train or train_eager, own, run, writer, measure=family is not None)
     except RunError as e:

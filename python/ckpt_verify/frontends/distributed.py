@@ -46,13 +46,11 @@ import tempfile
 import time
 from collections.abc import Callable
 
-import h5py
 import torch
 import torch.distributed as dist
 
 from ..errors import BadInput, BadRunName, RunError
-from ..recorder import RunRecord, same_results
-from ..schema import attr_text, set_attr
+from ..recorder import RunRecord, check_same_tensors, link_run, same_results
 from .distributed_rank import rank_context, rank_main  # noqa: F401 - rank_context is public API
 from .eager import Run
 
@@ -433,11 +431,11 @@ def train_all(spec, cfg: Config, baseline: Run, runs: dict, noise_runs: int, rec
         bases.append(rec.name)
         del rec
         if k >= 1:
-            _check_same_tensors(recorder, bases[0], bases[-1])
+            check_same_tensors(recorder, bases[0], bases[-1])
     if against_single:
         sources = [*singles, *bases]
         for k, source in enumerate(sources):
-            _link_run(recorder, source, f"{single_family(cfg.parallel)}_{k}", drop_ranks=True)
+            link_run(recorder, source, f"{single_family(cfg.parallel)}_{k}", drop_ranks=True)
     for run_name, run in runs.items():
         if run_name in skipped:
             continue
@@ -460,48 +458,5 @@ def train_all(spec, cfg: Config, baseline: Run, runs: dict, noise_runs: int, rec
                     err.attrs = {**{k: v for k, v in attrs.items() if k != "baselines"}, **texts}
                     recorder.add(err, {"baselines": single_family(cfg.parallel)})
                 else:
-                    _link_run(recorder, sample, name, drop_ranks=True,
+                    link_run(recorder, sample, name, drop_ranks=True,
                               extra={"baselines": single_family(cfg.parallel), **texts})
-
-
-def _check_same_tensors(recorder, first, other):
-    """verify.check_same_tensors (ModelNotReproducible naming the tensor
-    one plain distributed baseline recorded and the other did not),
-    imported here: verify imports this module."""
-    from ..verify import check_same_tensors
-    check_same_tensors(recorder, first, other)
-
-
-def _link_run(recorder, source, name, drop_ranks, extra=None):
-    """/runs/<name> made of hard links to /runs/<source>'s datasets (no copy;
-    h5py and the judge read them as the run's own), ranks/ left out, and
-    its attributes copied. checks/step_start_bytes is left out too: live
-    bytes of a rank and of a single process grow differently by nature, and
-    each run's leak check is made against its own family."""
-    f = recorder.file
-    src = f[f"runs/{source}"]
-    dst = f.create_group(f"runs/{name}", track_order=True)
-    paths = []
-    src.visit(paths.append)
-    for path in paths:
-        if drop_ranks and (path == "ranks" or path.startswith("ranks/") or path == "checks/step_start_bytes"):
-            continue
-        obj = src[path]
-        if isinstance(obj, h5py.Group):
-            _copy_attrs(obj, dst.require_group(path))
-        else:
-            dst[path] = obj  # a hard link to the same dataset
-    _copy_attrs(src, dst, skip=("baselines",))
-    set_attr(dst, "linked_from", source)
-    for key, value in (extra or {}).items():
-        set_attr(dst, key, value)
-
-
-def _copy_attrs(src, dst, skip=()):
-    for key, value in src.attrs.items():
-        if key in skip:
-            continue
-        if isinstance(value, (bytes, str)):
-            set_attr(dst, key, attr_text(value))
-        else:
-            dst.attrs.create(key, value, dtype=src.attrs.get_id(key).dtype)

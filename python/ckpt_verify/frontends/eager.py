@@ -17,6 +17,7 @@ by the plain model's parameter and buffer names, whatever names prepare()
 gives them. A baseline's warm-up step is watched by the recompute probe
 (frontends/probe.py): a baseline that recomputes is refused."""
 import contextlib
+import copy
 import gc
 import random
 import statistics
@@ -98,6 +99,17 @@ def changed_batch(before, batches):
         if before.get(path) != crc:
             return f"batch {path.split('/')[1]} in place ({path})"
     return None
+
+
+def own_batches(spec: "Spec") -> tuple["Spec", dict]:
+    """(the spec one run trains with, the batches' checksums): every field
+    shared but the batches, of which the run gets its own copy
+    (copy_batch), so what a run does to its batch, requires_grad included,
+    reaches no other run. The checksums (CRC-32 of every batch tensor,
+    batch_checksums) are what the copy must still hold after the run."""
+    own = copy.copy(spec)
+    own.batches = [copy_batch(b) for b in spec.batches]
+    return own, batch_checksums(spec.batches)
 
 
 def tensor_leaves(obj, prefix):
@@ -267,7 +279,7 @@ class Spec:
         # run's memory statement is drawn from.
         self.maps: dict[int, memory_map.Summary] = {}
         # "map" and "held": baseline_0's. A dict, shared by the copies of
-        # the Spec each run trains with (verify._own_batches).
+        # the Spec each run trains with (own_batches).
         self.baseline_memory: dict = {}
         # ids of the baseline Runs whose probe run (probe_run) has run:
         # once per verify() call, before the first recorded baseline.

@@ -226,7 +226,7 @@ class Case:
         return {"off": None, "bf16": torch.bfloat16, "f16": torch.float16}[self.autocast]
 
     def plan_segments(self):
-        """checkpoint_sequential's cut, as harness/verify/runner.c plan_segments makes
+        """checkpoint_sequential's cut, as harness/train/runner.c plan_segments makes
         it: (checkpointed ranges, first layer that runs plainly)."""
         if self.segments == 0:
             return [(i, i + 1) for i in range(self.layers)], self.layers
@@ -483,7 +483,7 @@ class CudaClock:
 
 
 def train(case, run_name, plant=None, rules="torch", allocator=None, record=True):
-    """One run: seed, then case.steps SGD steps, as harness/verify/runner.c run_once,
+    """One run: seed, then case.steps SGD steps, as harness/train/runner.c run_once,
     on case.device (cpu or cuda:N; the report's tensors are moved there).
     allocator: the counting allocator's ctypes library, to measure peaks on
     the CPU; on CUDA the caching allocator's statistics and CUDA events."""

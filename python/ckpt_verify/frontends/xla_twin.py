@@ -1,5 +1,5 @@
 """The XLA side of the rounding rule (docs/xla.md, "The rounding rule";
-harness/verify/codegen_rounding.h): a checkpointed step whose barriers XLA
+harness/judge/codegen_rounding.h): a checkpointed step whose barriers XLA
 keeps is fused into other kernels than the plain step, so its gradients
 may differ from the plain baselines by rounding alone. What tells that
 apart from a checkpoint bug is the same traced HLO compiled without XLA's
@@ -149,7 +149,6 @@ def _child(payload: dict, flags: str, out: str, conn) -> None:
     set again here, since the script that called verify() was imported anew
     to start this process, and may set XLA_FLAGS as it is imported."""
     try:
-        from ..verify import _own_batches
         from . import xla
         if xla._runtime_started():
             raise RuntimeError("XLA's client started while the case was imported, before the twins' XLA_FLAGS "
@@ -167,9 +166,9 @@ def _child(payload: dict, flags: str, out: str, conn) -> None:
                 if k >= 2 and same_results(rec.file, names[0], names[1]):
                     break
                 names.append(f"{fam}_{k}")
-                _train_one(xla, _own_batches(spec)[0], payload["baseline"], rec, names[-1], fam, baseline=True)
+                _train_one(xla, eager.own_batches(spec)[0], payload["baseline"], rec, names[-1], fam, baseline=True)
             for name, run in payload["runs"].items():
-                _train_one(xla, _own_batches(spec)[0], run, rec, twin(name), fam)
+                _train_one(xla, eager.own_batches(spec)[0], run, rec, twin(name), fam)
             rec.commit()
         conn.send(None)
     except BaseException as e:  # the parent reports it; the FAIL stands

@@ -1,6 +1,8 @@
 /* case_build: what building cases from a file's sections (phase 2 of
  * loading) shares between case_load.c ([defaults] and [case:NAME]) and
- * case_sweep.c ([sweep:NAME]). Internal to the case loader. */
+ * case_sweep.c ([sweep:NAME]); case_build.c builds one case, and neither
+ * of the two calls the other except case_load.c -> case_build_sweep.
+ * Internal to the case loader. */
 #ifndef CKPT_CASE_BUILD_H
 #define CKPT_CASE_BUILD_H
 
@@ -20,7 +22,9 @@ struct file_build {
     const struct case_list *loaded;
 };
 
-/* Applies one plain `key = value` entry of a section. */
+/* Room for `extra` more cases in list (ST_INTERNAL when it cannot grow). */
+int case_list_reserve(struct case_list *list, int extra);
+/* Applies one plain `key = value` entry of a section (case_build.c). */
 int case_build_apply_entry(struct case_builder *b, const struct file_build *fb, const struct ini_section *s,
                            const struct ini_entry *e);
 /* Names and places the case, resolves what depends on other keys, checks

@@ -44,6 +44,7 @@ struct tensor_distance {
 
 struct impl_result {
     char impl[CASE_WORD_MAX * 2];
+    char role[16];                /* the run's recorded role (run_record.h): "" a checkpoint claiming to be right */
     enum verdict verdict;
     int expected;                 /* verdict allowed by the case */
     char reason[RESULT_TEXT_MAX];

@@ -1,5 +1,5 @@
 /* case_fit: a case whose tensors cannot fit the memory limit is refused
- * from its shapes, before any allocation (harness/verify/case_fit.h). */
+ * from its shapes, before any allocation (harness/train/case_fit.h). */
 #include "case_fit.h"
 
 #include <stdio.h>

@@ -46,10 +46,5 @@ void op_timing_note(struct op_timing *t, const char *op);
  * "ops.<op>.forward_ms" (the median over the steps: one disturbed step must
  * not move it) for every kind seen; no times when a mark failed. */
 int op_timing_record(const struct op_timing *t, struct run_record *r);
-/* What the baseline `base` spent per step on the ops that `run` recomputed:
- * for each op, run's recompute calls times base's forward time per call.
- * 0 when run recomputed nothing; NAN when either record lacks the figures
- * (a file written before they existed, or a run whose marks failed). */
-double op_timing_recomputed_ms(const struct run_record *base, const struct run_record *run);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include "../impls/impl.h"
 #include "aten/aten.h"
+#include "aten/torch_runtime.h"
 #include "blas_info.h"
 #include "case.h"
 #include "case_policy.h"
@@ -520,6 +521,7 @@ int bench_run(const struct bench_options *o, FILE *out, int *targets_met)
     const char *label = gpu ? (o->quick ? "bench_gpu_quick" : "bench_gpu") : o->quick ? "bench_quick" : "bench";
     int repeats = o->repeats ? o->repeats : o->quick ? QUICK_REPEATS : DEFAULT_REPEATS;
     struct case_list cases = {0};
+    struct summary_torch torch = {aten_libtorch_version(), torch_compiled_cuda(), torch_pinned_version()};
     struct summary *summary = NULL;
     struct case_result *results = NULL, *again = NULL;
     *targets_met = 0;
@@ -537,7 +539,7 @@ int bench_run(const struct bench_options *o, FILE *out, int *targets_met)
         st = error_set(ST_RUN, "bench: out of memory for %d results", n);
         goto out;
     }
-    if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION)))
+    if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION, &torch)))
         goto out;
     struct run_settings settings = {.out_dir = o->out_dir, .git_rev = CKPT_GIT_REV,
                                     .harness_version = CKPT_VERSION, .repeats = repeats, .skip_h5 = !o->keep_h5};

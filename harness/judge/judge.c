@@ -7,11 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../impls/impl.h"
 #include "compare.h"
 #include "envelope.h"
 #include "judge_internal.h"
-#include "op_timing.h"
+#include "recomputed_ops.h"
 #include "error.h"
 #include "h5store.h"
 #include "codegen_rounding.h"
@@ -102,16 +101,15 @@ static void describe_tensor(const struct run_record *base, const char *path, con
 
 /* ---- one run ------------------------------------------------------------- */
 
-static unsigned expected_mask(const struct ckpt_case *c, const char *name)
+static unsigned expected_mask(const struct ckpt_case *c, const struct run_record *run)
 {
     for (int i = 0; i < c->n_expect; i++)
-        if (strcmp(c->expect[i].impl, name) == 0)
+        if (strcmp(c->expect[i].impl, run->name) == 0)
             return c->expect[i].verdict_mask;
-    /* Runs of other producers are checkpoints that claim to be right; of
-     * the impls the harness knows, those that are not references are
-     * planted bugs (built in, or a plugin's). */
-    const struct checkpoint_impl *impl = impl_find(name);
-    if (!impl || impl->is_reference)
+    /* A run is a checkpoint that claims to be right unless its producer
+     * recorded it as a planted bug (run_record.h role: the harness's
+     * faulty impls, a plugin's). */
+    if (strcmp(run->role, RUN_ROLE_PLANTED_BUG) != 0)
         return (1u << V_PASS) | (1u << V_NOISE);
     /* NOT_OBSERVABLE: the bug's own rule says it cannot show here and the
      * run matched; not a miss. */
@@ -123,21 +121,20 @@ static unsigned expected_mask(const struct ckpt_case *c, const char *name)
  * spread), is NOT_OBSERVABLE rather than a PASS that reads as "missed". If
  * it differed anyway, the verdict stands and the reason says the rule was
  * wrong. */
-static void apply_observability(const struct ckpt_case *c, struct impl_result *res)
+static void apply_observability(const struct run_record *run, struct impl_result *res)
 {
-    const struct checkpoint_impl *impl = impl_find(res->impl);
-    char why[200];
-    if (!impl || impl->is_reference || !impl->observable || impl->observable(c, why, sizeof why))
+    const char *why = run->not_observable;
+    if (strcmp(run->role, RUN_ROLE_PLANTED_BUG) != 0 || !why[0])
         return;
     size_t len = strlen(res->reason);
     if (res->verdict == V_PASS || res->verdict == V_NOISE) {
         char was[RESULT_TEXT_MAX];
         snprintf(was, sizeof was, "%s", res->reason);
         res->verdict = V_NOT_OBSERVABLE;
-        snprintf(res->reason, sizeof res->reason, "planted bug cannot show here (%s); the run matched: %.300s", why,
+        snprintf(res->reason, sizeof res->reason, "planted bug cannot show here (%.200s); the run matched: %.300s", why,
                  was);
     } else if (res->verdict == V_FAIL) {
-        snprintf(res->reason + len, sizeof res->reason - len, " [its rule said it could not show here: %s]", why);
+        snprintf(res->reason + len, sizeof res->reason - len, " [its rule said it could not show here: %.200s]", why);
     }
 }
 
@@ -181,7 +178,7 @@ static void run_figures(const struct run_record *runs, int n, const char *family
     snprintf(res->overhead_baseline, sizeof res->overhead_baseline, "%s", fastest ? fastest->name : "");
     res->baseline_peak_bytes = base_peak;
     res->baseline_end_forward_bytes = base_held;
-    res->recomputed_ops_ms = fastest ? op_timing_recomputed_ms(fastest, run) : NAN;
+    res->recomputed_ops_ms = fastest ? recomputed_ops_ms(fastest, run) : NAN;
     /* The baselines do the same work: when their step times spread wider
      * than this, the machine (or sub-millisecond steps) moved the timings
      * more than a checkpoint's overhead would, and the ratio is marked. */
@@ -599,6 +596,7 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
     int nb = 0, n_reruns = 0;
     if (!run)
         return error_set(ST_INPUT, "/runs/%s: run missing", name);
+    snprintf(res->role, sizeof res->role, "%s", run->role);
     const char *family = run->baselines[0] ? run->baselines : "baseline";
     char base_name[80];
     snprintf(base_name, sizeof base_name, "%s_0", family);
@@ -667,14 +665,14 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
     xla_evidence_judge(base, run, res);
     compile_evidence_judge(base, run, res);
     held_requirement(c, base, run, res);
-    apply_observability(c, res);
+    apply_observability(run, res);
     /* What the baseline itself warned of (parameters that require grad
      * but got none) qualifies every verdict judged against it, PASS too. */
     if (base->warning[0]) {
         size_t len = strlen(res->reason);
         snprintf(res->reason + len, sizeof res->reason - len, " [baseline warning: %s]", base->warning);
     }
-    res->expected = (expected_mask(c, name) >> res->verdict) & 1u;
+    res->expected = (expected_mask(c, run) >> res->verdict) & 1u;
     return ST_OK;
 }
 

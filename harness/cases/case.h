@@ -60,6 +60,10 @@ struct impl_expectation {
     unsigned verdict_mask; /* bit (1u << verdict) per allowed verdict */
 };
 
+/* A segment count meaning no checkpoint at all: the baseline (segment
+ * plans and predictions take it beside the case's own counts). */
+#define SEGMENTS_NONE (-1)
+
 struct ckpt_case {
     char name[CASE_NAME_MAX];
     char file[256]; /* where it was defined: file and line of its section */

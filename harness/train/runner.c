@@ -711,6 +711,20 @@ static int store_run(struct case_state *cs, struct run_record *r)
     return h5store_read_run_stored(h5store_temp_path(store), name, r);
 }
 
+/* What the impl is, and whether its bug can show in this case, beside its
+ * tensors (run_record.h role): the judge then needs none of the impls'
+ * code to decide (the torch-free judge reads them from the file). */
+static void record_role(const struct ckpt_case *c, const struct checkpoint_impl *impl, struct run_record *r)
+{
+    if (impl->run == impl_run_none)
+        snprintf(r->role, sizeof r->role, "%s", RUN_ROLE_PLAIN);
+    else
+        snprintf(r->role, sizeof r->role, "%s", impl->is_reference ? RUN_ROLE_REFERENCE : RUN_ROLE_PLANTED_BUG);
+    char why[200];
+    if (!impl->is_reference && impl->observable && !impl->observable(c, why, sizeof why))
+        snprintf(r->not_observable, sizeof r->not_observable, "%s", why);
+}
+
 static int add_run(struct case_state *cs, const struct checkpoint_impl *impl, const char *name,
                    struct impl_stats *stats)
 {
@@ -733,6 +747,7 @@ static int add_run(struct case_state *cs, const struct checkpoint_impl *impl, co
         snprintf(r->warning, sizeof r->warning, "%s", stats->warning);
     run_record_sort(r); /* the order a reader of the file sees */
     record_predictions(&cs->setup, impl, r);
+    record_role(cs->setup.c, impl, r);
     if (judge_is_baseline(name) && cs->baselines == 0)
         run_record_set_attr(r, "memory.one_time_bytes", cs->one_time_bytes);
     return cs->setup.store ? store_run(cs, r) : ST_OK;
