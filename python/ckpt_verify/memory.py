@@ -1,6 +1,8 @@
-"""Byte meters for a run: the caching allocator's statistics on CUDA, the
-harness's counting CPU allocator (libckpt_aten.so, loaded with ctypes) on
-the CPU, or nothing, with the reason, when neither is available.
+"""Byte meters for a run: the caching allocator's statistics on CUDA (any
+torch), the harness's counting CPU allocator on the CPU (a project build's
+libckpt_aten.so when it links this torch, else the same allocator built
+against this torch at first use, native_meter.py), or nothing, with the
+reason, when neither is available.
 
 A meter answers live bytes, the peak since its last reset, and waits for
 the device so that a reading covers the work queued before it."""
@@ -9,6 +11,8 @@ import os
 import subprocess
 
 import torch
+
+from . import native_meter
 
 # Where the library is looked for, in order: $CKPT_ATEN_LIB, next to the
 # judge binary, the tree's build/ (python/ckpt_verify/../../build).
@@ -110,33 +114,47 @@ def aten_library_candidates(judge_path=None):
 _counting = {}  # path -> CountingMeter: c10 has one CPU allocator slot per process
 
 
+def _install(path):
+    """A CountingMeter over the library at path, or the reason it is none."""
+    if path in _counting:
+        return _counting[path], None
+    lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    lib.ckpt_install_counting_allocator.restype = ctypes.c_int
+    lib.ckpt_counting_allocator_installed.restype = ctypes.c_int
+    lib.ckpt_counting_allocator_stats.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 3
+    if lib.ckpt_install_counting_allocator() != 0 or not lib.ckpt_counting_allocator_installed():
+        return None, f"{path}: could not install the counting allocator"
+    _counting[path] = CountingMeter(lib, path)
+    return _counting[path], None
+
+
 def cpu_meter(judge_path=None):
-    """The counting allocator when a libckpt_aten.so built against this
-    process's libtorch is found, else a NoMeter saying why."""
+    """The counting allocator linked against this process's libtorch: a
+    project build's libckpt_aten.so when it is (the pinned torch), else the
+    same allocator built against this torch at first use (native_meter.py:
+    the user's own torch); a NoMeter saying why when neither can be had."""
     torch.empty(0)  # make sure torch's libraries are mapped before comparing
     tried = []
     for path in aten_library_candidates(judge_path):
         if not os.path.isfile(path):
             tried.append(f"{path}: not found")
             continue
-        if path in _counting:
-            return _counting[path]
-        linked, loaded = _linked_c10(path), _loaded_c10()
-        if linked is None or linked not in loaded:
-            tried.append(f"{path}: built against another libtorch ({linked or 'unknown libc10'}; "
-                         f"torch here uses {', '.join(sorted(loaded)) or 'unknown'})")
-            continue
-        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-        lib.ckpt_install_counting_allocator.restype = ctypes.c_int
-        lib.ckpt_counting_allocator_installed.restype = ctypes.c_int
-        lib.ckpt_counting_allocator_stats.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 3
-        if lib.ckpt_install_counting_allocator() != 0 or not lib.ckpt_counting_allocator_installed():
-            tried.append(f"{path}: could not install the counting allocator")
-            continue
-        _counting[path] = CountingMeter(lib, path)
-        return _counting[path]
-    return NoMeter("CPU memory not recorded: no usable libckpt_aten.so (" + "; ".join(tried)
-                   + "); build the tree or set CKPT_ATEN_LIB")
+        if path not in _counting:
+            linked, loaded = _linked_c10(path), _loaded_c10()
+            if linked is None or linked not in loaded:
+                tried.append(f"{path}: built against another libtorch ({linked or 'unknown libc10'}; "
+                             f"torch here uses {', '.join(sorted(loaded)) or 'unknown'})")
+                continue
+        meter, why = _install(path)
+        if meter:
+            return meter
+        tried.append(why)
+    try:
+        built = native_meter.build_meter()
+    except native_meter.MeterUnavailable as e:
+        return NoMeter(f"{e} (also tried: {'; '.join(tried)})" if tried else str(e))
+    meter, why = _install(built)
+    return meter or NoMeter(f"CPU memory cannot be measured: {why}")
 
 
 def meter_for(device, judge_path=None):
