@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from . import compile_evidence
 from .errors import BadInput, BadRunName, CheckpointInBaseline
@@ -94,6 +94,9 @@ def ran_codegen(recorder: Recorder, name: str) -> bool:
 def check(baselines: dict | None, runs: dict, expect: dict | None = None) -> dict:
     """{key: Run} for verify(baselines=...), refusing what the judge could
     not read; every Run(against=key) must name one of them."""
+    if baselines is not None and not isinstance(baselines, Mapping):
+        raise BadInput(f"baselines= is a {type(baselines).__name__}, not a mapping {{family: step_fn or Run}} "
+                       f"(e.g. baselines={{'compiled': compiled_step}})")
     fams = {}
     for key, fn in (baselines or {}).items():
         if not isinstance(key, str) or not _WORD.match(key) or key == "baseline" or key.endswith("_baseline"):

@@ -114,6 +114,8 @@ def _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, 
         raise BadInput("baseline must be a step_fn(model, batch) -> loss")
     if not _WORD.match(name or ""):
         raise BadInput(f"name {name!r}: a case name is 1-63 letters, digits or underscores")
+    if expect is not None and not isinstance(expect, Mapping):
+        raise BadInput(f"expect= is a {type(expect).__name__}, not a mapping {{run: 'FAIL' or 'FAIL|MEMFAIL'}}")
     for run, verdicts in (expect or {}).items():
         if run not in runs:
             raise BadInput(f"expect names run {run!r}, which is not in runs ({', '.join(runs)})")

@@ -240,8 +240,11 @@ class Run:
                  memory: str | None = "judged", against: str | None = None, backward: Callable | None = None):
         if prepare is None and step is None:
             raise BadInput("Run() needs prepare=, step= or both")
-        if memory not in ("judged", None):
-            raise BadInput(f"Run(memory={memory!r}): 'judged' (the default) or None (a plain control run)")
+        # Checked by type first: `memory in (...)` compares with ==, which an
+        # array or tensor answers elementwise (ValueError, not BadInput).
+        if not (memory is None or (isinstance(memory, str) and memory == "judged")):
+            shown = repr(memory) if isinstance(memory, (str, int, float)) else f"a {type(memory).__name__}"
+            raise BadInput(f"Run(memory={shown}): 'judged' (the default) or None (a plain control run)")
         self.memory = memory
         for what, fn in (("prepare", prepare), ("step", step)):
             if fn is not None and not callable(fn):
