@@ -672,6 +672,13 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
         size_t len = strlen(res->reason);
         snprintf(res->reason + len, sizeof res->reason - len, " [baseline warning: %s]", base->warning);
     }
+    /* A run that patched the model's classes is named whatever its
+     * verdict: said first, so no long reason cuts it off. */
+    if (run->class_patches[0]) {
+        char reason[RESULT_TEXT_MAX];
+        snprintf(reason, sizeof reason, "%s", res->reason);
+        snprintf(res->reason, sizeof res->reason, "%.300s; %s", run->class_patches, reason);
+    }
     res->expected = (expected_mask(c, run) >> res->verdict) & 1u;
     return ST_OK;
 }

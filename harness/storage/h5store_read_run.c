@@ -215,6 +215,8 @@ static herr_t visit_attr(hid_t loc, const char *name, const H5A_info_t *info, vo
                 text = v->rec->role, text_len = sizeof v->rec->role;
             else if (strcmp(name, "not_observable") == 0)
                 text = v->rec->not_observable, text_len = sizeof v->rec->not_observable;
+            else if (strcmp(name, "class_patches") == 0)
+                text = v->rec->class_patches, text_len = sizeof v->rec->class_patches;
         }
         if (text) {
             int got = h5store_attr_string(a, text, text_len);

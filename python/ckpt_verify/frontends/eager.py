@@ -292,6 +292,9 @@ class Spec:
         # draws random numbers (the distributed frontend's _vs_single twins
         # say what that leaves them to claim). A list, shared by the copies.
         self.forward_random: list[str] = []
+        # The model's classes as verify() found them (class_state.ClassState,
+        # or None): put back before every prepare() and after every run.
+        self.classes = None
 
 
 def build_model(spec, run_name):
@@ -324,6 +327,11 @@ def prepared_model(spec, run, run_name, names=None, with_modules=False):
     modules = list(plain.named_modules()) if with_modules else None
     if run.prepare is None:
         return (plain, params, buffers, modules) if with_modules else (plain, params, buffers)
+    if getattr(spec, "classes", None) is not None:
+        # A prepare() that patches a class patches the pristine one each
+        # time it is called (warm-up, memory map, recorded steps), not its
+        # own earlier patch.
+        spec.classes.restore()
     try:
         model = run.prepare(plain)
     except Exception as e:
