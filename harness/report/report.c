@@ -399,6 +399,8 @@ int summary_set_run(struct summary *s, const char *suite, int shard_k, int shard
 
 const struct json_t *summary_json(const struct summary *s) { return s->root; }
 
+struct json_t *summary_root(struct summary *s) { return s->root; }
+
 int summary_set_regressions(struct summary *s, json_t *regressions)
 {
     return json_object_set(s->root, "regressions", regressions) ? error_set(ST_INTERNAL, "summary: out of memory")
