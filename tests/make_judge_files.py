@@ -34,6 +34,12 @@ Completeness (a report that cannot pass half-done):
   baseline_cut.h5    baseline_1 stopped after step 1 (bad input, exit 2)
   error_no_message.h5 a run with outcome=error and no message
 
+Completeness against /case steps (every run, baselines included):
+  steps_short.h5     /case steps = 2, every run holds step 1 only
+  steps_five.h5      /case steps = 5, every run holds 2 steps
+  baseline_short.h5  /case steps = 2, baseline_0 and baseline_1 hold step 1
+                     only, `whole` holds both steps
+
 usage: make_judge_files.py OUT_DIR
 """
 import os
@@ -202,6 +208,15 @@ def main():
         write_run(f, "baseline_0", [g1])
         write_run(f, "crashed", [g1])
         f["runs/crashed"].attrs["outcome"] = "error"
+
+    for name, steps, held, whole in (("steps_short", 2, [g1], None), ("steps_five", 5, [g1, g2], None),
+                                     ("baseline_short", 2, [g1], [g1, g2])):
+        with new_file(os.path.join(out, f"{name}.h5"), f"crafted_{name}") as f:
+            f["case"].attrs["steps"] = steps
+            for run in ("baseline_0", "baseline_1", "same"):
+                write_run(f, run, held)
+            if whole:
+                write_run(f, "whole", whole)
 
 
 if __name__ == "__main__":
