@@ -285,7 +285,7 @@ int stale_reports_clear(const char *out_dir, const json_t *before, const json_t 
     int removed = 0;
     const char *key;
     json_t *old;
-    json_object_foreach(json_object_get(before, "reports"), key, old) { /* NOLINT: read only */
+    json_object_foreach(json_object_get(before, "reports"), key, old) {
         if (!cases || json_object_get(now, key) || json_object_get(cases, summary_str(old, "case")))
             continue;
         removed += remove_if_same(summary_str(old, "path"), old);
