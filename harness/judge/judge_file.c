@@ -115,21 +115,47 @@ static void missing_from(const struct run_record *ref, const struct run_record *
     }
 }
 
-/* How many of the `promised` steps r holds (steps/<k>/loss, k = 1..), and
- * the first it lacks into first ("" when it holds them all). */
-static int steps_held(const struct run_record *r, int promised, char *first, size_t len)
+/* What a report promises every run holds: each of /case's `steps`
+ * (steps/<k>/loss, k = 1..steps; 0: /case says none) and the final value
+ * of each parameter /params_init names (final_params/<name>). */
+struct promise {
+    int steps;
+    const char *params; /* NUL-separated names (h5report_list_names), or NULL */
+    int n_params;
+};
+
+/* 1 when r lacks some of what p promises, the first thing it lacks said
+ * in what ("holds 1 of the 2 steps /case promises (its steps): steps/2/loss
+ * missing"), the path in first. */
+static int lacks_promise(const struct run_record *r, const struct promise *p, char *what, size_t what_len,
+                         char *first, size_t first_len)
 {
-    first[0] = '\0';
     int held = 0;
-    for (int k = 1; k <= promised; k++) {
+    first[0] = '\0';
+    for (int k = 1; k <= p->steps; k++) {
         char loss[RUN_PATH_MAX];
         snprintf(loss, sizeof loss, "steps/%d/loss", k);
         if (run_record_find(r, loss))
             held++;
         else if (!first[0])
-            snprintf(first, len, "%s", loss);
+            snprintf(first, first_len, "%s", loss);
     }
-    return held;
+    if (held < p->steps) {
+        snprintf(what, what_len, "holds %d of the %d steps /case promises (its steps)", held, p->steps);
+        return 1;
+    }
+    const char *name = p->params;
+    for (int i = 0; i < p->n_params; i++, name += strlen(name) + 1) {
+        char path[RUN_PATH_MAX];
+        snprintf(path, sizeof path, "final_params/%s", name);
+        if (!run_record_find(r, path)) {
+            snprintf(first, first_len, "%s", path);
+            snprintf(what, what_len, "lacks the final value of a parameter /params_init names (%d of them)",
+                     p->n_params);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* A new ERROR in gone for run `name`, or NULL when it already is one
@@ -145,10 +171,11 @@ static struct gone_run *add_gone(struct gone_run *gone, int *n_gone, const char 
 }
 
 /* The first baseline of the family run r is judged against ("<family>_k")
- * that holds fewer than `promised` steps, or NULL; its count in *held and
- * the step it lacks in first. */
+ * that lacks some of what p promises, or NULL (what and first as
+ * lacks_promise says them). */
 static const struct run_record *short_baseline(const struct run_record *runs, int n, const struct run_record *r,
-                                               int promised, int *held, char *first, size_t len)
+                                               const struct promise *p, char *what, size_t what_len, char *first,
+                                               size_t first_len)
 {
     char ref_name[80];
     run_record_reference(r, ref_name, sizeof ref_name);
@@ -156,40 +183,37 @@ static const struct run_record *short_baseline(const struct run_record *runs, in
     for (int b = 0; b < n; b++) {
         const struct run_record *base = &runs[b];
         if (!base->outcome[0] && judge_baseline_family_len(base->name) == fam &&
-            strncmp(base->name, ref_name, fam) == 0 && (*held = steps_held(base, promised, first, len)) < promised)
+            strncmp(base->name, ref_name, fam) == 0 && lacks_promise(base, p, what, what_len, first, first_len))
             return base;
     }
     return NULL;
 }
 
-/* Completeness against /case: every run, baselines included, holds each
- * of the steps /case promises (its `steps`). A run that does not is an
- * ERROR naming the step it lacks; so is every run judged against a
- * baseline that does not (its reference and its envelope would be a
- * shorter training than the report claims). */
-static int short_of_case(const char *path, const struct run_record *runs, int n, int promised,
-                         struct gone_run *gone, int *n_gone)
+/* Completeness against what the report promises (struct promise): every
+ * run, baselines included, holds it. A run that does not is an ERROR
+ * naming what it lacks; so is every run judged against a baseline that
+ * does not (its reference and its envelope would be another training than
+ * the report claims). */
+static int short_of_promise(const char *path, const struct run_record *runs, int n, const struct promise *p,
+                            struct gone_run *gone, int *n_gone)
 {
-    char first[RUN_PATH_MAX];
+    char what[160], first[RUN_PATH_MAX];
     for (int i = 0; i < n; i++) {
         const struct run_record *r = &runs[i], *base;
-        int held = 0;
         if (r->outcome[0] || judge_is_rerun(r->name) || judge_baseline_family_len(r->name))
             continue;
         if (*n_gone == JUDGE_GONE_MAX)
             return error_set(ST_INPUT, "%s: more than %d runs to judge", path, CASE_MAX_IMPLS * 2);
         struct gone_run *g;
-        if ((held = steps_held(r, promised, first, sizeof first)) < promised) {
+        if (lacks_promise(r, p, what, sizeof what, first, sizeof first)) {
             if ((g = add_gone(gone, n_gone, r->name))) {
-                snprintf(g->reason, sizeof g->reason, "run %s holds %d of the %d steps /case promises (its steps) in "
-                         "%s: %s missing", r->name, held, promised, path, first);
+                snprintf(g->reason, sizeof g->reason, "run %s %s in %s: %s missing", r->name, what, path, first);
                 snprintf(g->first_missing, sizeof g->first_missing, "%s missing", first);
             }
-        } else if ((base = short_baseline(runs, n, r, promised, &held, first, sizeof first)) &&
+        } else if ((base = short_baseline(runs, n, r, p, what, sizeof what, first, sizeof first)) &&
                    (g = add_gone(gone, n_gone, r->name))) {
-            snprintf(g->reason, sizeof g->reason, "run %s is judged against %s, which holds %d of the %d steps "
-                     "/case promises (its steps) in %s: %s missing", r->name, base->name, held, promised, path,
-                     first);
+            snprintf(g->reason, sizeof g->reason, "run %s is judged against %s, which %s in %s: %s missing",
+                     r->name, base->name, what, path, first);
             snprintf(g->first_missing, sizeof g->first_missing, "%s: %s missing", base->name, first);
         }
     }
@@ -329,8 +353,13 @@ int judge_report(struct h5report *rep, uint64_t *budget, struct case_result *out
     int n_gone = 0;
     if (!st)
         st = find_gone_runs(path, runs, loaded, named, gone, &n_gone);
-    if (!st && walk.has_steps)
-        st = short_of_case(path, runs, loaded, out->definition.steps, gone, &n_gone);
+    struct promise promised = {walk.has_steps ? out->definition.steps : 0, NULL, 0};
+    char *params = NULL;
+    if (!st && !(st = h5report_list_names(rep, "/params_init", &params, &promised.n_params))) {
+        promised.params = params;
+        st = short_of_promise(path, runs, loaded, &promised, gone, &n_gone);
+    }
+    free(params);
     if (!st) {
         const char *order[JUDGE_NAMED_MAX];
         for (int i = 0; i < named->n; i++)
