@@ -5,7 +5,7 @@
 # whose every test is skipped (NCCL without two GPUs) is Skipped (77), with
 # pytest's reason in the output.
 set(DIST_ENV "CKPT_VERIFY=$<TARGET_FILE:ckpt-verify>" "CKPT_ATEN_LIB=$<TARGET_FILE:ckpt_aten>")
-foreach(spec ddp fsdp rng module_state rank_failures bad_input isolation nccl memory twins)
+foreach(spec ddp fsdp rng module_state rank_failures bad_input isolation nccl memory twins user_wrappers)
   add_test(NAME distributed.${spec}
     COMMAND ${CMAKE_SOURCE_DIR}/tests/distributed/run.sh ${CKPT_PYTHON}
       ${CMAKE_SOURCE_DIR}/tests/distributed/test_${spec}.py

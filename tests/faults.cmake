@@ -48,6 +48,19 @@ set_tests_properties(faults.usage.case_file_device_cuda99 faults.usage.out_is_a_
 add_test(NAME faults.out.two_runs_into_one_out
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/concurrent_out.sh ${CV} ${BAD_CASES}/good.ini tiny_bs1 ${FAULTS_OUT}/shared_out 6)
 set_tests_properties(faults.out.two_runs_into_one_out PROPERTIES LABELS "robust" TIMEOUT 120)
+# Two runs into one --out that holds a previous run of both cases, started
+# 0, 0.1, 0.2 and 0.6 s apart, of different cases or the same one: each
+# keeps every report it announces, summary.json names every case either ran
+# and only files that exist (issue 49; the directory's lock, stale_reports.h).
+foreach(mode different same)
+  foreach(offset 0 0.1 0.2 0.6)
+    add_test(NAME faults.out.overlapping_runs_keep_their_reports_${mode}_${offset}s
+      COMMAND bash ${CMAKE_SOURCE_DIR}/tests/concurrent_runs.sh ${CV} ${BAD_CASES}/concurrent.ini
+        ${FAULTS_OUT}/overlap_${mode}_${offset} ${mode} ${offset})
+    set_tests_properties(faults.out.overlapping_runs_keep_their_reports_${mode}_${offset}s PROPERTIES
+      LABELS "robust" TIMEOUT 120)
+  endforeach()
+endforeach()
 
 # ---- FIFOs: refused in one line instead of blocking for ever ---------------
 # (TIMEOUT 20: a hang fails the test.)

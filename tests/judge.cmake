@@ -116,6 +116,25 @@ judge_test(run_without_a_gradient_in_every_step_still_fails
 judge_test(baseline_cut_short_is_input_error
   ${EXPECT_ERROR} 2 "baseline_cut\\.h5: /runs/baseline_1: incomplete: steps/2/loss is missing"
   -- ${CV} judge ${JUDGE_OUT}/files/baseline_cut.h5)
+# Completeness against /case (issue 49): every run, baselines included,
+# holds the steps /case promises and the final value of every parameter
+# /params_init names, or it (or every run judged against the short
+# baseline) is an ERROR naming what it lacks, never PASS.
+judge_test(every_run_short_of_case_steps_is_error
+  ${EXPECT} 1 "same +ERROR +NO"
+  "run same holds 1 of the 2 steps /case promises \\(its steps\\) in .*/steps_short\\.h5: steps/2/loss missing"
+  "UNEXPECTED" -- ${CV} judge ${JUDGE_OUT}/files/steps_short.h5)
+judge_test(two_of_five_case_steps_is_error
+  ${EXPECT} 1 "same +ERROR +NO" "run same holds 2 of the 5 steps /case promises .*: steps/3/loss missing"
+  -- ${CV} judge ${JUDGE_OUT}/files/steps_five.h5)
+judge_test(run_judged_against_a_baseline_short_of_case_steps_is_error
+  ${EXPECT} 1 "whole +ERROR +NO"
+  "run whole is judged against baseline_0, which holds 1 of the 2 steps /case promises .*: steps/2/loss missing"
+  -- ${CV} judge ${JUDGE_OUT}/files/baseline_short.h5)
+judge_test(every_run_short_of_a_params_init_parameter_is_error
+  ${EXPECT} 1 "same +ERROR +NO"
+  "run same lacks the final value of a parameter /params_init names \\(2 of them\\) in .*/params_short\\.h5: final_params/l0\\.bias missing"
+  -- ${CV} judge ${JUDGE_OUT}/files/params_short.h5)
 judge_test(error_outcome_without_message_still_has_a_reason
   ${EXPECT} 1 "crashed +ERROR +NO" "the run ended in an error \\(outcome=error\\) and recorded no message"
   -- ${CV} judge ${JUDGE_OUT}/files/error_no_message.h5)

@@ -34,6 +34,14 @@ Completeness (a report that cannot pass half-done):
   baseline_cut.h5    baseline_1 stopped after step 1 (bad input, exit 2)
   error_no_message.h5 a run with outcome=error and no message
 
+Completeness against /case steps (every run, baselines included):
+  steps_short.h5     /case steps = 2, every run holds step 1 only
+  steps_five.h5      /case steps = 5, every run holds 2 steps
+  baseline_short.h5  /case steps = 2, baseline_0 and baseline_1 hold step 1
+                     only, `whole` holds both steps
+  params_short.h5    /params_init names l0.weight and l0.bias, every run
+                     holds final_params/l0.weight only
+
 usage: make_judge_files.py OUT_DIR
 """
 import os
@@ -202,6 +210,21 @@ def main():
         write_run(f, "baseline_0", [g1])
         write_run(f, "crashed", [g1])
         f["runs/crashed"].attrs["outcome"] = "error"
+
+    for name, steps, held, whole in (("steps_short", 2, [g1], None), ("steps_five", 5, [g1, g2], None),
+                                     ("baseline_short", 2, [g1], [g1, g2])):
+        with new_file(os.path.join(out, f"{name}.h5"), f"crafted_{name}") as f:
+            f["case"].attrs["steps"] = steps
+            for run in ("baseline_0", "baseline_1", "same"):
+                write_run(f, run, held)
+            if whole:
+                write_run(f, "whole", whole)
+    with new_file(os.path.join(out, "params_short.h5"), "crafted_params_short") as f:
+        f["case"].attrs["steps"] = 2
+        f.create_dataset("params_init/l0.weight", data=g1["l0.weight"])
+        f.create_dataset("params_init/l0.bias", data=g1["l0.bias"])
+        for run in ("baseline_0", "baseline_1", "same"):
+            write_run(f, run, [g1, g2])
 
 
 if __name__ == "__main__":

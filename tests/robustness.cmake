@@ -251,3 +251,12 @@ if(CKPT_VALGRIND AND NOT CKPT_SANITIZE)
   set_tests_properties(robust.valgrind.sigill_outside_our_code_is_skipped_with_the_reason
     robust.valgrind.sigill_in_our_code_fails PROPERTIES LABELS "robust;valgrind" SKIP_RETURN_CODE 77)
 endif()
+
+# ---- external programs are bounded (issue 49) --------------------------------
+# A gnuplot that never finishes is killed past CKPT_CHILD_TIMEOUT (default
+# 20 s) with what it started: a run, `html` and `plot` end and say "plots
+# not drawn: gnuplot did not finish in N s"; the run's exit code is its
+# verdicts'. (TIMEOUT 120: a hang fails the test.)
+add_test(NAME robust.child.hanging_gnuplot_is_killed_and_named
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/child_timeout.sh ${CV} ${BAD_CASES}/good.ini ${ROBUST_OUT}/child_timeout)
+set_tests_properties(robust.child.hanging_gnuplot_is_killed_and_named PROPERTIES LABELS "robust" TIMEOUT 120)

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "error.h"
 #include "merge.h"
+#include "stale_reports.h"
 #include "plot.h"
 
 static const char merge_usage[] = "usage: ckpt-verify merge [--strict] OUT_DIR DIR...\n";
@@ -51,9 +52,15 @@ int cli_merge(int argc, char **argv)
                         operands[i]);
                 return EXIT_USAGE;
             }
-    if ((st = cli_make_dirs(operands[0])) ||
-        (st = merge_run_dirs(operands[0], operands + 1, n - 1, strict, stdout, &unexpected)))
+    /* The merge is written, plotted and paged under the output
+     * directory's lock, as a run's summary is (stale_reports.h): a run or
+     * merge into the same directory waits instead of interleaving. */
+    int lock = -1;
+    if ((st = cli_make_dirs(operands[0])) || (st = out_dir_lock(operands[0], &lock)) ||
+        (st = merge_run_dirs(operands[0], operands + 1, n - 1, strict, stdout, &unexpected))) {
+        out_dir_unlock(lock);
         return cli_fail(st);
+    }
     /* The merged report gets the plots a single run would (scripts and
      * gnuplot found as `plot` finds them); missing plots do not change the
      * verdicts, so they only warn. */
@@ -63,5 +70,6 @@ int cli_merge(int argc, char **argv)
     if (plot_run_dir(operands[0], scripts, gnuplot, stdout))
         fprintf(stderr, "ckpt-verify: warning: merged report has no plots: %s\n", error_message());
     cli_write_report_html(operands[0]);
+    out_dir_unlock(lock);
     return unexpected ? EXIT_UNEXPECTED : 0;
 }

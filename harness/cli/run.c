@@ -397,8 +397,19 @@ int cli_run(int argc, char **argv)
 
     cli_announce_blas(isatty(STDOUT_FILENO) ? stdout : NULL);
     /* A reused --out: the reports its previous summary named, so those
-     * this run does not write again go once its own summary is written. */
-    json_t *stale = stale_reports_before(out_dir);
+     * this run does not write again go once its own summary is written
+     * (read under the directory's lock: another run may be writing it). */
+    int lock = -1;
+    json_t *stale = NULL;
+    if ((st = out_dir_lock(out_dir, &lock))) {
+        json_decref(previous);
+        free(index_of);
+        free(run);
+        case_list_free(&cases);
+        return cli_fail(st);
+    }
+    stale = stale_reports_before(out_dir);
+    out_dir_unlock(lock);
     struct summary_torch torch = {aten_libtorch_version(), torch_compiled_cuda(), torch_pinned_version()};
     struct summary *summary = NULL;
     if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION, &torch)) ||
@@ -460,6 +471,8 @@ int cli_run(int argc, char **argv)
         }
         report_print_case(stdout, result);
         fflush(stdout);
+        if (!case_st && result->h5_path[0])
+            stale_reports_own(stale, result->h5_path);
         if ((st = summary_add_case_run(summary, result, index_of[i], progress_now() - started))) {
             worst = EXIT_INTERNAL;
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
@@ -510,8 +523,11 @@ int cli_run(int argc, char **argv)
     } else {
         /* A summary and junit.xml that cannot both be written (a full
          * disk) leave the previous pair whole and, like a report that
-         * cannot be, exit 1. */
-        if ((st = junit_write_with_summary(summary_json(summary), out_dir, NULL))) {
+         * cannot be, exit 1. The summary's read-modify-write, the stale
+         * reports' removal and the page hold the directory's lock: a run
+         * that overlaps this one keeps its records and its reports. */
+        if ((st = out_dir_lock(out_dir, &lock)) || (st = stale_reports_merge(out_dir, stale, summary_root(summary))) ||
+            (st = junit_write_with_summary(summary_json(summary), out_dir, NULL))) {
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
             unexpected++;
             st = ST_OK;
@@ -519,6 +535,7 @@ int cli_run(int argc, char **argv)
             stale_reports_clear(out_dir, stale, summary_json(summary), stdout);
             cli_write_report_html(out_dir); /* the page is read from the summary just written */
         }
+        out_dir_unlock(lock);
         mutation_matrix_print(stdout, summary_json(summary));
         printf("%d case(s); %s; report in %s\n", n_run,
                unexpected ? "UNEXPECTED verdicts (see NO above)" : "all verdicts as expected", out_dir);

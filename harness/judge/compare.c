@@ -334,6 +334,15 @@ static int in_scope(const char *path, const char *only_prefix)
     return strncmp(path, "steps/", 6) == 0 || strncmp(path, "final_params/", 13) == 0;
 }
 
+/* "steps/<k>/input_grads/<leaf>" (docs/schema.md). */
+static int is_input_grad(const char *path)
+{
+    if (strncmp(path, "steps/", 6) != 0)
+        return 0;
+    const char *rest = path + 6 + strcspn(path + 6, "/");
+    return strncmp(rest, "/input_grads/", 13) == 0;
+}
+
 static void note_missing(struct run_diff *out, const char *path)
 {
     if (out->n_missing++ == 0)
@@ -404,9 +413,17 @@ int compare_runs(const struct run_record *a, const struct run_record *b, const c
                 out->max_abs = d.max_abs;
         }
     }
-    for (int i = 0; i < b->n; i++)
-        if (in_scope(b->items[i].path, only_prefix) && !run_record_find(a, b->items[i].path))
-            note_missing(out, b->items[i].path);
+    for (int i = 0; i < b->n; i++) {
+        const char *p = b->items[i].path;
+        if (!in_scope(p, only_prefix) || run_record_find(a, p))
+            continue;
+        if (!only_prefix && is_input_grad(p)) {
+            if (out->n_input_grads_b_only++ == 0)
+                snprintf(out->first_input_grad_b_only, sizeof out->first_input_grad_b_only, "%s", p);
+        } else {
+            note_missing(out, p);
+        }
+    }
     return ST_OK;
 }
 

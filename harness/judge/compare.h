@@ -86,10 +86,19 @@ struct run_diff {
     int incomparable;       /* some pair had differing dtype/shape */
     char incomparable_path[160];
     char incomparable_why[160];
+    /* Input gradients (steps/<k>/input_grads/...) b computes and a does
+     * not: a run that marks its own input as requiring grad computes one
+     * more gradient than its baseline, which is no difference in what both
+     * compute. Counted here, not in n_missing; one a holds and b lacks is
+     * missing. */
+    int n_input_grads_b_only;
+    char first_input_grad_b_only[160];
 };
 
-/* Compares every tensor of a with the same path in b. With only_prefix NULL
- * the paths under "steps/" and "final_params/" are compared; otherwise
+/* Compares every tensor of a (the reference: a baseline) with the same path
+ * in b (the run). With only_prefix NULL the paths under "steps/" and
+ * "final_params/" are compared (an input gradient only b holds is counted
+ * apart: n_input_grads_b_only); otherwise
  * exactly the paths starting with only_prefix (e.g. "steps/", "saved/").
  * Differences are results in *out, not errors: returns ST_OK, or ST_INTERNAL
  * for a malformed tensor. */

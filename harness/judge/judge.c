@@ -408,6 +408,9 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
     if (st)
         return st;
     res->max_ulp = d.max_ulp;
+    res->input_grads_only_in_run = d.n_input_grads_b_only;
+    snprintf(res->first_input_grad_only_in_run, sizeof res->first_input_grad_only_in_run, "%s",
+             d.first_input_grad_b_only);
     if (d.n_missing) {
         int in_run = run_record_find(run, d.first_missing) != NULL;
         res->verdict = V_FAIL;
@@ -671,6 +674,21 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
     if (base->warning[0]) {
         size_t len = strlen(res->reason);
         snprintf(res->reason + len, sizeof res->reason - len, " [baseline warning: %s]", base->warning);
+    }
+    if (res->input_grads_only_in_run) {
+        char more[48] = "";
+        if (res->input_grads_only_in_run > 1)
+            snprintf(more, sizeof more, " and %d more", res->input_grads_only_in_run - 1);
+        size_t len = strlen(res->reason);
+        snprintf(res->reason + len, sizeof res->reason - len, " [input gradient computed by %s only, not by %s, "
+                 "so not compared: %s%s]", name, base_name, res->first_input_grad_only_in_run, more);
+    }
+    /* A run that patched the model's classes is named whatever its
+     * verdict: said first, so no long reason cuts it off. */
+    if (run->class_patches[0]) {
+        char reason[RESULT_TEXT_MAX];
+        snprintf(reason, sizeof reason, "%s", res->reason);
+        snprintf(res->reason, sizeof res->reason, "%.300s; %s", run->class_patches, reason);
     }
     res->expected = (expected_mask(c, run) >> res->verdict) & 1u;
     return ST_OK;

@@ -65,6 +65,10 @@ struct impl_result {
      * one side only) or "dtype/shape" (a tensor that cannot be compared);
      * "" otherwise. Reports show it where the distance would stand. */
     char decided_by[16];
+    /* Input gradients only the run computes (compare.h run_diff), not
+     * compared: how many, and the first; said in the reason and the summary. */
+    int input_grads_only_in_run;
+    char first_input_grad_only_in_run[160];
     double memory_saved;          /* 1 - peak(impl)/peak(baseline_0) */
     double end_forward_saved;     /* 1 - held at end of forward (impl / baseline_0) */
     double overhead;              /* step time impl / the fastest baseline's */

@@ -1,5 +1,6 @@
 /* judge_file: a report judged from its file: the runs its /case names, the
- * ones it lacks or holds incomplete (each an ERROR in its place), then
+ * ones it lacks or holds incomplete, against their baseline or against the
+ * steps /case promises (each an ERROR in its place), then
  * judge_listed over what it holds (judge.h, judge_file / judge_report). */
 #include "judge.h"
 
@@ -44,11 +45,13 @@ struct case_walk {
     struct case_from_attrs *builder;
     const char *path;
     char runs[4096];
+    int has_steps; /* /case says how many steps every run holds */
 };
 
 static int case_walk_attr(void *ctx, const char *key, const char *value)
 {
     struct case_walk *w = ctx;
+    w->has_steps |= strcmp(key, "steps") == 0;
     if (strcmp(key, "runs") != 0)
         return case_attrs_apply(w->builder, key, value);
     if (strlen(value) >= sizeof w->runs)
@@ -78,6 +81,8 @@ static int named_runs_of(const char *path, const struct ckpt_case *c, const char
     }
     return st;
 }
+
+#define JUDGE_GONE_MAX (JUDGE_NAMED_MAX + CASE_MAX_IMPLS * 2)
 
 /* What of ref's tensors (steps/, final_params/) r lacks: how many, the
  * first in recorded order, and whether r stopped short: it lacks a step
@@ -110,11 +115,115 @@ static void missing_from(const struct run_record *ref, const struct run_record *
     }
 }
 
+/* What a report promises every run holds: each of /case's `steps`
+ * (steps/<k>/loss, k = 1..steps; 0: /case says none) and the final value
+ * of each parameter /params_init names (final_params/<name>). */
+struct promise {
+    int steps;
+    const char *params; /* NUL-separated names (h5report_list_names), or NULL */
+    int n_params;
+};
+
+/* 1 when r lacks some of what p promises, the first thing it lacks said
+ * in what ("holds 1 of the 2 steps /case promises (its steps): steps/2/loss
+ * missing"), the path in first. */
+static int lacks_promise(const struct run_record *r, const struct promise *p, char *what, size_t what_len,
+                         char *first, size_t first_len)
+{
+    int held = 0;
+    first[0] = '\0';
+    for (int k = 1; k <= p->steps; k++) {
+        char loss[RUN_PATH_MAX];
+        snprintf(loss, sizeof loss, "steps/%d/loss", k);
+        if (run_record_find(r, loss))
+            held++;
+        else if (!first[0])
+            snprintf(first, first_len, "%s", loss);
+    }
+    if (held < p->steps) {
+        snprintf(what, what_len, "holds %d of the %d steps /case promises (its steps)", held, p->steps);
+        return 1;
+    }
+    const char *name = p->params;
+    for (int i = 0; i < p->n_params; i++, name += strlen(name) + 1) {
+        char path[RUN_PATH_MAX];
+        snprintf(path, sizeof path, "final_params/%s", name);
+        if (!run_record_find(r, path)) {
+            snprintf(first, first_len, "%s", path);
+            snprintf(what, what_len, "lacks the final value of a parameter /params_init names (%d of them)",
+                     p->n_params);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A new ERROR in gone for run `name`, or NULL when it already is one
+ * (for what it lacks first). */
+static struct gone_run *add_gone(struct gone_run *gone, int *n_gone, const char *name)
+{
+    for (int i = 0; i < *n_gone; i++)
+        if (strcmp(gone[i].name, name) == 0)
+            return NULL;
+    struct gone_run *g = &gone[(*n_gone)++];
+    snprintf(g->name, sizeof g->name, "%s", name);
+    return g;
+}
+
+/* The first baseline of the family run r is judged against ("<family>_k")
+ * that lacks some of what p promises, or NULL (what and first as
+ * lacks_promise says them). */
+static const struct run_record *short_baseline(const struct run_record *runs, int n, const struct run_record *r,
+                                               const struct promise *p, char *what, size_t what_len, char *first,
+                                               size_t first_len)
+{
+    char ref_name[80];
+    run_record_reference(r, ref_name, sizeof ref_name);
+    size_t fam = strlen(ref_name) > 2 ? strlen(ref_name) - 2 : 0; /* without "_0" */
+    for (int b = 0; b < n; b++) {
+        const struct run_record *base = &runs[b];
+        if (!base->outcome[0] && judge_baseline_family_len(base->name) == fam &&
+            strncmp(base->name, ref_name, fam) == 0 && lacks_promise(base, p, what, what_len, first, first_len))
+            return base;
+    }
+    return NULL;
+}
+
+/* Completeness against what the report promises (struct promise): every
+ * run, baselines included, holds it. A run that does not is an ERROR
+ * naming what it lacks; so is every run judged against a baseline that
+ * does not (its reference and its envelope would be another training than
+ * the report claims). */
+static int short_of_promise(const char *path, const struct run_record *runs, int n, const struct promise *p,
+                            struct gone_run *gone, int *n_gone)
+{
+    char what[160], first[RUN_PATH_MAX];
+    for (int i = 0; i < n; i++) {
+        const struct run_record *r = &runs[i], *base;
+        if (r->outcome[0] || judge_is_rerun(r->name) || judge_baseline_family_len(r->name))
+            continue;
+        if (*n_gone == JUDGE_GONE_MAX)
+            return error_set(ST_INPUT, "%s: more than %d runs to judge", path, CASE_MAX_IMPLS * 2);
+        struct gone_run *g;
+        if (lacks_promise(r, p, what, sizeof what, first, sizeof first)) {
+            if ((g = add_gone(gone, n_gone, r->name))) {
+                snprintf(g->reason, sizeof g->reason, "run %s %s in %s: %s missing", r->name, what, path, first);
+                snprintf(g->first_missing, sizeof g->first_missing, "%s missing", first);
+            }
+        } else if ((base = short_baseline(runs, n, r, p, what, sizeof what, first, sizeof first)) &&
+                   (g = add_gone(gone, n_gone, r->name))) {
+            snprintf(g->reason, sizeof g->reason, "run %s is judged against %s, which %s in %s: %s missing",
+                     r->name, base->name, what, path, first);
+            snprintf(g->first_missing, sizeof g->first_missing, "%s: %s missing", base->name, first);
+        }
+    }
+    return ST_OK;
+}
+
 /* The runs judge_file cannot judge: named by /case and absent, or
  * stopped short of their reference (any run but baselines and re-runs). A
  * baseline that stopped short is bad input: the envelope needs whole
  * baselines. */
-#define JUDGE_GONE_MAX (JUDGE_NAMED_MAX + CASE_MAX_IMPLS * 2)
 static int find_gone_runs(const char *path, const struct run_record *runs, int n, const struct named_runs *named,
                           struct gone_run *gone, int *n_gone)
 {
@@ -188,7 +297,7 @@ int judge_report(struct h5report *rep, uint64_t *budget, struct case_result *out
         snprintf(name, sizeof name, "%s", slash ? slash + 1 : path);
         error_clear();
     }
-    struct case_walk walk = {NULL, path, ""};
+    struct case_walk walk = {NULL, path, "", 0};
     if ((st = case_attrs_begin(&walk.builder, path)))
         return st;
     if (h5report_has_group(rep, "/case") && (st = h5report_foreach_attr(rep, "/case", case_walk_attr, &walk))) {
@@ -244,6 +353,13 @@ int judge_report(struct h5report *rep, uint64_t *budget, struct case_result *out
     int n_gone = 0;
     if (!st)
         st = find_gone_runs(path, runs, loaded, named, gone, &n_gone);
+    struct promise promised = {walk.has_steps ? out->definition.steps : 0, NULL, 0};
+    char *params = NULL;
+    if (!st && !(st = h5report_list_names(rep, "/params_init", &params, &promised.n_params))) {
+        promised.params = params;
+        st = short_of_promise(path, runs, loaded, &promised, gone, &n_gone);
+    }
+    free(params);
     if (!st) {
         const char *order[JUDGE_NAMED_MAX];
         for (int i = 0; i < named->n; i++)

@@ -376,8 +376,10 @@ static void put_plots(FILE *out, const struct html_plots *plots)
     fputs("<section id=\"plots\">\n<h2>Plots</h2>\n", out);
     if (plots->why[0]) {
         fputs("<p class=\"absent\" id=\"plots-absent\">", out);
-        fputs(plots->n ? "Some plots are absent: " : "Plots absent: ", out);
-        html_put_text(out, plots->why);
+        /* "plots not drawn: gnuplot did not finish in N s" says itself what is absent. */
+        int says = strncmp(plots->why, "plots not drawn", 15) == 0;
+        fputs(says ? "P" : plots->n ? "Some plots are absent: " : "Plots absent: ", out);
+        html_put_text(out, says ? plots->why + 1 : plots->why);
         fputs("</p>\n", out);
     }
     if (plots->skipped) {

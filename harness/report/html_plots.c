@@ -224,6 +224,10 @@ void html_plots_draw(const char *run_dir, const char *scripts_dir, const char *g
         fclose(mem);
     if (st) {
         snprintf(out->why, sizeof out->why, "%s", error_message());
+        /* A gnuplot killed past its limit is said where the run's output
+         * is read too, not only on the page. */
+        if (strncmp(out->why, "plots not drawn", 15) == 0)
+            fprintf(stderr, "ckpt-verify: %s/report.html: %s\n", run_dir, out->why);
         error_clear();
     } else {
         collect(dir, out);

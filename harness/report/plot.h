@@ -35,7 +35,12 @@
 /* gnuplot: the program to run ("gnuplot": searched on PATH). scripts_dir:
  * where plot_*.gp live. Progress and skipped plots go to log. Returns
  * ST_INPUT when gnuplot cannot be found (before anything is written) or
- * RUN_DIR/summary.json is missing or malformed, ST_RUN when gnuplot fails. */
+ * RUN_DIR/summary.json is missing or malformed, ST_RUN when gnuplot fails
+ * or does not finish: each gnuplot run may take CKPT_CHILD_TIMEOUT seconds
+ * (default PLOT_CHILD_TIMEOUT_DEFAULT_S); past it gnuplot and anything it
+ * started are killed, no further plot is drawn and the error says "plots
+ * not drawn: gnuplot did not finish in N s". */
+#define PLOT_CHILD_TIMEOUT_DEFAULT_S 20.0
 int plot_run_dir(const char *run_dir, const char *scripts_dir, const char *gnuplot, FILE *log);
 /* The same plots in the formats asked (PLOT_PNG, PLOT_SVG or both) into
  * plots_dir, which must exist (the HTML report draws SVG into a directory

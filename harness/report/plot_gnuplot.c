@@ -1,14 +1,18 @@
 /* plot_gnuplot: the files the plots are drawn from and the gnuplot runs that
  * draw them. Data files are plain whitespace-separated text written to a
  * temporary and renamed; gnuplot gets its inputs as variables on its command
- * line, so the scripts under scripts/ can be re-run by hand. */
+ * line, so the scripts under scripts/ can be re-run by hand. Each gnuplot
+ * run is bounded (CKPT_CHILD_TIMEOUT): one that does not finish is killed
+ * and no further plot is drawn. */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -16,6 +20,8 @@
 #include "plot_internal.h"
 
 extern char **environ;
+
+#define ST_TIMEOUT_KILLED (-1) /* run_bounded: not an error status, the child outlasted its limit */
 
 int plot_data_open(struct datafile *d, const struct plot_env *env, const char *name)
 {
@@ -61,6 +67,65 @@ int plot_find_program(const char *name, char *out, size_t len)
     return 0;
 }
 
+/* How long one gnuplot run may take: CKPT_CHILD_TIMEOUT seconds, default
+ * PLOT_CHILD_TIMEOUT_DEFAULT_S (a plot takes well under a second; a
+ * gnuplot that never returns must not hold a run or its page for ever). An
+ * unreadable value is the default. */
+static double child_timeout(void)
+{
+    const char *env = getenv("CKPT_CHILD_TIMEOUT");
+    char *end;
+    double v = env && *env ? strtod(env, &end) : -1;
+    return env && *env && !*end && v > 0 && !isinf(v) ? v : PLOT_CHILD_TIMEOUT_DEFAULT_S;
+}
+
+/* Runs program argv in a process group of its own and waits for it at
+ * most child_timeout() seconds; past that the whole group is killed
+ * (SIGKILL: what it started goes too) and reaped. ST_OK with its wait
+ * status, ST_TIMEOUT_KILLED, or ST_RUN when it cannot be started. */
+static int run_bounded(const char *program, char **argv, int *status)
+{
+    posix_spawnattr_t attr;
+    pid_t pid;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    int rc = posix_spawn(&pid, program, NULL, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0)
+        return error_set(ST_RUN, "cannot start %s: %s", program, strerror(rc));
+    double limit = child_timeout();
+    struct timespec start, now, nap = {0, 5 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        pid_t got = waitpid(pid, status, WNOHANG);
+        if (got == pid)
+            return ST_OK;
+        if (got < 0 && errno != EINTR)
+            return error_set(ST_RUN, "waiting for %s: %s", program, strerror(errno));
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) * 1e-9 >= limit) {
+            kill(-pid, SIGKILL);
+            while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+                ;
+            return ST_TIMEOUT_KILLED;
+        }
+        nanosleep(&nap, NULL);
+    }
+}
+
+/* What gnuplot left of name's outputs up to format t (an empty or partial
+ * picture) is removed: no plot is better than a broken one that looks drawn. */
+static void remove_outputs(const struct plot_env *env, const char *name, size_t t)
+{
+    static const char *const terms[] = {"png", "svg"};
+    for (size_t k = 0; k <= t; k++) {
+        char out[PATH_MAX_LEN + 16];
+        snprintf(out, sizeof out, "%s/%s.%s", env->plots_dir, name, terms[k]);
+        unlink(out);
+    }
+}
+
 /* gnuplot -e "<vars>; term='png'; out='<plots>/<name>.png'" scripts/<script>,
  * then the same for SVG. Values in vars are quoted with single quotes, so
  * paths may not hold one (plot_run_dir checks). */
@@ -76,22 +141,16 @@ int plot_gnuplot_run(struct plot_env *env, const char *script, const char *name,
             continue; /* PLOT_PNG = 1 << 0, PLOT_SVG = 1 << 1 */
         snprintf(expr, sizeof expr, "%s; term='%s'; out='%s/%s.%s'", vars, terms[t], env->plots_dir, name, terms[t]);
         char *argv[] = {(char *)env->gnuplot, "-e", expr, script_path, NULL};
-        pid_t pid;
-        int rc = posix_spawn(&pid, env->gnuplot, NULL, NULL, argv, environ);
-        if (rc != 0)
-            return error_set(ST_RUN, "cannot start %s: %s", env->gnuplot, strerror(rc));
-        int status;
-        while (waitpid(pid, &status, 0) < 0)
-            if (errno != EINTR)
-                return error_set(ST_RUN, "waiting for gnuplot: %s", strerror(errno));
+        int status, st = run_bounded(env->gnuplot, argv, &status);
+        if (st == ST_TIMEOUT_KILLED) {
+            remove_outputs(env, name, t);
+            return error_set(ST_RUN, "plots not drawn: gnuplot did not finish in %g s on %s (killed; "
+                                     "CKPT_CHILD_TIMEOUT sets the limit)", child_timeout(), script);
+        }
+        if (st)
+            return st;
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            /* What gnuplot left (an empty or partial picture) is removed:
-             * no plot is better than a broken one that looks drawn. */
-            for (size_t k = 0; k <= t; k++) {
-                char out[PATH_MAX_LEN + 16];
-                snprintf(out, sizeof out, "%s/%s.%s", env->plots_dir, name, terms[k]);
-                unlink(out);
-            }
+            remove_outputs(env, name, t);
             return error_set(ST_RUN, "gnuplot failed on %s (%s output); its messages are above", script, terms[t]);
         }
     }

@@ -375,6 +375,10 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
         json_object_set_new(rec, "noise_floor_scaled_ulp", json_number(r->noise_floor_scaled));
         json_object_set_new(rec, "noise_ratio", json_number(x->noise_ratio));
         json_object_set_new(rec, "bitwise_tensors_differ", json_integer(x->bitwise_tensors_differ));
+        if (x->input_grads_only_in_run) {
+            json_object_set_new(rec, "input_grads_only_in_run", json_integer(x->input_grads_only_in_run));
+            json_object_set_new(rec, "first_input_grad_only_in_run", json_string(x->first_input_grad_only_in_run));
+        }
         json_object_set_new(rec, "end_forward_saved", json_number(x->end_forward_saved));
         json_object_set_new(rec, "one_time_bytes", json_number(r->one_time_bytes));
         json_object_set_new(rec, "baseline_runs", json_integer(r->baseline_runs));
@@ -398,6 +402,8 @@ int summary_set_run(struct summary *s, const char *suite, int shard_k, int shard
 }
 
 const struct json_t *summary_json(const struct summary *s) { return s->root; }
+
+struct json_t *summary_root(struct summary *s) { return s->root; }
 
 int summary_set_regressions(struct summary *s, json_t *regressions)
 {

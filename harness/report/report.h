@@ -35,6 +35,8 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
 int summary_set_run(struct summary *s, const char *suite, int shard_k, int shard_n);
 /* The summary as JSON, owned by s: what junit.xml and --compare-to read. */
 const struct json_t *summary_json(const struct summary *s);
+/* The same, to change (a shared --out merges a concurrent run's records in: stale_reports_merge). */
+struct json_t *summary_root(struct summary *s);
 /* Records the regressions a --compare-to found (a JSON array, regress.h)
  * as summary.json's "regressions"; junit.xml renders each as a failure. */
 int summary_set_regressions(struct summary *s, struct json_t *regressions);

@@ -78,6 +78,11 @@ const char *h5report_path(const struct h5report *rep);
 /* Names of the groups under /runs, in name order; *names is malloc'd, each
  * entry 64 bytes. ST_INPUT if /runs is missing. */
 int h5report_list_runs(struct h5report *rep, char (**names)[64], int *count);
+/* Names of the links directly under `group` (e.g. "/params_init"), in name
+ * order, as one malloc'd buffer of NUL-terminated names, one after the
+ * other; *count of them. ST_OK with none (*names NULL) when the group does
+ * not exist. */
+int h5report_list_names(struct h5report *rep, const char *group, char **names, int *count);
 /* Loads /runs/<run>: every dataset under it, as paths relative to the run
  * group, sorted naturally (steps/ before other top-level groups; steps/2
  * before steps/10; within a step loss first, then grads in natural name

@@ -116,6 +116,61 @@ int h5report_list_runs(struct h5report *rep, char (**names)[64], int *count)
     return ST_OK;
 }
 
+struct name_list {
+    char *buf;
+    size_t len, cap;
+    int n, status;
+};
+
+static herr_t add_name(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    (void)group;
+    (void)info;
+    struct name_list *l = data;
+    size_t n = strlen(name) + 1;
+    if (l->len + n > l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        while (cap < l->len + n)
+            cap *= 2;
+        char *buf = realloc(l->buf, cap);
+        if (!buf) {
+            l->status = error_set(ST_INTERNAL, "out of memory listing names");
+            return -1;
+        }
+        l->buf = buf;
+        l->cap = cap;
+    }
+    memcpy(l->buf + l->len, name, n);
+    l->len += n;
+    l->n++;
+    return 0;
+}
+
+int h5report_list_names(struct h5report *rep, const char *group, char **names, int *count)
+{
+    h5store_silence_hdf5();
+    *names = NULL;
+    *count = 0;
+    if (!h5store_path_exists(rep->file, group))
+        return ST_OK;
+    struct name_list l = {NULL, 0, 0, 0, ST_OK};
+    int rc = ST_OK;
+    hid_t g = H5Gopen2(rep->file, group, H5P_DEFAULT);
+    if (g < 0)
+        rc = h5store_fail(ST_INPUT, rep->path, group, "not a group");
+    else if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, add_name, &l) < 0)
+        rc = l.status != ST_OK ? l.status : h5store_fail(ST_INPUT, rep->path, group, "cannot list it");
+    if (g >= 0)
+        H5Gclose(g);
+    if (rc != ST_OK) {
+        free(l.buf);
+        return rc;
+    }
+    *names = l.buf;
+    *count = l.n;
+    return ST_OK;
+}
+
 int h5store_list_runs(const char *path, char (**names)[64], int *count)
 {
     *names = NULL;
@@ -215,6 +270,8 @@ static herr_t visit_attr(hid_t loc, const char *name, const H5A_info_t *info, vo
                 text = v->rec->role, text_len = sizeof v->rec->role;
             else if (strcmp(name, "not_observable") == 0)
                 text = v->rec->not_observable, text_len = sizeof v->rec->not_observable;
+            else if (strcmp(name, "class_patches") == 0)
+                text = v->rec->class_patches, text_len = sizeof v->rec->class_patches;
         }
         if (text) {
             int got = h5store_attr_string(a, text, text_len);

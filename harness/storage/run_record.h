@@ -82,6 +82,10 @@ struct run_record {
     /* A planted bug whose own rule says it cannot show in this case: why
      * ("dropout = 0: nothing random to replay"); "" otherwise. */
     char not_observable[RUN_TEXT_MAX];
+    /* A user's run that changed the model's classes (the Python frontend's
+     * class_patches: "run X patched Block.forward on the class ..."), said
+     * first in its reason whatever its verdict; "" otherwise. */
+    char class_patches[RUN_TEXT_MAX];
     int n, cap;
     struct run_tensor *items;
     char *source; /* the report stored tensors are read from (malloc'd), or NULL */

@@ -54,10 +54,12 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping
 
 from . import compile_evidence
 from .errors import BadInput, BadRunName, CheckpointInBaseline
+from .frontends.class_state import patched_text
 from .frontends.eager import Run
 from .recorder import Recorder, RunWriter, link_run, same_results
 from .schema import attr_text
@@ -94,6 +96,9 @@ def ran_codegen(recorder: Recorder, name: str) -> bool:
 def check(baselines: dict | None, runs: dict, expect: dict | None = None) -> dict:
     """{key: Run} for verify(baselines=...), refusing what the judge could
     not read; every Run(against=key) must name one of them."""
+    if baselines is not None and not isinstance(baselines, Mapping):
+        raise BadInput(f"baselines= is a {type(baselines).__name__}, not a mapping {{family: step_fn or Run}} "
+                       f"(e.g. baselines={{'compiled': compiled_step}})")
     fams = {}
     for key, fn in (baselines or {}).items():
         if not isinstance(key, str) or not _WORD.match(key) or key == "baseline" or key.endswith("_baseline"):
@@ -148,14 +153,41 @@ def train_with_evidence(train: Callable, spec, run: Run, writer: RunWriter, meas
     """train(spec, run, writer, **kwargs) with its compile evidence (if any)
     added to the run's attributes, also when the run raised; with
     `measure` (a family's run), the saved tensors its steps pack too."""
-    with compile_evidence.collect(measure) as col:
-        step = run.step
-        run.step = col.step(step)  # the same Run (warm-ups are kept per Run), its step bracketed
-        try:
-            train(spec, run, writer, **kwargs)
-        finally:
-            run.step = step
-            writer.attrs.update(col.attrs())
+    try:
+        with compile_evidence.collect(measure) as col:
+            step = run.step
+            run.step = col.step(step)  # the same Run (warm-ups are kept per Run), its step bracketed
+            try:
+                train(spec, run, writer, **kwargs)
+            finally:
+                run.step = step
+                writer.attrs.update(col.attrs())
+    finally:
+        _undo_class_patches(spec, writer)
+
+
+def _undo_class_patches(spec, writer: RunWriter) -> None:
+    """After every run, raised or not: the classes of the model put back as
+    verify() found them (frontends/class_state.py), and a run that changed
+    them is named in its class_patches attribute (the judge adds it to the
+    run's reason) and on stderr."""
+    classes = getattr(spec, "classes", None)
+    if classes is None:
+        return
+    changed = classes.changes()
+    if changed:
+        classes.restore()
+        text = patched_text(writer.name, changed)
+        writer.attrs["class_patches"] = text
+        print(f"ckpt_verify: {text}", file=sys.stderr)
+
+
+def refuse_class_patches(writer: RunWriter) -> None:
+    """A baseline that patched the model's classes is not the plain model
+    (and would have patched every run's): BadInput naming what it patched."""
+    if "class_patches" in writer.attrs:
+        raise BadInput(f"the plain baseline changes the model's classes: {writer.attrs['class_patches']}; the "
+                       f"baseline must be the plain model, so every run is compared with it")
 
 
 def train_family(spec, key: str, run: Run, noise_runs: int, recorder: Recorder, train: Callable,
@@ -173,6 +205,7 @@ def train_family(spec, key: str, run: Run, noise_runs: int, recorder: Recorder, 
         try:
             with compile_evidence.graphs_without_codegen() if graphs else contextlib.nullcontext():
                 train_with_evidence(train, spec, run, writer, measure=True)
+            refuse_class_patches(writer)
             tagged = writer.attrs.get("compile.ckpt_tagged_ops", 0)
             if tagged:
                 raise CheckpointInBaseline(

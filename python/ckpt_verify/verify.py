@@ -36,6 +36,7 @@ from .errors import (
 from .estimate import check_fits
 from .estimate import estimate as estimate_run
 from .frontends import distributed
+from .frontends.class_state import ClassState
 from .frontends.eager import (
     Run,
     Spec,
@@ -114,6 +115,8 @@ def _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, 
         raise BadInput("baseline must be a step_fn(model, batch) -> loss")
     if not _WORD.match(name or ""):
         raise BadInput(f"name {name!r}: a case name is 1-63 letters, digits or underscores")
+    if expect is not None and not isinstance(expect, Mapping):
+        raise BadInput(f"expect= is a {type(expect).__name__}, not a mapping {{run: 'FAIL' or 'FAIL|MEMFAIL'}}")
     for run, verdicts in (expect or {}).items():
         if run not in runs:
             raise BadInput(f"expect names run {run!r}, which is not in runs ({', '.join(runs)})")
@@ -281,6 +284,7 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
     progress.note(est.line())
     spec = Spec(model_fn, batches, steps, seed, lr, dev, meter, reference, progress)
     spec.dropout_modules = distributed.dropout_modules(first)
+    spec.classes = ClassState(first)  # every run starts from these classes (frontends/class_state.py)
 
     framework = f"pytorch {torch.__version__}"
     if dev.type == "xla":
@@ -476,6 +480,7 @@ def _train_baseline(spec: Spec, baseline: Run, k: int, recorder: Recorder, train
     own, before = own_batches(spec)
     try:
         families.train_with_evidence(train, own, baseline, writer, baseline=True)
+        families.refuse_class_patches(writer)
         changed = _changed_batches(before, own, _baseline_name(k))
         if changed:
             raise BadInput(f"the plain baseline changes its batch: {changed}")

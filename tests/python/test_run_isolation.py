@@ -4,7 +4,14 @@ the batches are checksummed (CRC-32) before and after each run, and a run
 that changed them in place is an ERROR naming the batch and the tensor.
 A baseline that changes its batch is refused before anything is judged.
 
+Input gradients one-sided (issue 49, item 6): a run that computes an input
+gradient its baseline does not (a step that sets requires_grad on its own
+input, as enable_input_require_grads-style code does) is judged on what
+both compute, the extra gradient named in its reason and in summary.json,
+not a FAIL; one the baseline computes and the run does not stays a FAIL.
+
 The runs are real (torch's checkpoint, the C judge)."""
+import json
 import os
 import sys
 
@@ -102,3 +109,59 @@ def test_the_batches_in_the_report_are_the_ones_batch_fn_made(after_an_in_place_
         x = f["inputs/1/0"][()]
     torch.manual_seed(0)
     assert torch.equal(torch.from_numpy(x), batch_fn(1)[0])
+
+
+def requires_input_grad(model, batch):
+    """A correct checkpoint whose step marks its input as requiring grad."""
+    x, y = batch
+    x.requires_grad_(True)
+    return nonreentrant(model, (x, y))
+
+
+def summary_records(report):
+    with open(os.path.join(report.judge_dir, "summary.json")) as f:
+        return {r["impl"]: r for r in json.load(f)["records"]}
+
+
+@pytest.fixture(scope="module")
+def one_sided(tmp_path_factory):
+    out = tmp_path_factory.mktemp("one_sided") / "r.h5"
+    return ckpt_verify.verify(TwoBlocks, batch_fn, {"extra_input_grad": requires_input_grad}, baseline=plain,
+                              out=str(out), noise_runs=1)
+
+
+def test_an_input_gradient_only_the_run_computes_is_not_a_fail(one_sided):
+    v = one_sided.verdicts["extra_input_grad"]
+    assert v.verdict == "PASS", v.reason
+    assert v.reason.startswith("bitwise identical to baseline_0"), v.reason
+
+
+def test_an_input_gradient_only_the_run_computes_is_named_in_its_reason(one_sided):
+    reason = one_sided.verdicts["extra_input_grad"].reason
+    assert ("[input gradient computed by extra_input_grad only, not by baseline_0, so not compared: "
+            "steps/1/input_grads/0") in reason, reason
+
+
+def test_an_input_gradient_only_the_run_computes_is_in_summary_json(one_sided):
+    rec = summary_records(one_sided)["extra_input_grad"]
+    assert rec["input_grads_only_in_run"] >= 1
+    assert rec["first_input_grad_only_in_run"] == "steps/1/input_grads/0"
+
+
+def stage_batches(step):
+    """An input that requires grad, as a pipeline stage's input does."""
+    return torch.randn(4, 8, requires_grad=True), torch.randn(4, 8)
+
+
+def detaches_input(model, batch):
+    x, y = batch
+    return plain(model, (x.detach(), y))
+
+
+def test_an_input_gradient_the_baseline_computes_and_the_run_does_not_stays_a_fail(tmp_path):
+    report = ckpt_verify.verify(TwoBlocks, stage_batches, {"detaches": detaches_input}, baseline=plain,
+                                out=str(tmp_path / "r.h5"), noise_runs=1, expect={"detaches": "FAIL"})
+    v = report.verdicts["detaches"]
+    assert v.verdict == "FAIL", v.reason
+    assert "steps/1/input_grads/0 is recorded by baseline_0 but not by detaches" in v.reason, v.reason
+    assert "input_grads_only_in_run" not in summary_records(report)["detaches"]

@@ -161,39 +161,35 @@ def _call(step_fn, model, batch, run_name, step):
         raise err from e.__cause__
 
 
-def _pn(name, parallel):
-    return plain_name(name, parallel == "ddp")
-
-
 def _local(t):
     """A gradient or parameter as this rank holds it (DTensor: its shard)."""
     t = t.detach()
     return t.to_local() if hasattr(t, "to_local") else t
 
 
-def _full_grads(model, parallel, names):
+def _full_grads(model, parallel, namer):
     """{plain name: full gradient}: a collective on every rank."""
     if parallel == "fsdp":
         from torch.distributed.fsdp import FullyShardedDataParallel
         with FullyShardedDataParallel.summon_full_params(model, with_grads=True):
-            return {_pn(n, parallel): p.grad.detach().cpu().clone() for n, p in model.named_parameters()
+            return {namer(n, p): p.grad.detach().cpu().clone() for n, p in model.named_parameters()
                     if p.grad is not None}
     out = {}
     for n, p in model.named_parameters():
         g = p.grad
         if hasattr(p, "full_tensor"):  # FSDP2: every rank takes part, grad or not
-            out[_pn(n, parallel)] = g.full_tensor().detach().cpu().clone() if g is not None else None
+            out[namer(n, p)] = g.full_tensor().detach().cpu().clone() if g is not None else None
         elif g is not None:
-            out[_pn(n, parallel)] = g.detach().cpu().clone()
+            out[namer(n, p)] = g.detach().cpu().clone()
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _full_params(model, parallel, names):
+def _full_params(model, parallel, namer):
     if parallel == "fsdp":
         from torch.distributed.fsdp import FullyShardedDataParallel
         with FullyShardedDataParallel.summon_full_params(model):
-            return {_pn(n, parallel): p.detach().cpu().clone() for n, p in model.named_parameters()}
-    return {_pn(n, parallel): (p.full_tensor() if hasattr(p, "full_tensor") else p).detach().cpu().clone()
+            return {namer(n, p): p.detach().cpu().clone() for n, p in model.named_parameters()}
+    return {namer(n, p): (p.full_tensor() if hasattr(p, "full_tensor") else p).detach().cpu().clone()
             for n, p in model.named_parameters()}
 
 
@@ -213,31 +209,68 @@ def rank_context() -> "RankContext | None":
     return _context
 
 
+class Namer:
+    """The plain model's name of a parameter or buffer of the wrapped model.
+    By identity first, as the single-process frontend matches them
+    (eager.prepared_model): a module of the user's own that prepare() wraps
+    blocks in renames them ("blocks.0.inner.fc.weight") but trains the
+    plain model's tensors. A wrapper that replaces the tensors (FSDP's flat
+    parameter without use_orig_params, FSDP2's DTensor shards) keeps the
+    prepared model's names under its own prefixes: those are stripped
+    (plain_name) and mapped through the names the tensors had after
+    prepare(), again by identity."""
+
+    def __init__(self, plain, ddp: bool):
+        self.ddp = ddp
+        self.kept = _tensors(plain)  # held, so no id below is reused while the Namer lives
+        self.plain = {id(t): n for n, t in self.kept}
+        self.prepared: dict[str, str] = {}
+
+    def after_prepare(self, model):
+        self.prepared = {n: self.plain[id(t)] for n, t in _tensors(model) if id(t) in self.plain}
+
+    def __call__(self, name: str, tensor) -> str:
+        if id(tensor) in self.plain:
+            return self.plain[id(tensor)]
+        stripped = plain_name(name, self.ddp)
+        return self.prepared.get(stripped, stripped)
+
+
+def _tensors(model):
+    """[(name, tensor)] of a model's parameters and buffers."""
+    return [*model.named_parameters(), *((n, b) for n, b in model.named_buffers() if b is not None)]
+
+
 def build(spec, cfg, run, rank, say, module_names=None):
-    """(wrapped model, {wrapped name: plain name}, plain params); fills
-    module_names, when given, with {id(module): path} of the plain model."""
+    """(wrapped model, {wrapped name: plain name}, plain params, Namer);
+    fills module_names, when given, with {id(module): path} of the plain
+    model. A wrapped parameter is named as the plain model names it
+    (Namer: by identity, as in one process), whatever prepare() and the
+    wrapper call it."""
     seed_all(spec.seed)
     model = spec.model_fn()
     model.train()
     check_same_model(spec.reference, model, cfg.run_name)
     plain_params = list(model.named_parameters())
+    namer = Namer(model, cfg.parallel == "ddp")
     if module_names is not None:
         module_names.update((id(m), n) for n, m in model.named_modules() if n)
     if run.prepare is not None:
         say("prepare(model)")
         model = run.prepare(model) or model
+    namer.after_prepare(model)
     say(f"wrapping the model for {cfg.parallel}")
     model = (run.wrap or (lambda m: wrap(m, cfg.parallel, {**cfg.options, **run.options})))(model)
     if run.after_wrap is not None:
         say("after_wrap(model)")
         model = run.after_wrap(model) or model
-    names = {n: plain_name(n, cfg.parallel == "ddp") for n, _ in model.named_parameters()}
+    names = {n: namer(n, p) for n, p in model.named_parameters()}
     plain = [n for n, _ in plain_params]
     if sorted(names.values()) != sorted(plain):
         missing = sorted(set(plain) - set(names.values())) or sorted(set(names.values()) - set(plain))
         raise ValueError(f"the wrapped model's parameters are not the plain model's ({missing[:3]}): a wrapper "
-                         f"this frontend does not know renamed them")
-    return model, names, plain_params
+                         f"this frontend does not know replaced them under other names")
+    return model, names, plain_params, namer
 
 
 def settle(meter, quiet_reads=3, poll_s=0.002, limit_s=2.0):
@@ -272,7 +305,7 @@ def train_rank(spec, cfg, run, rank, world, say):
     before_warm = meter.live() if measured else 0
     say("warm-up step")
     modules: dict[int, str] = {}
-    model, names, plain_params = build(spec, cfg, run, rank, say, modules)
+    model, names, plain_params, _ = build(spec, cfg, run, rank, say, modules)
     seed_all(spec.seed + rank)
     batch = local_slice(batches[0], rank, world)
     # This rank's memory map of its warm-up step (frontends/memory_map.py):
@@ -310,7 +343,7 @@ def train_rank(spec, cfg, run, rank, world, say):
     gc.collect()
     one_time = meter.live() - before_warm if measured else None
 
-    model, names, plain_params = build(spec, cfg, run, rank, say)
+    model, names, plain_params, namer = build(spec, cfg, run, rank, say)
     seed_all(spec.seed + rank)  # per-rank RNG: each rank its own stream, the same in every run
     params = list(model.named_parameters())
     # Each parameter's gradient hook counted per backward, as for one
@@ -373,12 +406,12 @@ def train_rank(spec, cfg, run, rank, world, say):
                 tensors[f"steps/{step}/grads/{names[n]}"] = _local(p.grad).cpu().clone()
         for n, b in model.named_buffers():  # module state: running statistics, counters
             if b is not None:
-                tensors[f"steps/{step}/buffers/{_pn(n, cfg.parallel)}"] = b.detach().cpu().clone()
+                tensors[f"steps/{step}/buffers/{namer(n, b)}"] = b.detach().cpu().clone()
                 if rank == 0:
-                    glob[f"steps/{step}/buffers/{_pn(n, cfg.parallel)}"] = b.detach().cpu().clone()
+                    glob[f"steps/{step}/buffers/{namer(n, b)}"] = b.detach().cpu().clone()
         losses = [torch.zeros_like(local_loss) for _ in range(world)]
         dist.all_gather(losses, local_loss)
-        full = _full_grads(model, cfg.parallel, names)
+        full = _full_grads(model, cfg.parallel, namer)
         if rank == 0:
             glob[f"steps/{step}/loss"] = torch.stack(losses).mean()
             for n, _ in plain_params:
@@ -389,7 +422,7 @@ def train_rank(spec, cfg, run, rank, world, say):
             for _, p in params:
                 if p.grad is not None:
                     p.add_(p.grad, alpha=-spec.lr)  # the harness's SGD update, on each rank's own part
-    final = _full_params(model, cfg.parallel, names)
+    final = _full_params(model, cfg.parallel, namer)
     if rank == 0:
         for n, _ in plain_params:
             glob[f"final_params/{n}"] = final[n]

@@ -240,8 +240,11 @@ class Run:
                  memory: str | None = "judged", against: str | None = None, backward: Callable | None = None):
         if prepare is None and step is None:
             raise BadInput("Run() needs prepare=, step= or both")
-        if memory not in ("judged", None):
-            raise BadInput(f"Run(memory={memory!r}): 'judged' (the default) or None (a plain control run)")
+        # Checked by type first: `memory in (...)` compares with ==, which an
+        # array or tensor answers elementwise (ValueError, not BadInput).
+        if not (memory is None or (isinstance(memory, str) and memory == "judged")):
+            shown = repr(memory) if isinstance(memory, (str, int, float)) else f"a {type(memory).__name__}"
+            raise BadInput(f"Run(memory={shown}): 'judged' (the default) or None (a plain control run)")
         self.memory = memory
         for what, fn in (("prepare", prepare), ("step", step)):
             if fn is not None and not callable(fn):
@@ -289,6 +292,9 @@ class Spec:
         # draws random numbers (the distributed frontend's _vs_single twins
         # say what that leaves them to claim). A list, shared by the copies.
         self.forward_random: list[str] = []
+        # The model's classes as verify() found them (class_state.ClassState,
+        # or None): put back before every prepare() and after every run.
+        self.classes = None
 
 
 def build_model(spec, run_name):
@@ -321,6 +327,11 @@ def prepared_model(spec, run, run_name, names=None, with_modules=False):
     modules = list(plain.named_modules()) if with_modules else None
     if run.prepare is None:
         return (plain, params, buffers, modules) if with_modules else (plain, params, buffers)
+    if getattr(spec, "classes", None) is not None:
+        # A prepare() that patches a class patches the pristine one each
+        # time it is called (warm-up, memory map, recorded steps), not its
+        # own earlier patch.
+        spec.classes.restore()
     try:
         model = run.prepare(plain)
     except Exception as e:
