@@ -154,7 +154,7 @@ def train_with_evidence(train: Callable, spec, run: Run, writer: RunWriter, meas
     added to the run's attributes, also when the run raised; with
     `measure` (a family's run), the saved tensors its steps pack too."""
     try:
-        with compile_evidence.collect(measure) as col:
+        with compile_evidence.collect(measure) as col, compile_evidence.intercepting():
             step = run.step
             run.step = col.step(step)  # the same Run (warm-ups are kept per Run), its step bracketed
             try:
