@@ -731,7 +731,10 @@ def intercepting() -> Iterator[None]:
     @functools.wraps(original)
     def call_user_compiler(self: Any, *args: Any, **kwargs: Any) -> Any:
         users = self.compiler_fn
-        recorded = recording_backend(users)
+        # A graph Dynamo compiles inside the autograd engine's backward is
+        # compiled autograd's capture of a backward, not a forward region.
+        in_backward = torch._C._current_graph_task_id() != -1
+        recorded = None if in_backward else recording_backend(users)
         if recorded is None:
             return original(self, *args, **kwargs)
         self.compiler_fn = recorded
