@@ -140,7 +140,7 @@ def twin_texts(recorder: Recorder, key: str, run_name: str) -> dict:
     from eager than its plain compiled step is."""
     group = recorder.file.get(f"runs/{family(key)}_0/compile")
     backend = attr_text(group.attrs["backend"]) if group is not None and "backend" in group.attrs else "torch.compile"
-    # Short: the judge's reason holds 511 bytes, and the figures and the
+    # Short, to be read: the figures and the
     # compile evidence follow this text.
     cause = (f"this run under {backend} vs eager ({mixed_family(key)}_<k>: the eager baselines and the plain step "
              f"under {backend}, a different compiler whose rounding differs by construction): no further from eager "

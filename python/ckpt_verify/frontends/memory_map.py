@@ -38,7 +38,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 ROOT = "(model)"   # ops outside every named module: the step function's own
-TEXT_MAX = 500     # a string attribute the judge reads holds at most 511 bytes (run_record.h)
+TEXT_MAX = 8000    # a string attribute the judge reads holds at most 8191 bytes (run_record.h RUN_TEXT_MAX)
 
 
 @dataclasses.dataclass
@@ -298,7 +298,7 @@ class Statement:
                 + self.input_bytes)
 
     def text(self) -> str:
-        # Within TEXT_MAX (the judge reads a run's strings up to 511 bytes).
+        # Within TEXT_MAX (the judge reads a run's strings up to 8191 bytes).
         mods = ", ".join(self.modules[:3]) + (f" and {len(self.modules) - 3} more" if len(self.modules) > 3 else "")
         if len(mods) > 160:
             mods = mods[:157] + "..."
