@@ -62,9 +62,21 @@ The contract:
   the kernels (no C++: seconds), its evidence recorded as its own region
   with `compile.codegen` 0 (1 for Inductor's kernels, 0 for aot_eager).
   The judge's rounding rule (docs/compile.md) compares the two.
+- Inside `intercepting()` (verify() trains inside it), Dynamo's own call
+  of its backend (OutputGraph.call_user_compiler) is handed the Backend
+  that compiles as the user's backend does when recording_backend()
+  recognizes it: torch.compile's Inductor (the default, by name, any mode
+  and options: its config patches kept), the registered "inductor" and
+  "aot_eager". So torch.compile(fn), torch.compile(module) and
+  Module.compile() are recorded as the user wrote them.
+- Inductor's graphs run op by op draw what its C++ kernels draw:
+  inductor_seeds as the kernels draw them (kernel_seeds) and
+  inductor_random(..., "rand") as Philox from those seeds (kernel_rand);
+  the random ops left otherwise are `compile.random_unmatched`.
+- Checkpoint regions Dynamo traced with preserve_rng_state=False around
+  random ops are `compile.ckpt_regions_without_rng_state`.
 - A step that ran compiled regions no Backend of this module compiled
-  (torch.compile(model) with its default backend, or any other) is never
-  silent: the count of their calls in the last forward (CompiledFunction
+  (another backend than those above) is never silent: the count of their calls in the last forward (CompiledFunction
   nodes in the loss's autograd graph, beyond this module's) is
   `compile.unrecorded_region_calls`, and the judge says no evidence was
   recorded and how to get it.
