@@ -42,6 +42,7 @@ from typing import Any
 import torch
 
 from . import families
+from .frontends.class_state import ClassState
 from .frontends.eager import Run
 
 # Backends that run ATen's kernels: no rounding of their own to tell apart.
@@ -123,8 +124,12 @@ def calls(plain: torch.nn.Module, prepare: Callable) -> tuple[list[Call] | None,
     """The compile calls prepare(plain) makes, or (None, why) (module docstring)."""
     seen: list[Call] = []
     refused: list[str] = []
-    with _watched(plain, seen, refused):
-        prepare(plain)
+    classes = ClassState(plain)  # a prepare() that patches a class must not leave it patched for the runs
+    try:
+        with _watched(plain, seen, refused):
+            prepare(plain)
+    finally:
+        classes.restore()
     if refused:
         return None, refused[0]
     return seen, ""
