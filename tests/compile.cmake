@@ -2,15 +2,17 @@
 # cases through verify(baselines={"compiled": ...}) and the C judge, each
 # run held to its verdict and reason (docs/compile.md). aot_eager runs
 # AOTAutograd's own partitioner (min_cut_rematerialization_partition)
-# without Inductor's C++ compile; one case, `inductor`, compiles a 2-block
-# model with Inductor, its cache inside the build folder (hermetic: a
-# fresh build compiles from nothing, the label's measured time).
+# without Inductor's C++ compile; two cases, `plain_inductor` and
+# `dropout_inductor`, compile as people write it (torch.compile(model),
+# Module.compile(), Inductor's default options), its cache inside the build
+# folder (hermetic: a fresh build compiles from nothing, the label's
+# measured time).
 set(COMPILE_OUT ${CMAKE_BINARY_DIR}/compile)
 set(COMPILE_ENV "CKPT_VERIFY=$<TARGET_FILE:ckpt-verify>" "CKPT_ATEN_LIB=$<TARGET_FILE:ckpt_aten>"
   "PYTHONPATH=${CMAKE_SOURCE_DIR}/python" "TORCHINDUCTOR_CACHE_DIR=${COMPILE_OUT}/inductor_cache"
   # Inductor compiles in this process: no pool of compile workers to start on 2 cores.
   "TORCHINDUCTOR_COMPILE_THREADS=1")
-foreach(case nonreentrant dropout policies inductor)
+foreach(case nonreentrant dropout policies plain_inductor dropout_inductor)
   add_test(NAME compile.${case}
     COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/compile/compile_cases.py ${case} ${COMPILE_OUT}/${case})
   set_tests_properties(compile.${case} PROPERTIES LABELS "compile" ENVIRONMENT "${COMPILE_ENV}" TIMEOUT 240)

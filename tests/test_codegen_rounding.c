@@ -5,7 +5,9 @@
  * run's gradient differs from compiled_baseline_0 by a chosen number of
  * scaled ULP (at the tensor's scale, max |x| = 3: one ULP is 2^-22). The
  * rule makes a FAIL NOISE only with its twin bitwise, no random op in its
- * graphs, and every tensor within 16x max(rho, 1), rho being the graphs
+ * graphs (or each drawn op by op as the kernels draw it: compile.
+ * random_unmatched 0 in both twins), and every tensor within 16x max(rho,
+ * 1), rho being the graphs
  * baseline's distance from compiled_baseline_0. The same rule for XLA
  * (compile.codegen 2: XLA's fused HLO; the twin is the HLO compiled without
  * fusion) names XLA, and random ops do not stop it there. */
@@ -133,6 +135,36 @@ static void graphs_drawing_random_numbers_are_never_rounding(void **state)
                                        "op(s))"));
 }
 
+/* compile_evidence.py reproduces the kernels' random numbers op by op (CPU
+ * Philox from the same seeds): compile.random_unmatched 0 in both twins. */
+static void random_numbers_drawn_as_the_kernels_draw_them_leave_the_rule_to_apply(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 11, 7, 0);
+    run_record_set_attr(&f.runs[MINE], "compile.random_ops", 3);
+    run_record_set_attr(&f.runs[TWIN], "compile.random_unmatched", 0);
+    run_record_set_attr(&f.runs[GRAPHS], "compile.random_unmatched", 0);
+    struct impl_result res = judge(&f);
+    assert_int_equal(res.verdict, V_NOISE);
+    assert_non_null(strstr(res.reason, "; its graphs' 3 random op(s) drawn op by op as Inductor's kernels draw them "
+                                       "(the same Philox numbers from the same seeds)"));
+}
+
+static void random_numbers_one_twin_does_not_draw_alike_are_never_rounding(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 11, 7, 0);
+    run_record_set_attr(&f.runs[MINE], "compile.random_ops", 3);
+    run_record_set_attr(&f.runs[TWIN], "compile.random_unmatched", 0);
+    run_record_set_attr(&f.runs[GRAPHS], "compile.random_unmatched", 1); /* randn, or a GPU's generator */
+    struct impl_result res = judge(&f);
+    assert_int_equal(res.verdict, V_FAIL);
+    assert_non_null(strstr(res.reason, "[not told apart from Inductor's rounding: its graphs draw random numbers (3 "
+                                       "op(s))"));
+}
+
 static void without_the_twin_the_fail_says_what_is_missing(void **state)
 {
     (void)state;
@@ -217,6 +249,8 @@ int main(void)
         cmocka_unit_test(beyond_sixteen_times_inductors_rounding_stays_fail),
         cmocka_unit_test(graphs_op_by_op_differing_from_theirs_stays_fail),
         cmocka_unit_test(graphs_drawing_random_numbers_are_never_rounding),
+        cmocka_unit_test(random_numbers_drawn_as_the_kernels_draw_them_leave_the_rule_to_apply),
+        cmocka_unit_test(random_numbers_one_twin_does_not_draw_alike_are_never_rounding),
         cmocka_unit_test(without_the_twin_the_fail_says_what_is_missing),
         cmocka_unit_test(a_bitwise_run_is_pass_whatever_the_rounding),
         cmocka_unit_test(within_xlas_own_rounding_of_the_plain_step_is_noise_naming_xla),

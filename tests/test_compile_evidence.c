@@ -255,6 +255,67 @@ static void a_failing_run_stays_fail_whatever_the_partitioner_did(void **state)
     assert_int_equal(r.verdict, V_FAIL);
 }
 
+static void preserve_rng_state_false_inside_compiled_code_is_said_harmless(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 4, 4, 39, 3, 196608);
+    run_record_set_attr(&f.runs[1], "compile.ckpt_regions_without_rng_state", 2);
+    struct impl_result r = judge(&f);
+    assert_int_equal(r.verdict, V_PASS);
+    assert_non_null(strstr(r.reason, " [preserve_rng_state=False in 2 checkpoint region(s) that draw random numbers, "
+                                     "inside compiled code: harmless, the partitioner saves each random op's output "
+                                     "or recomputes it from the seed it saved"));
+}
+
+static void preserve_rng_state_false_is_not_called_harmless_on_a_fail(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f, 4, 4, 39, 3, 196608);
+    run_record_set_attr(&f.runs[1], "compile.ckpt_regions_without_rng_state", 2);
+    struct run_tensor *w = (struct run_tensor *)run_record_find(&f.runs[1], "steps/1/grads/w");
+    ((float *)w->t.data)[2] = 3.5f;
+    struct impl_result r = judge(&f);
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_null(strstr(r.reason, "harmless"));
+}
+
+/* "mine" ran Inductor's kernels (codegen 1) and FAILs against a baseline
+ * with no compile evidence (the eager baseline_0's kind of run). */
+static struct impl_result compiled_fail_against(int base_codegen)
+{
+    struct fixture f;
+    setup(&f, 4, 4, 39, 3, 196608);
+    run_record_free(&f.runs[0]);
+    make_run(&f.runs[0], "compiled_baseline_0");
+    if (base_codegen >= 0)
+        run_record_set_attr(&f.runs[0], "compile.codegen", base_codegen);
+    run_record_set_attr(&f.runs[1], "compile.codegen", 1);
+    struct run_tensor *w = (struct run_tensor *)run_record_find(&f.runs[1], "steps/1/grads/w");
+    ((float *)w->t.data)[2] += 3.0f / 4194304.0f; /* one ULP */
+    return judge(&f);
+}
+
+static void compiled_run_failing_against_the_eager_baseline_says_what_to_pass(void **state)
+{
+    (void)state;
+    struct impl_result r = compiled_fail_against(-1);
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, " [compiled, and judged against the eager baseline only: the compiler's rounding "
+                                     "cannot be told apart from the checkpoint here; pass baselines={\"compiled\": "
+                                     "Run(prepare=<the plain model compiled the same way>)} and Run(..., "
+                                     "against=\"compiled\")"));
+}
+
+static void compiled_run_failing_against_its_compiled_family_says_nothing_of_it(void **state)
+{
+    (void)state;
+    struct impl_result r = compiled_fail_against(1);
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_null(strstr(r.reason, "judged against the eager baseline only"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -272,6 +333,10 @@ int main(void)
         cmocka_unit_test(measured_end_of_forward_bytes_go_beside_the_evidence),
         cmocka_unit_test(run_without_compile_evidence_is_judged_as_before),
         cmocka_unit_test(a_failing_run_stays_fail_whatever_the_partitioner_did),
+        cmocka_unit_test(preserve_rng_state_false_inside_compiled_code_is_said_harmless),
+        cmocka_unit_test(preserve_rng_state_false_is_not_called_harmless_on_a_fail),
+        cmocka_unit_test(compiled_run_failing_against_the_eager_baseline_says_what_to_pass),
+        cmocka_unit_test(compiled_run_failing_against_its_compiled_family_says_nothing_of_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

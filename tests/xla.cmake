@@ -6,7 +6,8 @@
 set(XLA_OUT ${CMAKE_BINARY_DIR}/xla)
 set(XLA_ENV "CKPT_VERIFY=$<TARGET_FILE:ckpt-verify>")
 # name | case | run | verdict | reason regex | keep barriers (1) or XLA:CPU's default pipeline (0)
-#   [| verify()'s noise_runs, when not its default 4: fewer re-runs of a run that differs]
+#   [| verify()'s noise_runs, when not its default 4: fewer re-runs of a run that differs
+#    [| --as-lambdas: the case given as lambdas, as a script written in one go gives it]]
 set(XLA_TESTS
   "torch_xla_checkpoint_passes_when_xla_keeps_its_barriers|xla_cse|torch_xla_checkpoint|PASS|recompute kept by XLA in 4 region[(]s[)]: [0-9]+ op[(]s[)] marked as recompute after optimization, 84 traced.* temp buffers 0[.][0-9]+x baseline|1"
   "default_pipeline_expands_torch_xla_barriers_and_hoists_the_recompute|xla_cse|torch_xla_checkpoint|MEMFAIL|recompute survives XLA's optimization [(][0-9]+ op[(]s[)] marked as recompute after it, 84 traced[)], but nothing is saved.*scheduled the recompute of 3 region.*4 before optimization, 0 after|0"
@@ -23,6 +24,7 @@ set(XLA_TESTS
   "autocast_planted_no_replay_fails|xla_autocast|planted_no_autocast_replay|FAIL|^(differs in [0-9]+ of [0-9]+ attempts[^:]*: )?steps/1/grads/|1"
   "autocast_torch_xla_checkpoint_replays_bf16_autocast|xla_autocast|torch_xla_checkpoint|PASS|bitwise identical|1"
   "norm_tanh_torch_xla_checkpoint_differs_by_xlas_rounding_only|xla_norm_tanh|torch_xla_checkpoint|NOISE|^XLA's rounding, not the checkpoint: the same HLO compiled without XLA's fusion [(]torch_xla_checkpoint_graphs[)] is bitwise identical to baseline_graphs_baseline_0, and every tensor lies within 16x max[(]rho, 1[)] of baseline_0 in all 2 attempts.*max scaled ULP [0-9.]+|1|1"
+  "norm_tanh_torch_xla_checkpoint_given_as_lambdas_is_noise_by_its_twin|xla_norm_tanh|torch_xla_checkpoint|NOISE|^XLA's rounding, not the checkpoint: the same HLO compiled without XLA's fusion [(]torch_xla_checkpoint_graphs[)] is bitwise identical to baseline_graphs_baseline_0|1|1|--as-lambdas"
   "dropout_without_rng_replay_is_not_xlas_rounding|xla_dropout|planted_no_rng_replay|FAIL|^(differs in [0-9]+ of [0-9]+ attempts[^:]*: )?steps/1/grads/.*not XLA's rounding: the same HLO compiled without XLA's fusion [(]planted_no_rng_replay_graphs[)] differs from baseline_graphs_baseline_0 too [(]FAIL[)]|1|0"
 )
 foreach(spec ${XLA_TESTS})
@@ -41,6 +43,10 @@ foreach(spec ${XLA_TESTS})
   if(n_parts GREATER 6)
     list(GET parts 6 noise_runs)
     list(APPEND extra --noise-runs ${noise_runs})
+  endif()
+  if(n_parts GREATER 7)
+    list(GET parts 7 how)
+    list(APPEND extra ${how})
   endif()
   add_test(NAME xla.${name}
     COMMAND ${CMAKE_SOURCE_DIR}/tests/xla/run.sh ${CMAKE_SOURCE_DIR}/tests/xla/check_xla_case.py

@@ -134,20 +134,53 @@ static void unrecorded(const struct run_record *run, struct impl_result *res)
         return;
     char text[RESULT_TEXT_MAX];
     snprintf(text, sizeof text,
-             " [torch.compile: %.0f compiled region call(s) ran with a backend that records no evidence (torch.compile's "
-             "default or another): what its partitioner saved and recomputed is not judged; compile with "
-             "backend=ckpt_verify.compile_evidence.backend(\"inductor\") to have it judged]",
+             " [torch.compile: %.0f compiled region call(s) ran with a backend whose graphs are not read (only "
+             "Inductor's, torch.compile's default, and aot_eager's are): what its partitioner saved and recomputed "
+             "is not judged]",
              calls);
     append(res, text);
 }
 
+/* A checkpoint Dynamo traced with preserve_rng_state=False around random
+ * ops: inside compiled code the partitioner saves a random op's output or
+ * recomputes it from the seed it saved, so nothing new is drawn. */
+static void rng_state(const struct run_record *run, struct impl_result *res)
+{
+    double regions = attr(run, "compile.ckpt_regions_without_rng_state");
+    if (isnan(regions) || regions <= 0 || !(res->verdict == V_PASS || res->verdict == V_NOISE))
+        return;
+    char text[RESULT_TEXT_MAX];
+    snprintf(text, sizeof text,
+             " [preserve_rng_state=False in %.0f checkpoint region(s) that draw random numbers, inside compiled "
+             "code: harmless, the partitioner saves each random op's output or recomputes it from the seed it "
+             "saved, so the recompute draws no new numbers]",
+             regions);
+    append(res, text);
+}
+
+/* A compiled run judged against the eager baseline alone: its compiler's
+ * rounding cannot be told apart from the checkpoint there. */
+static void no_family(const struct run_record *base, const struct run_record *run, struct impl_result *res)
+{
+    int compiled = attr(run, "compile.codegen") == 1 || attr(run, "compile.unrecorded_region_calls") > 0;
+    int base_compiled = !isnan(attr(base, "compile.codegen")) || !isnan(attr(base, "compile.unrecorded_region_calls"));
+    if (!compiled || base_compiled || res->verdict != V_FAIL || run->twin_of[0])
+        return;
+    append(res, " [compiled, and judged against the eager baseline only: the compiler's rounding cannot be told "
+                "apart from the checkpoint here; pass baselines={\"compiled\": Run(prepare=<the plain model compiled "
+                "the same way>)} and Run(..., against=\"compiled\") (docs/compile.md)]");
+}
+
 void compile_evidence_judge(const struct run_record *base, const struct run_record *run, struct impl_result *res)
 {
-    if (!run->outcome[0])
+    if (!run->outcome[0]) {
         unrecorded(run, res);
+        no_family(base, run, res);
+    }
     if (isnan(attr(run, "compile.ckpt_regions")) || run->outcome[0])
         return;
     judge_rules(base, run, res);
     held(base, run, res);
     measured(run, res);
+    rng_state(run, res);
 }

@@ -131,10 +131,10 @@ static void apply_observability(const struct run_record *run, struct impl_result
         char was[RESULT_TEXT_MAX];
         snprintf(was, sizeof was, "%s", res->reason);
         res->verdict = V_NOT_OBSERVABLE;
-        snprintf(res->reason, sizeof res->reason, "planted bug cannot show here (%.200s); the run matched: %.300s", why,
+        snprintf(res->reason, sizeof res->reason, "planted bug cannot show here (%s); the run matched: %s", why,
                  was);
     } else if (res->verdict == V_FAIL) {
-        snprintf(res->reason + len, sizeof res->reason - len, " [its rule said it could not show here: %.200s]", why);
+        snprintf(res->reason + len, sizeof res->reason - len, " [its rule said it could not show here: %s]", why);
     }
 }
 
@@ -630,7 +630,7 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
         snprintf(res->reason, sizeof res->reason, "%s", run->message);
     } else if (strcmp(run->outcome, RUN_OUTCOME_CHECK_FAILED) == 0) {
         res->verdict = V_FAIL;
-        snprintf(res->reason, sizeof res->reason, "the checkpoint's own check failed: %.400s", run->message);
+        snprintf(res->reason, sizeof res->reason, "the checkpoint's own check failed: %s", run->message);
         snprintf(res->first_divergence, sizeof res->first_divergence, "%s", run->message);
         snprintf(res->op_log, sizeof res->op_log, "%s", run->op_log);
     } else if ((st = judge_tensors(c, baselines, nb, reruns, n_reruns, run, res))) {
@@ -647,7 +647,7 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
         if (violated) {
             /* The same work with the right gradients: what breaks is what
              * hangs on the run beyond them, and its figures stand. */
-            snprintf(res->reason, sizeof res->reason, "gradients %s %s, but %.440s",
+            snprintf(res->reason, sizeof res->reason, "gradients %s %s, but %s",
                      res->verdict == V_PASS ? "bitwise identical to" : "within the kernels' noise of", base_name, why);
             snprintf(res->first_divergence, sizeof res->first_divergence, "%s", where);
             res->verdict = V_FAIL;

@@ -29,7 +29,13 @@
  * agree): each stored tensor may load at most budget / this many bytes. */
 #define JUDGE_TENSORS_HELD 4
 
-#define RESULT_TEXT_MAX 512
+/* A verdict's reason joins texts of its own (figures, findings, notes),
+ * the run's message and the report's strings (RUN_TEXT_MAX each): room
+ * for all of them, so no reason is ever cut (summary.json, JUnit,
+ * report.html and ckpt_verify's Verdict.reason carry it whole). */
+#define RESULT_TEXT_MAX 8192
+/* first_divergence: a tensor's path and what differs there. */
+#define RESULT_WHERE_MAX 512
 
 /* One tensor that differs from baseline_0, as the envelope judged it: its
  * distance at its scale (scaled ULP; INFINITY for NaN/Inf or a broken
@@ -48,7 +54,7 @@ struct impl_result {
     enum verdict verdict;
     int expected;                 /* verdict allowed by the case */
     char reason[RESULT_TEXT_MAX];
-    char first_divergence[RESULT_TEXT_MAX]; /* "steps/1/grads/l0.weight [3, 5] (...)" or "" */
+    char first_divergence[RESULT_WHERE_MAX]; /* "steps/1/grads/l0.weight [3, 5] (...)" or "" */
     /* The run's op_log when the checkpoint's own check failed (run_record.h):
      * forward's and recompute's ops side by side, several lines; or "". */
     char op_log[RUN_OP_LOG_MAX];

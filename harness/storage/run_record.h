@@ -41,7 +41,9 @@ struct run_attr {
  * against, for producers whose plain runs differ from the harness's. */
 #define RUN_OUTCOME_ERROR "error"
 #define RUN_OUTCOME_CHECK_FAILED "check_failed"
-#define RUN_TEXT_MAX 512
+/* A run's strings (message, warning, noise cause, memory statement ...)
+ * as its producer wrote them: room enough that none is cut (issue 48). */
+#define RUN_TEXT_MAX 8192
 #define RUN_ROLE_PLAIN "plain"
 #define RUN_ROLE_REFERENCE "reference"
 #define RUN_ROLE_PLANTED_BUG "planted_bug"

@@ -62,9 +62,21 @@ The contract:
   the kernels (no C++: seconds), its evidence recorded as its own region
   with `compile.codegen` 0 (1 for Inductor's kernels, 0 for aot_eager).
   The judge's rounding rule (docs/compile.md) compares the two.
+- Inside `intercepting()` (verify() trains inside it), Dynamo's own call
+  of its backend (OutputGraph.call_user_compiler) is handed the Backend
+  that compiles as the user's backend does when recording_backend()
+  recognizes it: torch.compile's Inductor (the default, by name, any mode
+  and options: its config patches kept), the registered "inductor" and
+  "aot_eager". So torch.compile(fn), torch.compile(module) and
+  Module.compile() are recorded as the user wrote them.
+- Inductor's graphs run op by op draw what its C++ kernels draw:
+  inductor_seeds as the kernels draw them (kernel_seeds) and
+  inductor_random(..., "rand") as Philox from those seeds (kernel_rand);
+  the random ops left otherwise are `compile.random_unmatched`.
+- Checkpoint regions Dynamo traced with preserve_rng_state=False around
+  random ops are `compile.ckpt_regions_without_rng_state`.
 - A step that ran compiled regions no Backend of this module compiled
-  (torch.compile(model) with its default backend, or any other) is never
-  silent: the count of their calls in the last forward (CompiledFunction
+  (another backend than those above) is never silent: the count of their calls in the last forward (CompiledFunction
   nodes in the loss's autograd graph, beyond this module's) is
   `compile.unrecorded_region_calls`, and the judge says no evidence was
   recorded and how to get it.
@@ -123,6 +135,8 @@ class Region:
     random_ops_backward: int = 0       # ... backward ops (a recompute drawing again)
     codegen: bool = False              # Inductor's generated kernels run it (else its graphs, op by op)
     twin_of: int = 0                   # for Inductor's graphs run op by op: the region of its kernels
+    random_unmatched: int = -1         # random ops its op-by-op twin does not draw as the kernels do (-1: no twin)
+    ckpt_no_rng_state: int = 0         # checkpoint regions with preserve_rng_state=False that draw random numbers
 
 
 _REGIONS: dict[int, Region] = {}
@@ -159,6 +173,36 @@ def read_joint(region: Region, joint: torch.fx.GraphModule) -> None:
             region.ckpt_regions.add(node.meta.get("ac_graph_id", 0))
         elif node.op == "call_function" and _tag(node) == "MUST_SAVE":
             region.must_save.add(node.name)
+
+
+def read_dynamo_graph(region: Region, gm: torch.fx.GraphModule) -> None:
+    """The checkpoint regions Dynamo traced with preserve_rng_state=False
+    whose body draws random numbers (dropout): inside compiled code the
+    partitioner saves a random op's output or recomputes it from the seed
+    it saved, so the recompute draws nothing new (docs/compile.md)."""
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or "tag_activation_checkpoint" not in str(node.target):
+            continue
+        if node.kwargs.get("preserve_rng_state", True) is not False or not node.args:
+            continue
+        body = node.args[0]
+        if body.op == "get_attr":
+            sub = getattr(gm, body.target, None)
+            if isinstance(sub, torch.fx.GraphModule) and _draws(sub):
+                region.ckpt_no_rng_state += 1
+
+
+def _draws(gm: torch.fx.GraphModule) -> bool:
+    """Whether a Dynamo (sub)graph calls a random op or module (dropout)."""
+    for node in gm.graph.nodes:
+        name = str(getattr(node.target, "__name__", node.target)).lower()
+        if node.op in ("call_function", "call_method", "call_module") and any(r in name for r in _RANDOM):
+            return True
+        if node.op == "get_attr":
+            sub = getattr(gm, node.target, None)
+            if isinstance(sub, torch.fx.GraphModule) and sub is not gm and _draws(sub):
+                return True
+    return False
 
 
 _RANDOM = ("rand", "bernoulli", "native_dropout", "dropout", "inductor_random", "inductor_seeds", "randint",
@@ -302,6 +346,9 @@ class Collection:
             "compile.recompute_ops_untagged": sum(r.recompute_untagged for r in regions),
             "compile.policy_must_save_ops": sum(len(r.must_save) for r in regions),
             "compile.policy_must_save_recomputed": sum(r.must_save_recomputed for r in regions),
+            "compile.ckpt_regions_without_rng_state": sum(r.ckpt_no_rng_state for r in regions),
+            **({"compile.random_unmatched": sum(r.random_unmatched for r in regions)}
+               if all(r.random_unmatched >= 0 for r in regions) else {}),
             **({"compile.hooked_saved_tensors": self.hooked[0], "compile.hooked_saved_bytes": self.hooked[1]}
                if self.measure else {}),
             **unrecorded,
@@ -418,6 +465,7 @@ class Backend:
         region = Region(next(_IDS), self.name, _name(part), cfg.activation_memory_budget, bool(cfg.cse),
                         codegen=self.name == "inductor")
         region.state_inputs = _state_inputs(gm, example_inputs)
+        read_dynamo_graph(region, gm)
         _REGIONS[region.id] = region
         for col in _ACTIVE:
             col.compiled.add(region.id)
@@ -487,6 +535,69 @@ def graphs_without_codegen() -> Iterator[None]:
         _OP_BY_OP.pop()
 
 
+_INT64 = torch.iinfo(torch.int64)
+_MASK32 = 0xFFFFFFFF
+# at::Philox4_32 (ATen/core/PhiloxRNGEngine.h), as Inductor's C++ kernels call it
+_PHILOX_10A, _PHILOX_10B, _PHILOX_SA, _PHILOX_SB = 0x9E3779B9, 0xBB67AE85, 0xD2511F53, 0xCD9E8D57
+_UNIFORM_SCALE = 4.6566127342e-10  # uint32_to_uniform_float's (cpp_prefix.h)
+
+
+def kernel_seeds(count: int, device: torch.device) -> torch.Tensor:
+    """inductor_seeds as Inductor's kernels draw them (ir.RandomSeeds:
+    aten.randint.low_out over int64's whole range, from the default
+    generator), not as the prim's eager implementation does
+    (randint(2**63 - 1)): the same draw from the same generator."""
+    out = torch.empty(count, dtype=torch.int64, device=device)
+    return torch.ops.aten.randint.low_out(_INT64.min, _INT64.max, [count], out=out)
+
+
+def kernel_rand(size: list, seed: torch.Tensor, mode: str) -> torch.Tensor:
+    """inductor_random(size, seed, "rand") as Inductor's C++ kernels compute
+    it (normalized_rand_cpu in cpp_prefix.h): element i is the first word
+    of Philox4x32-10 with key (uint32 of the seed, 0) and counter
+    (i, 0, 0, 0), its low 31 bits times 4.6566127342e-10 in float32. The
+    prim's eager implementation draws torch.rand from the default
+    generator instead, whose masks are not the kernels'."""
+    import numpy as np
+    n = 1
+    for d in size:
+        n *= int(d)
+    ctr = [np.arange(n, dtype=np.uint64), np.zeros(n, np.uint64), np.zeros(n, np.uint64), np.zeros(n, np.uint64)]
+    k0, k1 = np.uint64(int(seed) & _MASK32), np.uint64(0)  # the kernel takes the seed as uint32_t
+    mask = np.uint64(_MASK32)
+    for r in range(10):
+        p0, p1 = np.uint64(_PHILOX_SA) * ctr[0], np.uint64(_PHILOX_SB) * ctr[2]  # exact: 32 x 32 bits fit 64
+        ctr = [(p1 >> np.uint64(32)) ^ ctr[1] ^ k0, p1 & mask, (p0 >> np.uint64(32)) ^ ctr[3] ^ k1, p0 & mask]
+        if r < 9:
+            k0, k1 = (k0 + np.uint64(_PHILOX_10A)) & mask, (k1 + np.uint64(_PHILOX_10B)) & mask
+    values = (ctr[0] & np.uint64(0x7FFFFFFF)).astype(np.float32) * np.float32(_UNIFORM_SCALE)
+    return torch.from_numpy(values).reshape([int(d) for d in size])
+
+
+def _draw_as_kernels(graph: torch.fx.GraphModule) -> int:
+    """Rewrites a partitioned graph's random ops to draw what Inductor's C++
+    kernels draw from the same generator (kernel_seeds, kernel_rand), so the
+    graph run op by op compares like with like with the kernels. Returns
+    the random ops left as they are (another device, randn, randint: their
+    kernels' numbers are not reproduced here)."""
+    prims = torch.ops.prims
+    left = 0
+    for node in graph.graph.nodes:
+        if node.op != "call_function":
+            continue
+        val = node.meta.get("val")
+        cpu = isinstance(val, torch.Tensor) and val.device.type == "cpu"
+        if node.target is prims.inductor_seeds.default and cpu:
+            node.target = kernel_seeds
+        elif node.target is prims.inductor_random.default and cpu and len(node.args) == 3 and node.args[2] == "rand" \
+                and not node.kwargs:
+            node.target = kernel_rand
+        elif any(r in _op_name(node).split(".")[0] for r in _RANDOM):
+            left += 1
+    graph.recompile()
+    return left
+
+
 def _graphs_op_by_op(source: Region, gm: torch.fx.GraphModule, example_inputs: Any, options: dict) -> tuple:
     """(region, forward): `gm` compiled by Inductor up to its inner_compile,
     which returns each partitioned graph itself, run op by op; its evidence
@@ -496,10 +607,13 @@ def _graphs_op_by_op(source: Region, gm: torch.fx.GraphModule, example_inputs: A
     region = Region(next(_IDS), source.backend, source.partitioner, source.activation_memory_budget,
                     source.cse, twin_of=source.id)
     region.state_inputs = source.state_inputs
+    region.ckpt_no_rng_state = source.ckpt_no_rng_state
     _REGIONS[region.id] = region
 
     def inner(graph: torch.fx.GraphModule, inputs: Any, **kwargs: Any) -> Any:
         (read_backward if kwargs.get("is_backward") else read_forward)(region, graph)
+        left = _draw_as_kernels(graph)
+        region.random_unmatched = max(region.random_unmatched, 0) + left
         return make_boxed_func(graph.forward)
     with _joint_pass(region), torch._functorch.config.patch(enable_autograd_cache=False):
         return region, compile_fx.compile_fx(gm, example_inputs, inner_compile=inner, config_patches=options)
@@ -514,7 +628,7 @@ def backend(name: str = "aot_eager", partition_fn: Callable | None = None, optio
     torch._inductor.config settings for "inductor" (as torch.compile's
     own options=). The same arguments give the same Backend (Dynamo's cache
     guards on it)."""
-    key = (name, partition_fn, tuple(sorted((options or {}).items())))
+    key = (name, partition_fn, tuple(sorted((k, repr(v)) for k, v in (options or {}).items())))
     if key not in _BACKENDS:
         _BACKENDS[key] = Backend(name, partition_fn, options)
     return _BACKENDS[key]
@@ -555,3 +669,96 @@ def recomputing_must_save(partition_fn: Callable | None = None) -> Callable:
         return inner(joint, joint_inputs, **kwargs)
     partition.__qualname__ = f"recomputing_must_save({_name(inner)})"
     return partition
+
+
+# -- torch.compile as the user wrote it ----------------------------------------
+
+def _innermost(fn: Any) -> Any:
+    """The backend under Dynamo's wrappers (WrapBackendDebug and the like
+    keep it as _torchdynamo_orig_backend, torch 2.0 on)."""
+    for _ in range(16):
+        inner = getattr(fn, "_torchdynamo_orig_backend", None)
+        if inner is None or inner is fn:
+            break
+        fn = inner
+    return fn
+
+
+def recording_backend(compiler_fn: Any) -> Backend | None:
+    """The Backend that compiles exactly as `compiler_fn` (the backend a
+    torch.compile call handed Dynamo) does and records its evidence, or
+    None: for Inductor as torch.compile makes it (the default backend, or
+    backend="inductor", with its mode's and options' config patches), the
+    registered "inductor" and "aot_eager" backends; None for a Backend of
+    this module (it records already) and for any other backend, whose
+    partitioned graphs are not read (its calls are still counted:
+    compile.unrecorded_region_calls)."""
+    inner = _innermost(compiler_fn)
+    if isinstance(inner, Backend):
+        return None
+    wrapper = getattr(torch, "_TorchCompileInductorWrapper", None)
+    if wrapper is not None and type(inner) is wrapper:  # not its AOTInductor subclass
+        return backend("inductor", options=dict(inner.config))
+    if getattr(inner, "compiler_name", None) == "aot_eager" and not getattr(inner, "kwargs", None):
+        return backend("aot_eager")
+    try:
+        from torch._dynamo.backends.registry import lookup_backend
+        registered = {name: lookup_backend(name) for name in BACKENDS}
+    except Exception:  # a torch without these names registered: nothing to recognize
+        return None
+    for name, fn in registered.items():
+        if inner is fn or getattr(inner, "compiler_fn", None) is fn and not getattr(inner, "kwargs", None):
+            return backend(name)
+    return None
+
+
+_INTERCEPTING: list[bool] = []
+
+
+@contextlib.contextmanager
+def intercepting() -> Iterator[None]:
+    """Inside the block, every graph Dynamo compiles for a backend that
+    recording_backend() recognizes is compiled by the matching Backend
+    instead: the same compilation (its partitioner, Inductor's options and
+    mode), its evidence recorded, whatever the user wrote (torch.compile(fn),
+    torch.compile(module), Module.compile(), by name or the default). The
+    hook is Dynamo's own call of its backend, OutputGraph.call_user_compiler
+    (torch 2.0 on; its arguments differ between versions and are passed
+    through): the backend object Dynamo guards on is not touched, so
+    nothing recompiles because of it. A torch without it records only what
+    compile_evidence.backend() compiles."""
+    try:
+        from torch._dynamo.output_graph import OutputGraph
+    except ImportError:
+        OutputGraph = None
+    original = getattr(OutputGraph, "call_user_compiler", None)
+    if original is None or _INTERCEPTING:
+        _INTERCEPTING.append(True)
+        try:
+            yield
+        finally:
+            _INTERCEPTING.pop()
+        return
+
+    @functools.wraps(original)
+    def call_user_compiler(self: Any, *args: Any, **kwargs: Any) -> Any:
+        users = self.compiler_fn
+        # A graph Dynamo compiles inside the autograd engine's backward is
+        # compiled autograd's capture of a backward, not a forward region.
+        in_backward = torch._C._current_graph_task_id() != -1
+        recorded = None if in_backward else recording_backend(users)
+        if recorded is None:
+            return original(self, *args, **kwargs)
+        self.compiler_fn = recorded
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            self.compiler_fn = users
+
+    OutputGraph.call_user_compiler = call_user_compiler
+    _INTERCEPTING.append(True)
+    try:
+        yield
+    finally:
+        _INTERCEPTING.pop()
+        OutputGraph.call_user_compiler = original

@@ -140,7 +140,7 @@ def twin_texts(recorder: Recorder, key: str, run_name: str) -> dict:
     from eager than its plain compiled step is."""
     group = recorder.file.get(f"runs/{family(key)}_0/compile")
     backend = attr_text(group.attrs["backend"]) if group is not None and "backend" in group.attrs else "torch.compile"
-    # Short: the judge's reason holds 511 bytes, and the figures and the
+    # Short, to be read: the figures and the
     # compile evidence follow this text.
     cause = (f"this run under {backend} vs eager ({mixed_family(key)}_<k>: the eager baselines and the plain step "
              f"under {backend}, a different compiler whose rounding differs by construction): no further from eager "
@@ -154,7 +154,7 @@ def train_with_evidence(train: Callable, spec, run: Run, writer: RunWriter, meas
     added to the run's attributes, also when the run raised; with
     `measure` (a family's run), the saved tensors its steps pack too."""
     try:
-        with compile_evidence.collect(measure) as col:
+        with compile_evidence.collect(measure) as col, compile_evidence.intercepting():
             step = run.step
             run.step = col.step(step)  # the same Run (warm-ups are kept per Run), its step bracketed
             try:

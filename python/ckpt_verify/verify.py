@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from . import compile_evidence, families
+from . import compile_evidence, compile_family, families
 from . import judge as judge_mod
 from . import progress as progress_mod
 from .adapters import Skipped
@@ -245,6 +245,9 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
     # not judge a twin whose run's own verdict is not PASS or NOISE (twin_of,
     # judge.c), and a twin against eager can claim NOISE at best.
     runs = {run: (fn if isinstance(fn, (Run, Skipped)) else Run(step=fn)) for run, fn in runs.items()}
+    if world_size is None and dev.type != "xla":
+        # A compiled run with no family: the baseline step under its compile calls (compile_family.py).
+        fams.update(compile_family.add_families(model_fn, runs, fams, expect))
     for fn in [*runs.values(), *fams.values()]:
         if isinstance(fn, Run) and fn.step is None:
             fn.step = baseline.step

@@ -6,8 +6,10 @@ give RUN its verdict, and checks it is VERDICT and that the judge's reason
 matches REGEX. --keep-barriers runs XLA with its pass cse_barrier_expander
 disabled (XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander), so the
 opt-barriers last until scheduling (docs/xla.md). --noise-runs: verify()'s
-re-runs of a run that differs (default 4). Exit 0 when both hold, 1
-when not."""
+re-runs of a run that differs (default 4). --as-lambdas gives model_fn,
+the baseline and the run as lambdas around the example's functions, as a
+script written in one go does (the unfused twin's child process gets them
+by cloudpickle). Exit 0 when both hold, 1 when not."""
 import argparse
 import os
 import re
@@ -27,6 +29,7 @@ def main():
     ap.add_argument("--out-dir", default=None)
     ap.add_argument("--keep-barriers", action="store_true")
     ap.add_argument("--noise-runs", type=int, default=4)
+    ap.add_argument("--as-lambdas", action="store_true")
     args = ap.parse_args()
     if args.keep_barriers:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + KEEP_BARRIERS).strip()
@@ -36,11 +39,19 @@ def main():
 
     import ckpt_verify
     model_fn, baseline, runs, _ = ex.CASES[args.case]
+    run = runs[args.run]
+    if args.as_lambdas:
+        model_fn, baseline = (lambda make: lambda: make())(model_fn), (lambda fn: lambda m, b: fn(m, b))(baseline)
+        if isinstance(run, ckpt_verify.Run):
+            run = ckpt_verify.Run(prepare=run.prepare and (lambda fn: lambda m: fn(m))(run.prepare),
+                                  step=run.step and (lambda fn: lambda m, b: fn(m, b))(run.step))
+        else:
+            run = (lambda fn: lambda m, b: fn(m, b))(run)
     out_dir = args.out_dir or tempfile.mkdtemp(prefix="ckpt_verify_xla.")
     os.makedirs(out_dir, exist_ok=True)
     out = os.path.join(out_dir, f"{args.case}_{args.run}.h5")
     expect = {args.run: args.verdict} if args.verdict not in ("PASS", "NOISE") else None
-    report = ckpt_verify.verify(model_fn, ex.batch_fn, {args.run: runs[args.run]}, baseline=baseline,
+    report = ckpt_verify.verify(model_fn, ex.batch_fn, {args.run: run}, baseline=baseline,
                                 device="xla", out=out, name=f"{args.case}_{args.run}", expect=expect,
                                 noise_runs=args.noise_runs)
     print(report.table.rstrip())

@@ -244,9 +244,9 @@ def _cause(errors):
     return min(errors, key=lambda r: (errors[r][2] if errors[r][2] is not None else float("inf"), r))
 
 
-def _short(text, limit=500):
-    """The judge keeps 511 bytes of a message: the whole text stays in the
-    run's traceback attribute."""
+def _short(text, limit=8000):
+    """The judge keeps 8191 bytes of a message (run_record.h RUN_TEXT_MAX):
+    the whole text stays in the run's traceback attribute."""
     raw = text.encode("utf-8")
     return text if len(raw) <= limit else raw[:limit - 3].decode("utf-8", "ignore") + "..."
 
@@ -345,7 +345,7 @@ def _assemble(record, results, cfg):
         _, rank, worst = max(stated, key=lambda s: s[0])
         for key in ("memory_statement", "memory_still_held", "memory_kept"):
             if worst.get(key):
-                texts[key] = f"rank {rank}: {worst[key]}"[:500]
+                texts[key] = f"rank {rank}: {worst[key]}"[:8000]
     record.attrs.update(texts)
     record.attrs["world_size"] = cfg.world_size
     record.attrs["parallel"] = cfg.parallel

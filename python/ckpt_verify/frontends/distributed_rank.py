@@ -312,8 +312,11 @@ def train_rank(spec, cfg, run, rank, world, say):
     # DDP only (FSDP's sharded parameters and DTensors are not mapped yet).
     maps = measured and cfg.parallel == "ddp" and spec.device.type in ("cpu", "cuda")
     bases = getattr(spec, "dist_baseline_maps", None)
+    # Hooks on the plain model's named modules, not global ones (torch
+    # warns about those on every call of a torch.compile'd module).
     mapper = memory_map.MemoryMap(modules, [p for _, p in plain_params] + [b for b in model.buffers()]
-                                  + list(_tensor_leaves(batch)), saves=bases is None) if maps else None
+                                  + list(_tensor_leaves(batch)), saves=bases is None,
+                                  modules=[m for m in model.modules() if id(m) in modules]) if maps else None
     say("warm-up step: forward")
     if measured:
         settle(meter)

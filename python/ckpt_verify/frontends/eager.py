@@ -313,17 +313,20 @@ def build_model(spec, run_name):
     return model
 
 
-def prepared_model(spec, run, run_name, names=None, with_modules=False):
+def prepared_model(spec, run, run_name, names=None, with_modules=False, named=None):
     """(model to train, [(name, parameter)], [(name, buffer)]): the plain
     model after the run's prepare(), with the plain model's names. prepare()
     may wrap modules (which renames what it wraps) but must keep training
     the model's own parameters: the results are compared by name.
     with_modules=True adds [(name, module)] of the plain model, whose
-    tensor attributes are module state (module_state())."""
+    tensor attributes are module state (module_state()). `named`, a list,
+    receives the plain model's named modules (the memory map hooks them)."""
     plain = build_model(spec, run_name)
     params, buffers = list(plain.named_parameters()), [(n, b) for n, b in plain.named_buffers() if b is not None]
     if names is not None:  # {id(module): path} of the plain model, whatever prepare() wraps
         names.update((id(m), n) for n, m in plain.named_modules() if n)
+    if named is not None:
+        named.extend(m for n, m in plain.named_modules() if n)
     modules = list(plain.named_modules()) if with_modules else None
     if run.prepare is None:
         return (plain, params, buffers, modules) if with_modules else (plain, params, buffers)
@@ -576,10 +579,11 @@ def map_step(spec, run, run_name, saves):
     the compiler's own evidence instead.)"""
     meter = spec.meter
     names: dict[int, str] = {}
-    model, params, buffers = prepared_model(spec, run, run_name, names)
+    named: list = []
+    model, params, buffers = prepared_model(spec, run, run_name, names, named=named)
     seed_all(spec.seed)
     existing = [t for _, t in params] + [t for _, t in buffers] + list(tensor_leaves(spec.batches[0], "").values())
-    mapper = memory_map.MemoryMap(names, existing, saves=saves)
+    mapper = memory_map.MemoryMap(names, existing, saves=saves, modules=named)
     # Compiled code runs eagerly here: nothing is compiled under the map's
     # dispatch mode, so no compile (or its evidence, compile_evidence.py)
     # sees it; the map is then the eager meaning of the step.
@@ -597,7 +601,7 @@ def map_step(spec, run, run_name, saves):
         gc.collect()
         mapper.after_backward()
     spec.maps[id(run)] = memory_map.summarize(mapper)
-    del model, params, buffers
+    del model, params, buffers, named
 
 
 def statement_attrs(spec, run, baseline, held):

@@ -4,7 +4,9 @@ ran again. It is the expectation for a user's checkpoint, taken from the
 plain baseline and the run's own recompute, never from the code judged.
 
 A MemoryMap is a TorchDispatchMode (every op passes through unchanged)
-with global module hooks (the module stack) and, for a baseline,
+with forward hooks on each named module of the plain model (the module
+stack: per-module hooks, not global ones, which torch.compile(module)
+warns about on every call) and, for a baseline,
 saved-tensor hooks that note which module's op saved each tensor. It
 holds only weak references to storages, so it keeps nothing alive:
 
@@ -36,7 +38,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 ROOT = "(model)"   # ops outside every named module: the step function's own
-TEXT_MAX = 500     # a string attribute the judge reads holds at most 511 bytes (run_record.h)
+TEXT_MAX = 8000    # a string attribute the judge reads holds at most 8191 bytes (run_record.h RUN_TEXT_MAX)
 
 
 @dataclasses.dataclass
@@ -84,11 +86,14 @@ class MemoryMap(TorchDispatchMode):
     not named: their ops count toward the named module around them).
     existing: tensors that exist before the step (parameters, buffers,
     batch): outputs sharing their storage are not the step's.
-    saves: note who saves each tensor (saved-tensor hooks; a baseline's map)."""
+    saves: note who saves each tensor (saved-tensor hooks; a baseline's map).
+    modules: the named modules to hook (the plain model's); None hooks every
+    module through torch's global module hooks."""
 
-    def __init__(self, names: dict[int, str], existing, saves: bool = False):
+    def __init__(self, names: dict[int, str], existing, saves: bool = False, modules=None):
         super().__init__()
         self.names = names
+        self.modules = modules
         self._existing_refs = [r for r in (_storage_ref(t) for t in existing) if r is not None]
         self.existing = {r.cdata for r in self._existing_refs}
         self.stack: list[str | None] = []
@@ -151,8 +156,15 @@ class MemoryMap(TorchDispatchMode):
         return t
 
     def __enter__(self):
-        self._hooks = [nn_module.register_module_forward_pre_hook(self._pre),
-                       nn_module.register_module_forward_hook(self._post, always_call=True)]
+        if self.modules is None:
+            self._hooks = [nn_module.register_module_forward_pre_hook(self._pre),
+                           nn_module.register_module_forward_hook(self._post, always_call=True)]
+        else:
+            # Only named modules push onto the stack: a wrapper a run adds
+            # has no name, and its ops count toward the named module around
+            # it, as they do with a None on the stack for it.
+            self._hooks = [h for m in self.modules for h in (m.register_forward_pre_hook(self._pre),
+                                                             m.register_forward_hook(self._post, always_call=True))]
         if self._saves:
             self._saved_ctx = torch.autograd.graph.saved_tensors_hooks(_mark_pack(self._pack), self._unpack)
             self._saved_ctx.__enter__()
@@ -286,7 +298,7 @@ class Statement:
                 + self.input_bytes)
 
     def text(self) -> str:
-        # Within TEXT_MAX (the judge reads a run's strings up to 511 bytes).
+        # Within TEXT_MAX (the judge reads a run's strings up to 8191 bytes).
         mods = ", ".join(self.modules[:3]) + (f" and {len(self.modules) - 3} more" if len(self.modules) > 3 else "")
         if len(mods) > 160:
             mods = mods[:157] + "..."

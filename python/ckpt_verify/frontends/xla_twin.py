@@ -16,10 +16,12 @@ to the user's flags, and LLVM at --xla_backend_optimization_level=0 (an
 unfused program compiles five times faster so; what LLVM's optimization
 does to the plain step is part of rho, measured from the baseline). The
 child writes its runs to a report of its own, whose runs are then copied
-into the caller's. The case's model_fn, batches and
-steps must pickle (module-level functions do; a lambda does not): when they
-do not, no twin is trained, a line on stderr says why, and the judge's
-reason says the report has no twin (the FAIL stands).
+into the caller's. The case (model_fn, baseline, runs, batches) goes to the
+child by cloudpickle, which pickles lambdas, closures and functions of the
+calling script by value, as people write them; what even cloudpickle
+cannot take (an open file, a lock in a closure) leaves no twin, a line on
+stderr says why, and the judge's reason says the report has no twin (the
+FAIL stands).
 
 Every run of the caller records compile.codegen 2 (it ran XLA's fused HLO);
 the twins record 0, and no XLA evidence or bytes: they are compared for
@@ -35,6 +37,7 @@ import tempfile
 import time
 import traceback
 
+import cloudpickle
 import h5py
 
 from ..errors import RunError
@@ -91,7 +94,7 @@ def train_twins(spec, baseline, runs: dict, noise_runs: int, recorder: Recorder,
                "dropout_modules": getattr(spec, "dropout_modules", None), "baseline": baseline,
                "runs": runs, "noise_runs": noise_runs}
     try:
-        pickle.dumps(payload)
+        blob = cloudpickle.dumps(payload)
     except Exception as e:  # pickle raises several kinds for what it cannot take
         print(f"ckpt_verify: no unfused XLA twin for {', '.join(runs)}: the case does not pickle ({e}); "
               f"XLA's rounding cannot be told apart from the checkpoint (docs/xla.md)", file=sys.stderr)
@@ -104,7 +107,7 @@ def train_twins(spec, baseline, runs: dict, noise_runs: int, recorder: Recorder,
         os.environ["XLA_FLAGS"] = flags
         ctx = multiprocessing.get_context("spawn")
         parent_end, child_end = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(payload, flags, out, child_end))
+        proc = ctx.Process(target=_child, args=(blob, flags, out, child_end))
         proc.start()
         child_end.close()
         started = time.monotonic()
@@ -144,11 +147,12 @@ def _datasets(group: h5py.Group) -> list:
     return found
 
 
-def _child(payload: dict, flags: str, out: str, conn) -> None:
+def _child(blob: bytes, flags: str, out: str, conn) -> None:
     """The twins, in a process whose XLA client starts with the twin's flags:
     set again here, since the script that called verify() was imported anew
     to start this process, and may set XLA_FLAGS as it is imported."""
     try:
+        payload = pickle.loads(blob)  # cloudpickle's output: plain pickle reads it, cloudpickle imported
         from . import xla
         if xla._runtime_started():
             raise RuntimeError("XLA's client started while the case was imported, before the twins' XLA_FLAGS "
