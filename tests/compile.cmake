@@ -17,6 +17,11 @@ foreach(case nonreentrant dropout policies plain_inductor dropout_inductor)
     COMMAND ${CKPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/compile/compile_cases.py ${case} ${COMPILE_OUT}/${case})
   set_tests_properties(compile.${case} PROPERTIES LABELS "compile" ENVIRONMENT "${COMPILE_ENV}" TIMEOUT 240)
 endforeach()
+# Inductor's C++ compile from a cold cache dominates these two (plain_inductor
+# measured 153 to 240 s with the machine's two cores shared): a wide limit,
+# so that a loaded CI machine is slow, not red. The label's time is
+# measured, not enforced here (docs/compile.md).
+set_tests_properties(compile.plain_inductor compile.dropout_inductor PROPERTIES TIMEOUT 900)
 # pytorch #143176, compiled autograd around an eager checkpoint's backward:
 # Dynamo recompiles the pieces of each captured backward (about a minute
 # here), so it has its own label, outside `compile`'s 4 minutes.
