@@ -375,9 +375,10 @@ def _train_all(spec, baseline, runs, noise_runs, recorder, cfg=None, against_sin
 def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single, fams):
     train = _frontend_train(spec.device)
     _train_baseline(spec, baseline, 0, recorder, train)
-    if "map" in spec.baseline_memory:  # every run's memory statement is drawn from it
-        write_map(recorder.file, spec.baseline_memory["map"], _baseline_name(0))
     second = _train_baseline(spec, baseline, 1, recorder, train)
+    if "map" in spec.baseline_memory:  # every run's memory statement is drawn from it
+        write_map(recorder.file, spec.baseline_memory["map"], _baseline_name(1),
+                  "step 1 (recorded)" if "steps" in spec.baseline_memory else "an unrecorded eager step, batch 1")
     check_same_tensors(recorder, _baseline_name(0), _baseline_name(1))
     singles = [_baseline_name(0), _baseline_name(1)]
     if not second.identical:
