@@ -151,6 +151,26 @@ static const struct run_record *fastest_baseline(const struct run_record *runs, 
     return best;
 }
 
+/* A user's run's memory figures (judge.h), from its statement's attributes. */
+static void user_figures(const struct run_record *run, struct impl_result *res)
+{
+    res->stated_end_forward_bytes = run_record_attr(run, "memory.stated_end_forward_bytes");
+    res->judged_held_bytes = run_record_attr(run, "memory.judged_held_bytes");
+    if (isnan(res->judged_held_bytes) && !isnan(res->stated_end_forward_bytes))
+        res->judged_held_bytes = run_record_attr(run, "memory.end_forward_bytes");
+    double step = run_record_attr(run, "memory.judged_step"), ops = run_record_attr(run, "memory.recomputed_ops");
+    res->memory_step = isnan(step) ? (isnan(res->stated_end_forward_bytes) ? -1 : 1) : (int)step;
+    res->memory_recomputed_ops = isnan(ops) ? -1 : (int)ops;
+    snprintf(res->memory_extra, sizeof res->memory_extra, "%s", run->memory_extra);
+    snprintf(res->memory_state, sizeof res->memory_state, "%s", run->memory_state);
+    if (run_record_attr(run, "memory.control") == 1)
+        snprintf(res->memory_judged, sizeof res->memory_judged, "control");
+    else if (!isnan(res->stated_end_forward_bytes))
+        snprintf(res->memory_judged, sizeof res->memory_judged, "judged");
+    else if (strncmp(run->memory_statement, USER_MEMORY_NOT_JUDGED, strlen(USER_MEMORY_NOT_JUDGED)) == 0)
+        snprintf(res->memory_judged, sizeof res->memory_judged, "%s", run->memory_statement);
+}
+
 static void run_figures(const struct run_record *runs, int n, const char *family, const struct run_record *base,
                         const struct run_record *run, struct impl_result *res)
 {
@@ -167,6 +187,7 @@ static void run_figures(const struct run_record *runs, int n, const char *family
     res->step_ms = step_ms(run);
     double count = run_record_attr(run, "recompute.count");
     res->recomputes = isnan(count) ? 0 : (int)count;
+    user_figures(run, res);
     double base_peak = run_record_attr(base, "memory.peak_bytes");
     double base_held = run_record_attr(base, "memory.end_forward_bytes");
     res->memory_saved = base_peak > 0 && !isnan(res->peak_bytes) ? 1.0 - res->peak_bytes / base_peak : NAN;
@@ -516,7 +537,8 @@ static void held_requirement(const struct ckpt_case *c, const struct run_record 
     if (user == USER_MEMORY_FAIL) {
         if (res->verdict == V_MEMFAIL) {
             size_t len = strlen(res->reason);
-            snprintf(res->reason + len, sizeof res->reason - len, "; and %s", why);
+            if (!strstr(res->reason, why)) /* already the verdict (a leak it caused, judge_run) */
+                snprintf(res->reason + len, sizeof res->reason - len, "; and %s", why);
         } else {
             res->verdict = V_MEMFAIL;
             snprintf(res->reason, sizeof res->reason, "gradients right, but %s", why);
@@ -525,10 +547,15 @@ static void held_requirement(const struct ckpt_case *c, const struct run_record 
         return;
     }
     if (user == USER_MEMORY_OK || why[0]) {
-        if (user == USER_MEMORY_UNJUDGED) {
-            size_t len = strlen(res->reason);
+        size_t len = strlen(res->reason);
+        /* Memory that could not be judged says so in the verdict line, never
+         * silently; a control run, marked so by its user, in brackets. */
+        if (user == USER_MEMORY_UNJUDGED && strncmp(why, "memory not judged", 17) == 0)
+            snprintf(res->reason + len, sizeof res->reason - len, "; %s", why);
+        else if (user == USER_MEMORY_UNJUDGED)
             snprintf(res->reason + len, sizeof res->reason - len, " [%s]", why);
-        }
+        else if (strstr(why, "above its statement")) /* a PASS holding more than stated says how much and what */
+            snprintf(res->reason + len, sizeof res->reason - len, " [memory: %s]", why);
         return;
     }
     enum held_outcome own = held_check_run(run, c->device, why, sizeof why);
@@ -644,7 +671,16 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
     if (!run->outcome[0] && (res->verdict == V_PASS || res->verdict == V_NOISE)) {
         if ((st = run_checks_judge(run, base, &violated, why, sizeof why, where, sizeof where)))
             return st;
-        if (violated) {
+        char mem[RESULT_TEXT_MAX], at[RESULT_TEXT_MAX];
+        if (violated && strncmp(why, "leak", 4) == 0 &&
+            user_memory_check(base, run, mem, sizeof mem, at, sizeof at) == USER_MEMORY_FAIL) {
+            /* A user's run whose memory names what it holds: that finding is
+             * the verdict, the step-start growth it causes its consequence. */
+            snprintf(res->reason, sizeof res->reason, "gradients right, but %s; and %.200s", mem, why);
+            snprintf(res->first_divergence, sizeof res->first_divergence, "%s", at);
+            res->verdict = V_MEMFAIL;
+            res->gradients_right = 1;
+        } else if (violated) {
             /* The same work with the right gradients: what breaks is what
              * hangs on the run beyond them, and its figures stand. */
             snprintf(res->reason, sizeof res->reason, "gradients %s %s, but %s",
@@ -652,6 +688,9 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
             snprintf(res->first_divergence, sizeof res->first_divergence, "%s", where);
             res->verdict = V_FAIL;
             res->gradients_right = 1;
+        } else if (run_checks_leak_undecided(run, base, mem, sizeof mem)) {
+            size_t len = strlen(res->reason);
+            snprintf(res->reason + len, sizeof res->reason - len, " [%s]", mem);
         }
     }
     if (run->warning[0] && res->verdict != V_PASS) {
@@ -791,6 +830,8 @@ static void gone_result(const struct gone_run *g, struct impl_result *res)
     snprintf(res->first_divergence, sizeof res->first_divergence, "%s", g->first_missing);
     res->memory_saved = res->end_forward_saved = res->overhead = res->noise_ratio = NAN;
     res->baseline_step_ms = res->baseline_peak_bytes = res->baseline_end_forward_bytes = NAN;
+    res->stated_end_forward_bytes = res->judged_held_bytes = NAN;
+    res->memory_step = res->memory_recomputed_ops = -1;
     res->peak_bytes = res->end_forward_bytes = res->forward_peak_bytes = res->backward_peak_bytes = NAN;
     res->grad_bytes = res->activation_peak_bytes = res->predicted_end_forward_bytes = NAN;
     res->forward_ms = res->backward_ms = res->recompute_ms = res->step_ms = res->recomputed_ops_ms = NAN;

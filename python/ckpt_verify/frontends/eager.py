@@ -642,10 +642,15 @@ def statement_attrs(spec, run, baseline, held_steps, summaries=None):
     judge's reason). `summaries`: the maps of its recorded steps, or None
     for a run mapped once eagerly (spec.maps). Nothing when no map was
     taken (no meter) or the run is a plain control run."""
+    if not baseline and run.memory is None:
+        return {"memory.control": 1}
     if not held_steps:
-        return {}
+        why = getattr(spec.meter, "why", None) or "no bytes measured"
+        return {} if baseline else {"memory_statement": f"not judged: {why}"[:memory_map.TEXT_MAX]}
     if summaries is None and id(run) not in spec.maps:
-        return {"memory.control": 1} if run.memory is None and not baseline else {}
+        return {} if baseline else {
+            "memory_statement": f"not judged: no memory map of this run (its step could not run eagerly under "
+                                f"the map, or the device is {spec.device.type}, which has no map)"}
     if baseline:
         if "map" in spec.baseline_memory or (summaries is None and spec.maps.get(id(run)) is None):
             return {}
@@ -654,10 +659,9 @@ def statement_attrs(spec, run, baseline, held_steps, summaries=None):
         if summaries:
             spec.baseline_memory["steps"] = list(zip(summaries, held_steps))
         return {"memory.map_tensors": len(first.held), "memory.map_bytes": sum(h.nbytes for h in first.held)}
-    if run.memory is None:
-        return {"memory.control": 1}
     if "map" not in spec.baseline_memory:
-        return {}
+        return {"memory_statement": "not judged: no memory map of the baseline (its step could not run eagerly "
+                                    "under the map)"}
     base = spec.baseline_memory.get("steps")
     if summaries and base:
         return memory_map.run_attrs(memory_map.judge_steps(base, list(zip(summaries, held_steps))))
@@ -866,7 +870,7 @@ def _train(spec, run, sink, baseline):
         for key, value in mem.items():
             sink.attrs[f"memory.{key}"] = value
         sink.attrs["memory.one_time_bytes"] = one_time
-        sink.attrs.update(statement_attrs(spec, run, baseline, held_steps, maps.summaries()))
+    sink.attrs.update(statement_attrs(spec, run, baseline, held_steps, maps.summaries()))
     if baseline and never_grad:
         sink.attrs["warning"] = no_gradient_warning(run_name, [n for n in trainable if n in never_grad],
                                                     len(trainable))
