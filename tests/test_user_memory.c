@@ -59,7 +59,8 @@ static void a_run_holding_what_is_stated_passes(void **state)
     struct pair p;
     setup_pair(&p, 100000, 100000, 52);
     assert_int_equal(check(&p), USER_MEMORY_OK);
-    assert_non_null(strstr(p.why, "holds 100000 B at the end of forward on step 2 of 3, stated 100000 B (floor 8192 B)"));
+    assert_non_null(
+        strstr(p.why, "holds 100000 B at the end of forward on step 2 of 3, stated 100000 B (floor 8192 B)"));
     assert_null(strstr(p.why, "above its statement"));
     teardown_pair(&p);
 }
@@ -206,7 +207,8 @@ static void a_run_keeping_tensors_of_a_step_into_the_next_fails_naming_them(void
     setup_pair(&p, 100000, 100000, 52);
     run_record_set_attr(&p.run, "memory.kept_after_backward_bytes", 131072);
     snprintf(p.run.memory_kept, sizeof p.run.memory_kept,
-             "4 tensor(s), 131072 B: (model) aten.clone#0 made in backward (32768 B, held by blocks.3.last_recomputed)");
+             "4 tensor(s), 131072 B: (model) aten.clone#0 made in backward (32768 B, held by "
+             "blocks.3.last_recomputed)");
     assert_int_equal(check(&p), USER_MEMORY_FAIL);
     assert_non_null(strstr(p.why, "step 2: keeps 131072 B born in that step alive after backward, into the next step "
                                   "(floor 8192 B): 4 tensor(s), 131072 B: (model) aten.clone#0 made in backward"));

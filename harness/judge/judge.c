@@ -151,6 +151,32 @@ static const struct run_record *fastest_baseline(const struct run_record *runs, 
     return best;
 }
 
+/* Whether a run's steps were timed under python/ckpt_verify's memory map
+ * (timing.mapped = 1): its dispatch mode costs every op a Python call. */
+static int mapped(const struct run_record *r) { return run_record_attr(r, "timing.mapped") == 1; }
+
+/* A baseline timed as `run` was (mapped or not), so that an overhead is
+ * never the map's cost; any baseline when none was. */
+static int timed_alike(const struct run_record *runs, int n, const char *family, const struct run_record *run,
+                       const struct run_record *b)
+{
+    for (int i = 0; i < n; i++)
+        if (judge_is_baseline_of(runs[i].name, family) && mapped(&runs[i]) == mapped(run))
+            return mapped(b) == mapped(run);
+    return 1;
+}
+
+static const struct run_record *fastest_baseline_like(const struct run_record *runs, int n, const char *family,
+                                                      const struct run_record *run)
+{
+    const struct run_record *best = NULL;
+    for (int i = 0; i < n; i++)
+        if (judge_is_baseline_of(runs[i].name, family) && timed_alike(runs, n, family, run, &runs[i]) &&
+            (!best || step_ms(&runs[i]) < step_ms(best)))
+            best = &runs[i];
+    return best;
+}
+
 /* A user's run's memory figures (judge.h), from its statement's attributes. */
 static void user_figures(const struct run_record *run, struct impl_result *res)
 {
@@ -163,6 +189,7 @@ static void user_figures(const struct run_record *run, struct impl_result *res)
     res->memory_recomputed_ops = isnan(ops) ? -1 : (int)ops;
     snprintf(res->memory_extra, sizeof res->memory_extra, "%s", run->memory_extra);
     snprintf(res->memory_state, sizeof res->memory_state, "%s", run->memory_state);
+    snprintf(res->memory_statement, sizeof res->memory_statement, "%s", run->memory_statement);
     if (run_record_attr(run, "memory.control") == 1)
         snprintf(res->memory_judged, sizeof res->memory_judged, "control");
     else if (!isnan(res->stated_end_forward_bytes))
@@ -193,7 +220,7 @@ static void run_figures(const struct run_record *runs, int n, const char *family
     res->memory_saved = base_peak > 0 && !isnan(res->peak_bytes) ? 1.0 - res->peak_bytes / base_peak : NAN;
     res->end_forward_saved =
         base_held > 0 && !isnan(res->end_forward_bytes) ? 1.0 - res->end_forward_bytes / base_held : NAN;
-    const struct run_record *fastest = fastest_baseline(runs, n, family);
+    const struct run_record *fastest = fastest_baseline_like(runs, n, family, run);
     res->overhead = fastest ? res->step_ms / step_ms(fastest) : NAN;
     res->baseline_step_ms = fastest ? step_ms(fastest) : NAN;
     snprintf(res->overhead_baseline, sizeof res->overhead_baseline, "%s", fastest ? fastest->name : "");
@@ -205,7 +232,8 @@ static void run_figures(const struct run_record *runs, int n, const char *family
      * more than a checkpoint's overhead would, and the ratio is marked. */
     double slowest = 0;
     for (int i = 0; i < n; i++)
-        if (judge_is_baseline_of(runs[i].name, family) && step_ms(&runs[i]) > slowest)
+        if (judge_is_baseline_of(runs[i].name, family) && timed_alike(runs, n, family, run, &runs[i]) &&
+            step_ms(&runs[i]) > slowest)
             slowest = step_ms(&runs[i]);
     res->timing_stable = fastest && slowest <= JUDGE_STABLE_TIMING_SPREAD * step_ms(fastest);
     if (fastest && !res->timing_stable)

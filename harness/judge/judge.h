@@ -110,7 +110,7 @@ struct impl_result {
     double stated_end_forward_bytes, judged_held_bytes;
     int memory_step, memory_recomputed_ops;
     char memory_judged[RESULT_TEXT_MAX];
-    char memory_extra[RUN_TEXT_MAX], memory_state[RUN_TEXT_MAX];
+    char memory_extra[RUN_TEXT_MAX], memory_state[RUN_TEXT_MAX], memory_statement[RUN_TEXT_MAX];
     /* Every tensor that differs from baseline_0 (tensors_differing of them,
      * counted per path over the attempts), the RESULT_TENSORS_MAX farthest
      * kept, farthest first: what a report shows per tensor and step. Filled

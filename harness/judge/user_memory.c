@@ -108,8 +108,9 @@ static enum user_memory_outcome check_at(const struct run_record *base, const st
                  kept, step);
         return USER_MEMORY_FAIL;
     }
-    int n = snprintf(why, why_len, "%sholds %.0f B at the end of forward on step %d of %d, stated %.0f B (floor %.0f B)",
-                     who, held, step, steps, stated, floor);
+    int n = snprintf(why, why_len,
+                     "%sholds %.0f B at the end of forward on step %d of %d, stated %.0f B (floor %.0f B)", who, held,
+                     step, steps, stated, floor);
     /* A PASS that holds more than stated says how much and what. */
     if (held > stated && n > 0 && (size_t)n < why_len)
         snprintf(why + n, why_len - (size_t)n, ", %.0f B above its statement: %s", held - stated,

@@ -385,3 +385,83 @@ def test_the_floor_is_absolute_not_a_fraction_of_the_baseline(attention):
         kept = m["judged_held_bytes"] - m["stated_end_forward_bytes"]
         assert kept < 0.05 * base  # the old 5%-of-baseline margin would have passed it
         assert m["floor_bytes"] == memory_map.FLOOR_BYTES < kept
+
+
+# -- where people look ---------------------------------------------------------------------------------
+
+
+def _summary_record(report, run):
+    import json
+    with open(os.path.join(report.judge_dir, "summary.json")) as f:
+        return next(r for r in json.load(f)["records"] if r["impl"] == run)
+
+
+def test_the_table_shows_held_and_stated_side_by_side_and_the_recomputed_ops(mlp):
+    line = next(line for line in mlp.table.splitlines()
+                if "vs stated" in line and "recomputed ops" in line and "(step 3," in line)
+    assert "held at end of forward" in line  # forgets_at_32: judged on its step 3
+
+
+def test_summary_junit_and_html_carry_the_statement_the_recomputed_ops_and_the_extras(mlp):
+    rec = _summary_record(mlp, "side_clone")
+    assert rec["memory"] == "judged" and rec["memory_step"] == 1 and rec["recomputed_ops"] > 0
+    assert rec["judged_held_bytes"] - rec["stated_end_forward_bytes"] == 524288
+    assert rec["memory_statement"].startswith("step 1: the baseline holds ")
+    assert len(rec["memory_extras"]) == 4 and all("aten.clone#0" in e for e in rec["memory_extras"])
+    assert _summary_record(mlp, "forgets_at_32")["memory_state"]  # its ctx's RNG stashes, by owner
+    with open(os.path.join(mlp.judge_dir, "junit.xml")) as f:
+        junit = f.read()
+    assert 'name="memory_extras" value="blocks.0 aten.clone#0 (131072 B, held by blocks.0.fc1.kept)' in junit
+    assert 'name="recomputed_ops"' in junit and 'name="stated_end_forward_bytes"' in junit
+    with open(os.path.join(mlp.judge_dir, "report.html")) as f:
+        html = f.read()
+    assert "<dt>recomputed ops</dt>" in html and "<dt>extras</dt>" in html and "<dt>statement</dt>" in html
+
+
+def test_judge_compare_to_flags_a_run_holding_more_above_its_statement(mlp, tmp_path):
+    import shutil
+    import subprocess
+
+    from ckpt_verify import judge as judge_mod
+    judge = judge_mod.find_judge(None)
+    prev = tmp_path / "prev"
+    shutil.copytree(mlp.judge_dir, prev)
+    with h5py.File(mlp.path, "r") as f, h5py.File(tmp_path / "now.h5", "w") as g:
+        for key in f:
+            f.copy(key, g)
+        for key, value in f.attrs.items():
+            g.attrs[key] = value
+        # The same runs, but hook_checkpoint now holds 64 KiB above its statement.
+        g["runs/hook_checkpoint/memory"].attrs["judged_held_bytes"] += 65536
+    out = subprocess.run([judge, "--out", str(tmp_path / "now"), "--compare-to", str(prev), str(tmp_path / "now.h5")],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert out.returncode == 1, out.stdout
+    assert "REGRESSION  mlp/hook_checkpoint: verdict PASS -> MEMFAIL" in out.stdout
+    assert "held above its memory statement +0 B -> +65536 B" in out.stdout
+
+
+# -- never silently unjudged ----------------------------------------------------------------------------
+
+
+def test_a_run_whose_memory_cannot_be_measured_says_so_in_its_verdict_line_and_summary(tmp_path, monkeypatch):
+    monkeypatch.setenv("CKPT_ATEN_LIB", str(tmp_path / "no_such_libckpt_aten.so"))
+    report = ckpt_verify.verify(small, small_batch, {"mine": nonreentrant}, baseline=plain, steps=1,
+                                out=str(tmp_path / "r.h5"), noise_runs=0)
+    v = report.verdicts["mine"]
+    assert v.verdict == "PASS"
+    assert "; memory not judged: CPU memory not recorded: no usable libckpt_aten.so" in v.reason
+    assert _summary_record(report, "mine")["memory"].startswith("not judged: CPU memory not recorded")
+
+
+def test_require_memory_makes_a_run_whose_memory_cannot_be_judged_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("CKPT_ATEN_LIB", str(tmp_path / "no_such_libckpt_aten.so"))
+    report = ckpt_verify.verify(small, small_batch, {"mine": nonreentrant}, baseline=plain, steps=1,
+                                out=str(tmp_path / "r.h5"), noise_runs=0, require_memory=True)
+    v = report.verdicts["mine"]
+    assert v.verdict == "ERROR"
+    assert "memory not judged: CPU memory not recorded" in v.reason and "require_memory=True" in v.reason
+
+
+def test_require_memory_is_true_or_false(tmp_path):
+    with pytest.raises(ckpt_verify.BadInput, match="require_memory must be True or False"):
+        ckpt_verify.verify(small, small_batch, {"mine": nonreentrant}, require_memory="yes")
