@@ -144,6 +144,23 @@ static void a_run_that_saves_nothing_is_memfail_whatever_it_re_runs_naming_its_d
     teardown_pair(&p);
 }
 
+static void a_model_too_small_for_any_saving_to_show_above_the_floor_says_so_and_passes(void **state)
+{
+    (void)state;
+    struct pair p; /* a 640 B baseline: the RNG stash alone outweighs every activation */
+    setup_pair(&p, 5440, 5696, 14);
+    run_record_set_attr(&p.base, "memory.end_forward_bytes", 640);
+    run_record_set_attr(&p.run, "memory.judged_baseline_held_bytes", 640);
+    run_record_set_attr(&p.run, "memory.max_baseline_held_bytes", 640);
+    run_record_set_attr(&p.run, "memory.max_saving_bytes", -4800);
+    assert_int_equal(check(&p), USER_MEMORY_OK);
+    assert_non_null(strstr(p.why, "too small to tell by bytes whether it saves anything (its baseline holds at "
+                                  "most 640 B, at most 2 times the floor)"));
+    run_record_set_attr(&p.run, "memory.max_baseline_held_bytes", 2 * FLOOR + 1);
+    assert_int_equal(check(&p), USER_MEMORY_FAIL);
+    teardown_pair(&p);
+}
+
 static void a_run_that_saves_on_one_step_only_is_a_checkpoint(void **state)
 {
     (void)state;
@@ -275,6 +292,7 @@ int main(void)
         cmocka_unit_test(the_floor_is_absolute_bytes_never_a_fraction_of_the_baseline),
         cmocka_unit_test(the_floor_a_run_records_is_the_one_it_is_held_to),
         cmocka_unit_test(a_run_that_saves_nothing_is_memfail_whatever_it_re_runs_naming_its_declared_saves),
+        cmocka_unit_test(a_model_too_small_for_any_saving_to_show_above_the_floor_says_so_and_passes),
         cmocka_unit_test(a_run_that_saves_on_one_step_only_is_a_checkpoint),
         cmocka_unit_test(a_run_that_holds_measurably_less_without_visible_recompute_is_no_memfail),
         cmocka_unit_test(extras_beyond_the_floor_are_memfail_naming_each_tensor_and_the_step),

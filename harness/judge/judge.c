@@ -582,7 +582,8 @@ static void held_requirement(const struct ckpt_case *c, const struct run_record 
             snprintf(res->reason + len, sizeof res->reason - len, "; %s", why);
         else if (user == USER_MEMORY_UNJUDGED)
             snprintf(res->reason + len, sizeof res->reason - len, " [%s]", why);
-        else if (strstr(why, "above its statement")) /* a PASS holding more than stated says how much and what */
+        else if (strstr(why, "above its statement") || strstr(why, "too small to tell"))
+            /* a PASS holding more than stated says how much and what; one too small to judge, that */
             snprintf(res->reason + len, sizeof res->reason - len, " [memory: %s]", why);
         return;
     }

@@ -63,7 +63,12 @@ static enum user_memory_outcome check_at(const struct run_record *base, const st
     double ops = attr_or(run, prefix, "memory.recomputed_ops", 0);
     double extra = attr_or(run, prefix, "memory.extra_bytes", 0);
     double kept = attr_at(run, prefix, "memory.kept_after_backward_bytes");
-    if (saving <= floor) {
+    /* A baseline that holds no more than twice the floor leaves no saving
+     * a checkpoint could show above it (an RNG stash alone is 5056 B):
+     * there bytes cannot tell a checkpoint from none, and the run says so. */
+    double base_max = attr_or(run, prefix, "memory.max_baseline_held_bytes", base_held);
+    int too_small = base_max <= USER_MEMORY_TOO_SMALL_FLOORS * floor;
+    if (saving <= floor && !too_small) {
         /* Judged on bytes, whatever it re-runs: a policy that saves every
          * op, a region whose recompute frees nothing, a kept graph. */
         int n = snprintf(why, why_len,
@@ -113,9 +118,13 @@ static enum user_memory_outcome check_at(const struct run_record *base, const st
                      step, steps, stated, floor);
     /* A PASS that holds more than stated says how much and what. */
     if (held > stated && n > 0 && (size_t)n < why_len)
-        snprintf(why + n, why_len - (size_t)n, ", %.0f B above its statement: %s", held - stated,
-                 run->memory_extra[0] ? run->memory_extra
-                                       : named(run->memory_still_held, "no tensor the map can name"));
+        n += snprintf(why + n, why_len - (size_t)n, ", %.0f B above its statement: %s", held - stated,
+                      run->memory_extra[0] ? run->memory_extra
+                                            : named(run->memory_still_held, "no tensor the map can name"));
+    if (saving <= floor && too_small && n > 0 && (size_t)n < why_len)
+        snprintf(why + n, why_len - (size_t)n,
+                 "; too small to tell by bytes whether it saves anything (its baseline holds at most %.0f B, "
+                 "at most %.0f times the floor)", base_max, USER_MEMORY_TOO_SMALL_FLOORS);
     return USER_MEMORY_OK;
 }
 

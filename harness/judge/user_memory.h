@@ -18,6 +18,11 @@
  * baseline (docs/memory.md, "The floor", has the measured residues). */
 #define USER_MEMORY_FLOOR_BYTES 8192.0
 
+/* "Saves nothing" is judged only where the baseline holds more than this
+ * many floors at the end of forward on some step: below, no checkpoint's
+ * saving could show above the floor. */
+#define USER_MEMORY_TOO_SMALL_FLOORS 2.0
+
 /* What a run's memory.statement says when its producer could not judge
  * it: the rest of the text is why (no meter, no map). */
 #define USER_MEMORY_NOT_JUDGED "not judged: "

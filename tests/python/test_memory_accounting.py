@@ -433,8 +433,8 @@ def test_judge_compare_to_flags_a_run_holding_more_above_its_statement(mlp, tmp_
             g.attrs[key] = value
         # The same runs, but hook_checkpoint now holds 64 KiB above its statement.
         g["runs/hook_checkpoint/memory"].attrs["judged_held_bytes"] += 65536
-    out = subprocess.run([judge, "judge", "--out", str(tmp_path / "now"), "--compare-to", str(prev), str(tmp_path / "now.h5")],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = subprocess.run([judge, "judge", "--out", str(tmp_path / "now"), "--compare-to", str(prev),
+                          str(tmp_path / "now.h5")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert out.returncode == 1, out.stdout
     assert "REGRESSION  mlp/hook_checkpoint: verdict PASS -> MEMFAIL" in out.stdout
     assert "held above its memory statement +0 B -> +65536 B" in out.stdout

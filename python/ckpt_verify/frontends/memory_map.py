@@ -690,7 +690,8 @@ def describe(tensors: list[Held], limit: int = 400) -> str:
 # judged rank by rank (ranks/<r>/memory), never as a maximum over ranks.
 STEP_ATTRS = ("memory.steps_judged", "memory.judged_step", "memory.stated_end_forward_bytes",
               "memory.judged_held_bytes", "memory.judged_baseline_held_bytes", "memory.max_saving_bytes",
-              "memory.saving_step", "memory.floor_bytes", "memory.recomputed_ops", "memory.recompute_regions",
+              "memory.saving_step", "memory.max_baseline_held_bytes", "memory.floor_bytes", "memory.recomputed_ops",
+              "memory.recompute_regions",
               "memory.stated_recomputed_bytes", "memory.outside_ops_bytes", "memory.declared_bytes",
               "memory.extra_bytes", "memory.extra_tensors", "memory.still_held_bytes", "memory.state_bytes",
               "memory.kept_after_backward_bytes")
@@ -715,6 +716,7 @@ def run_attrs(findings: list[StepFinding]) -> dict:
              "memory.stated_end_forward_bytes": j.statement.bytes, "memory.judged_held_bytes": j.held,
              "memory.judged_baseline_held_bytes": j.baseline_held,
              "memory.max_saving_bytes": saving.baseline_held - saving.held, "memory.saving_step": saving.step,
+             "memory.max_baseline_held_bytes": max(f.baseline_held for f in findings),
              "memory.floor_bytes": FLOOR_BYTES,
              "memory.recomputed_ops": sum(f.statement.recomputed_ops for f in findings),
              "memory.recompute_regions": j.statement.regions,
