@@ -624,7 +624,15 @@ def map_step(spec, run, run_name, saves):
         del loss, grad
         gc.collect()
         mapper.after_backward()
-    spec.maps[id(run)] = memory_map.summarize(mapper)
+    summary = memory_map.summarize(mapper)
+    if not saves:
+        # The recorded steps run compiled, this one eagerly: what the compiled
+        # regions stash (an RNG state each, whatever preserve_rng_state says)
+        # is not what the eager step allocated outside its ops, so at least one
+        # CPU RNG stash per region is counted, as for a DDP rank.
+        stash = torch.get_rng_state().nbytes
+        summary.outside_ops_bytes = max(summary.outside_ops_bytes, len(summary.regions) * stash)
+    spec.maps[id(run)] = summary
     del model, params, buffers, named
 
 
