@@ -443,23 +443,30 @@ def test_judge_compare_to_flags_a_run_holding_more_above_its_statement(mlp, tmp_
 # -- never silently unjudged ----------------------------------------------------------------------------
 
 
+def _no_meter(monkeypatch):
+    """verify() finds no way to measure memory (a torch no meter can be built for)."""
+    from ckpt_verify.memory import NoMeter
+    monkeypatch.setattr(sys.modules["ckpt_verify.verify"], "meter_for",
+                        lambda device, judge_path=None: NoMeter("CPU memory cannot be measured: no meter (test)"))
+
+
 def test_a_run_whose_memory_cannot_be_measured_says_so_in_its_verdict_line_and_summary(tmp_path, monkeypatch):
-    monkeypatch.setenv("CKPT_ATEN_LIB", str(tmp_path / "no_such_libckpt_aten.so"))
+    _no_meter(monkeypatch)
     report = ckpt_verify.verify(small, small_batch, {"mine": nonreentrant}, baseline=plain, steps=1,
                                 out=str(tmp_path / "r.h5"), noise_runs=0)
     v = report.verdicts["mine"]
     assert v.verdict == "PASS"
-    assert "; memory not judged: CPU memory not recorded: no usable libckpt_aten.so" in v.reason
-    assert _summary_record(report, "mine")["memory"].startswith("not judged: CPU memory not recorded")
+    assert "; memory not judged: CPU memory cannot be measured: no meter (test)" in v.reason  # not in brackets
+    assert _summary_record(report, "mine")["memory"] == "not judged: CPU memory cannot be measured: no meter (test)"
 
 
 def test_require_memory_makes_a_run_whose_memory_cannot_be_judged_error(tmp_path, monkeypatch):
-    monkeypatch.setenv("CKPT_ATEN_LIB", str(tmp_path / "no_such_libckpt_aten.so"))
+    _no_meter(monkeypatch)
     report = ckpt_verify.verify(small, small_batch, {"mine": nonreentrant}, baseline=plain, steps=1,
                                 out=str(tmp_path / "r.h5"), noise_runs=0, require_memory=True)
     v = report.verdicts["mine"]
     assert v.verdict == "ERROR"
-    assert "memory not judged: CPU memory not recorded" in v.reason and "require_memory=True" in v.reason
+    assert "memory not judged: CPU memory cannot be measured" in v.reason and "require_memory=True" in v.reason
 
 
 def test_require_memory_is_true_or_false(tmp_path):
