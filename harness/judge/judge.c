@@ -705,7 +705,7 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
             user_memory_check(base, run, mem, sizeof mem, at, sizeof at) == USER_MEMORY_FAIL) {
             /* A user's run whose memory names what it holds: that finding is
              * the verdict, the step-start growth it causes its consequence. */
-            snprintf(res->reason, sizeof res->reason, "gradients right, but %s; and %.200s", mem, why);
+            snprintf(res->reason, sizeof res->reason, "gradients right, but %s; and %s", mem, why);
             snprintf(res->first_divergence, sizeof res->first_divergence, "%s", at);
             res->verdict = V_MEMFAIL;
             res->gradients_right = 1;

@@ -144,7 +144,7 @@ enum user_memory_outcome user_memory_check(const struct run_record *base, const 
         if (isnan(attr_at(run, prefix, "memory.stated_end_forward_bytes")))
             break;
         snprintf(who, sizeof who, "rank %d ", rank);
-        char one[512], at[512];
+        char one[8192], at[512];
         one[0] = at[0] = '\0';
         enum user_memory_outcome o = check_at(base, run, prefix, who, one, sizeof one, at, sizeof at);
         if (o == USER_MEMORY_FAIL) {

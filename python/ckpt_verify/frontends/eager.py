@@ -696,7 +696,10 @@ class StepMaps:
             self.maps[-1].next_step_starts(self.modules)
         if len(self.maps) >= 2:
             self.maps[-2].next_step_ends()
-        self.current = memory_map.MemoryMap(self.names, existing, saves=self.saves)
+        # Hooks on the plain model's named modules only (no global module
+        # hooks: torch.compile(module) warns about those on every call).
+        hooked = [m for n, m in self.modules if id(m) in self.names]
+        self.current = memory_map.MemoryMap(self.names, existing, saves=self.saves, modules=hooked)
         self.current.__enter__()
 
     def forward_ends(self, held, loss):
