@@ -411,7 +411,7 @@ def test_summary_junit_and_html_carry_the_statement_the_recomputed_ops_and_the_e
     assert _summary_record(mlp, "forgets_at_32")["memory_state"]  # its ctx's RNG stashes, by owner
     with open(os.path.join(mlp.judge_dir, "junit.xml")) as f:
         junit = f.read()
-    assert 'name="memory_extras" value="blocks.0 aten.clone#0 (131072 B, held by blocks.0.fc1.kept)' in junit
+    assert "aten.clone#0 (131072 B, held by blocks.0.fc1.kept)" in junit and "name=\"memory_extras\"" in junit
     assert 'name="recomputed_ops"' in junit and 'name="stated_end_forward_bytes"' in junit
     with open(os.path.join(mlp.judge_dir, "report.html")) as f:
         html = f.read()
