@@ -559,10 +559,11 @@ def warm_up(spec, run, run_name, watch=False):
         loss = _call(step_fn, model, spec.batches[0], run_name, 0)
         check_loss(loss, run_name, 0, step_fn)
         _backward(loss, run_name, 0)
+    compiled = compiled_since(compiles) or looks_compiled(model, step_fn)
     del loss, model
     meter.sync()
     one_time = meter.live() - before if meter.source else None
-    if compiled_since(compiles) or run.against is not None or run.backward is not None:
+    if compiled or run.against is not None or run.backward is not None:
         # Compiled code runs eagerly under a dispatch mode: the recorded
         # steps of a compiled run cannot carry the map without ceasing to be
         # what is verified, so it gets one more, eager, mapped step instead.
@@ -587,6 +588,19 @@ def compile_count() -> int:
 
 def compiled_since(count: int) -> bool:
     return compile_count() > count
+
+
+def looks_compiled(model, step_fn) -> bool:
+    """A model holding a torch.compile'd module (torch.compile(model), an
+    OptimizedModule inside) or one compiled in place (Module.compile()), or
+    a step torch.compile wrapped: compiled even when its warm-up found the
+    compiled code cached (no new graph)."""
+    if getattr(step_fn, "_torchdynamo_orig_callable", None) is not None:
+        return True
+    dynamo = sys.modules.get("torch._dynamo.eval_frame")
+    optimized = getattr(dynamo, "OptimizedModule", None) if dynamo else None
+    return any((optimized is not None and isinstance(m, optimized))
+               or getattr(m, "_compiled_call_impl", None) is not None for m in model.modules())
 
 
 def _eager_only():
