@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """bench_memory_map.py [--size 124M] [--repeats 3]: what the memory map
-costs verify() (docs/scale.md). The map takes one unrecorded step per Run
-after its warm-up, so it adds to no recorded figure; this times such a
-step plain and under the map (the baseline's, which also notes the
-savers), on the scale benchmark's GPT-2-shaped model
+costs verify() per step (docs/memory.md, "Cost"). The map rides on every
+recorded step of baseline_1 and of each run, so its cost is in their
+timings; this times one step plain and under the map (the baseline's,
+which also notes the savers), owners looked for at the end of forward as
+verify() does, on the scale benchmark's GPT-2-shaped model
 (ckpt_verify.bench_scale, 1,024 tokens a step), interleaved, median of
 --repeats, both in one process."""
 import argparse
@@ -35,7 +36,7 @@ def one_step(size, mapped, checkpointed):
     if mapper:
         with mapper:
             loss = step(model, batch)
-            mapper.mark_end_forward()
+            mapper.mark_end_forward(None, loss, list(model.named_modules()))
             grad = torch.ones_like(loss)  # as verify() does: made before backward starts
             mapper.backward_starts()
             loss.backward(grad)

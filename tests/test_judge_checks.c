@@ -88,6 +88,52 @@ static void a_user_run_growing_on_two_consecutive_step_starts_leaks(void **state
     assert_non_null(strstr(r.first_divergence, "checks/step_start_bytes [2] = 5120"));
 }
 
+/* The same over `steps` steps (at most 8), the baselines flat. */
+static struct impl_result judge_user_steps(int steps, const int64_t *b)
+{
+    struct fixture f;
+    struct grads g;
+    int64_t flat[8] = {4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096};
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add_start_bytes(&f.runs[0], steps, flat);
+    add_start_bytes(&f.runs[1], steps, flat);
+    add(&f, "mine", &g);
+    add_start_bytes(&f.runs[f.n - 1], steps, b);
+    struct impl_result r = judge(&f, "mine");
+    fixture_free(&f);
+    return r;
+}
+
+static void a_user_run_whose_state_fills_over_two_steps_then_holds_still_is_no_leak(void **state)
+{
+    (void)state; /* a deque(maxlen=2) of RNG states per module */
+    int64_t fills[5] = {4096, 4096 + 10112, 4096 + 20224, 4096 + 20224, 4096 + 20224};
+    struct impl_result r = judge_user_steps(5, fills);
+    assert_int_equal(r.verdict, V_PASS);
+    assert_null(strstr(r.reason, "too few steps"));
+}
+
+static void a_user_run_growing_up_to_its_last_step_leaks(void **state)
+{
+    (void)state;
+    int64_t grows[5] = {4096, 4096, 4096, 4096 + 10112, 4096 + 20224};
+    struct impl_result r = judge_user_steps(5, grows);
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "+10112 bytes by step 4, +10112 by step 5, its last"));
+}
+
+static void a_user_run_growing_at_its_last_step_alone_says_too_few_steps_to_tell(void **state)
+{
+    (void)state;
+    int64_t late[2] = {4096, 4096 + 65536};
+    struct impl_result r = judge_user_steps(2, late);
+    assert_int_equal(r.verdict, V_PASS);
+    assert_non_null(strstr(r.reason, "grew +65536 B by step 2, its last, beyond baseline_0's growth: too few steps "
+                                     "to tell bounded state from a leak"));
+}
+
 static void checked_baselines(struct fixture *f, const struct grads *g)
 {
     add_baselines(f, g, 0);
@@ -382,6 +428,9 @@ int main(void)
         cmocka_unit_test(a_user_run_allocating_bounded_state_once_is_no_leak),
         cmocka_unit_test(a_user_run_freeing_memory_between_steps_is_no_leak),
         cmocka_unit_test(a_user_run_growing_on_two_consecutive_step_starts_leaks),
+        cmocka_unit_test(a_user_run_whose_state_fills_over_two_steps_then_holds_still_is_no_leak),
+        cmocka_unit_test(a_user_run_growing_up_to_its_last_step_leaks),
+        cmocka_unit_test(a_user_run_growing_at_its_last_step_alone_says_too_few_steps_to_tell),
         cmocka_unit_test(a_hook_count_that_is_not_int64_is_an_input_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

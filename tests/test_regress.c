@@ -240,6 +240,45 @@ static void memory_saved_shrinking_over_two_points_is_a_regression(void **state)
     free(o.text);
 }
 
+static void the_held_cut_shrinking_over_two_points_is_a_regression(void **state)
+{
+    (void)state;
+    json_t *p = rec("a", "mine", "PASS", 1), *c = rec("a", "mine", "PASS", 1);
+    json_object_set_new(p, "held_cut", json_real(0.88));
+    json_object_set_new(c, "held_cut", json_real(0.40));
+    struct outcome o = pair(p, c);
+    assert_int_equal(o.n.regressions, 1);
+    assert_non_null(strstr(o.text, "held cut 88.0% -> 40.0% (-48.0 points)"));
+    free(o.text);
+}
+
+/* A user's run, judged against its memory statement (both PASS). */
+static json_t *stated(double held, double stated_bytes)
+{
+    json_t *r = rec("a", "mine", "PASS", 1);
+    json_object_set_new(r, "memory", json_string("judged"));
+    json_object_set_new(r, "judged_held_bytes", json_real(held));
+    json_object_set_new(r, "stated_end_forward_bytes", json_real(stated_bytes));
+    return r;
+}
+
+static void a_user_run_holding_more_above_its_statement_is_a_regression(void **state)
+{
+    (void)state;
+    struct outcome o = pair(stated(347904, 347904), stated(347904 + 8193, 347904));
+    assert_int_equal(o.n.regressions, 1);
+    assert_non_null(strstr(o.text, "REGRESSION  a/mine: held above its memory statement +0 B -> +8193 B"));
+    free(o.text);
+}
+
+static void a_statement_gap_moving_within_the_floor_is_not(void **state)
+{
+    (void)state;
+    struct outcome o = pair(stated(347904, 347904), stated(347904 + 8192, 347904));
+    assert_int_equal(o.n.regressions, 0);
+    free(o.text);
+}
+
 static void memory_saved_shrinking_by_two_points_or_less_is_not(void **state)
 {
     (void)state;
@@ -390,6 +429,9 @@ int main(void)
         cmocka_unit_test(grown_distance_within_noise_is_not_a_regression),
         cmocka_unit_test(memory_saved_shrinking_over_two_points_is_a_regression),
         cmocka_unit_test(memory_saved_shrinking_by_two_points_or_less_is_not),
+        cmocka_unit_test(the_held_cut_shrinking_over_two_points_is_a_regression),
+        cmocka_unit_test(a_user_run_holding_more_above_its_statement_is_a_regression),
+        cmocka_unit_test(a_statement_gap_moving_within_the_floor_is_not),
         cmocka_unit_test(overhead_growing_in_most_cases_is_a_regression),
         cmocka_unit_test(overhead_outliers_do_not_move_the_median),
         cmocka_unit_test(overhead_of_too_few_cases_is_not_judged),

@@ -1,5 +1,6 @@
-/* judge: `ckpt-verify judge [--out DIR] FILE.h5...` gives verdicts from the
- * runs stored in report files, whoever wrote them. */
+/* judge: `ckpt-verify judge [--out DIR] [--compare-to DIR] FILE.h5...` gives
+ * verdicts from the runs stored in report files, whoever wrote them, and
+ * what got worse since an earlier summary (regress.h). */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,20 +13,42 @@
 #include "judge.h"
 #include "junit.h"
 #include "mutation_matrix.h"
+#include "regress.h"
 #include "report.h"
 #include "summary_file.h"
 
 /* judge [--out DIR] FILE.h5...: verdicts from the runs stored in reports,
  * whoever wrote them. Every file is judged before anything is written, so a
  * bad file (exit 2) leaves --out untouched. */
-static const char judge_usage[] = "usage: ckpt-verify judge [-o|--out DIR] FILE.h5...\n";
+static const char judge_usage[] =
+    "usage: ckpt-verify judge [-o|--out DIR] [--compare-to DIR] FILE.h5...\n";
+
+/* Regressions against the summary in `prev_dir` (printed, and carried by
+ * the summary written after): *found is how many. */
+static int compare_summary(struct summary *summary, const char *prev_dir, int *found)
+{
+    json_t *previous = NULL, *list = json_array();
+    struct regress_options ro;
+    struct regress_counts counts = {0};
+    regress_default_options(&ro);
+    int st = list ? summary_file_load(prev_dir, &previous) : error_set(ST_INTERNAL, "compare: out of memory");
+    if (!st)
+        st = regress_compare(previous, summary_json(summary), prev_dir, &ro, stdout, &counts, list);
+    if (!st)
+        st = summary_set_regressions(summary, list);
+    *found = counts.regressions;
+    json_decref(list);
+    json_decref(previous);
+    return st;
+}
 
 int cli_judge(int argc, char **argv)
 {
     cli_keep_freed_memory();
-    const char *out_dir = NULL;
+    const char *out_dir = NULL, *compare_to = NULL;
     static const struct option options[] = {
         {"out", required_argument, NULL, 'o'},
+        {"compare-to", required_argument, NULL, 'C'},
         {"impl-lib", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -36,6 +59,7 @@ int cli_judge(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, ":o:h", options, NULL)) != -1) {
         switch (opt) {
         case 'o': out_dir = optarg; break;
+        case 'C': compare_to = optarg; break;
         /* Reports record each run's role (a plugin's planted bugs too), so
          * the judge needs no impl code: the option stays for scripts that
          * pass it, and says it is not needed. */
@@ -47,6 +71,8 @@ int cli_judge(int argc, char **argv)
             printf("%s\nJudges every run of each file against its baseline_* runs (per-tensor noise envelope at the\n"
                    "tensor's scale, NOISE within %gx); expectations from the file's /case expect attribute,\n"
                    "otherwise PASS or NOISE. -o/--out DIR writes summary.json, junit.xml and report.html there.\n"
+                   "--compare-to DIR lists what got worse since the summary.json in DIR (verdicts, held cut, a\n"
+                   "user's run's bytes above its memory statement); any regression -> exit 1.\n"
                    "exit codes: 0 all verdicts expected, 1 an unexpected verdict, 2 bad input, 3 internal error\n",
                    judge_usage, JUDGE_NOISE_MARGIN);
             return 0;
@@ -126,6 +152,9 @@ int cli_judge(int argc, char **argv)
         errors += results[i].n_results == 0 || results[i].status;
         st = summary_add_case_run(summary, &results[i], i, NAN);
     }
+    int regressions = 0;
+    if (!st && compare_to)
+        st = compare_summary(summary, compare_to, &regressions);
     if (!st && out_dir &&
         ((st = cli_make_dirs(out_dir)) || (st = junit_write_with_summary(summary_json(summary), out_dir, NULL)))) {
         summary_free(summary);
@@ -146,5 +175,5 @@ int cli_judge(int argc, char **argv)
     free(results);
     if (st)
         return cli_fail(st);
-    return unexpected || errors ? EXIT_UNEXPECTED : 0;
+    return unexpected || errors || regressions ? EXIT_UNEXPECTED : 0;
 }

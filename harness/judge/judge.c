@@ -151,6 +151,53 @@ static const struct run_record *fastest_baseline(const struct run_record *runs, 
     return best;
 }
 
+/* Whether a run's steps were timed under python/ckpt_verify's memory map
+ * (timing.mapped = 1): its dispatch mode costs every op a Python call. */
+static int mapped(const struct run_record *r) { return run_record_attr(r, "timing.mapped") == 1; }
+
+/* A baseline timed as `run` was (mapped or not), so that an overhead is
+ * never the map's cost; any baseline when none was. */
+static int timed_alike(const struct run_record *runs, int n, const char *family, const struct run_record *run,
+                       const struct run_record *b)
+{
+    for (int i = 0; i < n; i++)
+        if (judge_is_baseline_of(runs[i].name, family) && mapped(&runs[i]) == mapped(run))
+            return mapped(b) == mapped(run);
+    return 1;
+}
+
+static const struct run_record *fastest_baseline_like(const struct run_record *runs, int n, const char *family,
+                                                      const struct run_record *run)
+{
+    const struct run_record *best = NULL;
+    for (int i = 0; i < n; i++)
+        if (judge_is_baseline_of(runs[i].name, family) && timed_alike(runs, n, family, run, &runs[i]) &&
+            (!best || step_ms(&runs[i]) < step_ms(best)))
+            best = &runs[i];
+    return best;
+}
+
+/* A user's run's memory figures (judge.h), from its statement's attributes. */
+static void user_figures(const struct run_record *run, struct impl_result *res)
+{
+    res->stated_end_forward_bytes = run_record_attr(run, "memory.stated_end_forward_bytes");
+    res->judged_held_bytes = run_record_attr(run, "memory.judged_held_bytes");
+    if (isnan(res->judged_held_bytes) && !isnan(res->stated_end_forward_bytes))
+        res->judged_held_bytes = run_record_attr(run, "memory.end_forward_bytes");
+    double step = run_record_attr(run, "memory.judged_step"), ops = run_record_attr(run, "memory.recomputed_ops");
+    res->memory_step = isnan(step) ? (isnan(res->stated_end_forward_bytes) ? -1 : 1) : (int)step;
+    res->memory_recomputed_ops = isnan(ops) ? -1 : (int)ops;
+    snprintf(res->memory_extra, sizeof res->memory_extra, "%s", run->memory_extra);
+    snprintf(res->memory_state, sizeof res->memory_state, "%s", run->memory_state);
+    snprintf(res->memory_statement, sizeof res->memory_statement, "%s", run->memory_statement);
+    if (run_record_attr(run, "memory.control") == 1)
+        snprintf(res->memory_judged, sizeof res->memory_judged, "control");
+    else if (!isnan(res->stated_end_forward_bytes))
+        snprintf(res->memory_judged, sizeof res->memory_judged, "judged");
+    else if (strncmp(run->memory_statement, USER_MEMORY_NOT_JUDGED, strlen(USER_MEMORY_NOT_JUDGED)) == 0)
+        snprintf(res->memory_judged, sizeof res->memory_judged, "%s", run->memory_statement);
+}
+
 static void run_figures(const struct run_record *runs, int n, const char *family, const struct run_record *base,
                         const struct run_record *run, struct impl_result *res)
 {
@@ -167,12 +214,13 @@ static void run_figures(const struct run_record *runs, int n, const char *family
     res->step_ms = step_ms(run);
     double count = run_record_attr(run, "recompute.count");
     res->recomputes = isnan(count) ? 0 : (int)count;
+    user_figures(run, res);
     double base_peak = run_record_attr(base, "memory.peak_bytes");
     double base_held = run_record_attr(base, "memory.end_forward_bytes");
     res->memory_saved = base_peak > 0 && !isnan(res->peak_bytes) ? 1.0 - res->peak_bytes / base_peak : NAN;
     res->end_forward_saved =
         base_held > 0 && !isnan(res->end_forward_bytes) ? 1.0 - res->end_forward_bytes / base_held : NAN;
-    const struct run_record *fastest = fastest_baseline(runs, n, family);
+    const struct run_record *fastest = fastest_baseline_like(runs, n, family, run);
     res->overhead = fastest ? res->step_ms / step_ms(fastest) : NAN;
     res->baseline_step_ms = fastest ? step_ms(fastest) : NAN;
     snprintf(res->overhead_baseline, sizeof res->overhead_baseline, "%s", fastest ? fastest->name : "");
@@ -184,7 +232,8 @@ static void run_figures(const struct run_record *runs, int n, const char *family
      * more than a checkpoint's overhead would, and the ratio is marked. */
     double slowest = 0;
     for (int i = 0; i < n; i++)
-        if (judge_is_baseline_of(runs[i].name, family) && step_ms(&runs[i]) > slowest)
+        if (judge_is_baseline_of(runs[i].name, family) && timed_alike(runs, n, family, run, &runs[i]) &&
+            step_ms(&runs[i]) > slowest)
             slowest = step_ms(&runs[i]);
     res->timing_stable = fastest && slowest <= JUDGE_STABLE_TIMING_SPREAD * step_ms(fastest);
     if (fastest && !res->timing_stable)
@@ -516,7 +565,8 @@ static void held_requirement(const struct ckpt_case *c, const struct run_record 
     if (user == USER_MEMORY_FAIL) {
         if (res->verdict == V_MEMFAIL) {
             size_t len = strlen(res->reason);
-            snprintf(res->reason + len, sizeof res->reason - len, "; and %s", why);
+            if (!strstr(res->reason, why)) /* already the verdict (a leak it caused, judge_run) */
+                snprintf(res->reason + len, sizeof res->reason - len, "; and %s", why);
         } else {
             res->verdict = V_MEMFAIL;
             snprintf(res->reason, sizeof res->reason, "gradients right, but %s", why);
@@ -525,10 +575,16 @@ static void held_requirement(const struct ckpt_case *c, const struct run_record 
         return;
     }
     if (user == USER_MEMORY_OK || why[0]) {
-        if (user == USER_MEMORY_UNJUDGED) {
-            size_t len = strlen(res->reason);
+        size_t len = strlen(res->reason);
+        /* Memory that could not be judged says so in the verdict line, never
+         * silently; a control run, marked so by its user, in brackets. */
+        if (user == USER_MEMORY_UNJUDGED && strncmp(why, "memory not judged", 17) == 0)
+            snprintf(res->reason + len, sizeof res->reason - len, "; %s", why);
+        else if (user == USER_MEMORY_UNJUDGED)
             snprintf(res->reason + len, sizeof res->reason - len, " [%s]", why);
-        }
+        else if (strstr(why, "above its statement") || strstr(why, "too small to tell"))
+            /* a PASS holding more than stated says how much and what; one too small to judge, that */
+            snprintf(res->reason + len, sizeof res->reason - len, " [memory: %s]", why);
         return;
     }
     enum held_outcome own = held_check_run(run, c->device, why, sizeof why);
@@ -644,7 +700,16 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
     if (!run->outcome[0] && (res->verdict == V_PASS || res->verdict == V_NOISE)) {
         if ((st = run_checks_judge(run, base, &violated, why, sizeof why, where, sizeof where)))
             return st;
-        if (violated) {
+        char mem[RESULT_TEXT_MAX], at[RESULT_TEXT_MAX];
+        if (violated && strncmp(why, "leak", 4) == 0 &&
+            user_memory_check(base, run, mem, sizeof mem, at, sizeof at) == USER_MEMORY_FAIL) {
+            /* A user's run whose memory names what it holds: that finding is
+             * the verdict, the step-start growth it causes its consequence. */
+            snprintf(res->reason, sizeof res->reason, "gradients right, but %s; and %s", mem, why);
+            snprintf(res->first_divergence, sizeof res->first_divergence, "%s", at);
+            res->verdict = V_MEMFAIL;
+            res->gradients_right = 1;
+        } else if (violated) {
             /* The same work with the right gradients: what breaks is what
              * hangs on the run beyond them, and its figures stand. */
             snprintf(res->reason, sizeof res->reason, "gradients %s %s, but %s",
@@ -652,6 +717,9 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
             snprintf(res->first_divergence, sizeof res->first_divergence, "%s", where);
             res->verdict = V_FAIL;
             res->gradients_right = 1;
+        } else if (run_checks_leak_undecided(run, base, mem, sizeof mem)) {
+            size_t len = strlen(res->reason);
+            snprintf(res->reason + len, sizeof res->reason - len, " [%s]", mem);
         }
     }
     if (run->warning[0] && res->verdict != V_PASS) {
@@ -791,6 +859,8 @@ static void gone_result(const struct gone_run *g, struct impl_result *res)
     snprintf(res->first_divergence, sizeof res->first_divergence, "%s", g->first_missing);
     res->memory_saved = res->end_forward_saved = res->overhead = res->noise_ratio = NAN;
     res->baseline_step_ms = res->baseline_peak_bytes = res->baseline_end_forward_bytes = NAN;
+    res->stated_end_forward_bytes = res->judged_held_bytes = NAN;
+    res->memory_step = res->memory_recomputed_ops = -1;
     res->peak_bytes = res->end_forward_bytes = res->forward_peak_bytes = res->backward_peak_bytes = NAN;
     res->grad_bytes = res->activation_peak_bytes = res->predicted_end_forward_bytes = NAN;
     res->forward_ms = res->backward_ms = res->recompute_ms = res->step_ms = res->recomputed_ops_ms = NAN;

@@ -34,6 +34,10 @@
  * for all of them, so no reason is ever cut (summary.json, JUnit,
  * report.html and ckpt_verify's Verdict.reason carry it whole). */
 #define RESULT_TEXT_MAX 8192
+/* A user's run's memory lists and statement as a result keeps them: the
+ * Python producer writes each within 1 KB (memory_map.describe: 400
+ * characters of names, the statement's modules 140), so none is cut. */
+#define RESULT_MEMORY_TEXT_MAX 2048
 /* first_divergence: a tensor's path and what differs there. */
 #define RESULT_WHERE_MAX 512
 
@@ -101,6 +105,17 @@ struct impl_result {
      * NAN where ops have no times (older files, failed marks). */
     double recomputed_ops_ms;
     int recomputes;
+    /* A user's run (python/ckpt_verify, docs/memory.md "A user's
+     * checkpoint"): the step judged, what it held at the end of forward
+     * there against its statement, the ops its backwards re-ran (every
+     * recorded step), and the tensors it holds beyond the baseline and as
+     * state; NAN / -1 / "" for any other run. memory_judged: "judged",
+     * "control", "not judged: <why>", or "" (not a user's run). */
+    double stated_end_forward_bytes, judged_held_bytes;
+    int memory_step, memory_recomputed_ops;
+    char memory_judged[RESULT_TEXT_MAX];
+    char memory_extra[RESULT_MEMORY_TEXT_MAX], memory_state[RESULT_MEMORY_TEXT_MAX];
+    char memory_statement[RESULT_MEMORY_TEXT_MAX];
     /* Every tensor that differs from baseline_0 (tensors_differing of them,
      * counted per path over the attempts), the RESULT_TENSORS_MAX farthest
      * kept, farthest first: what a report shows per tensor and step. Filled

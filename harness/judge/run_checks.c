@@ -167,9 +167,10 @@ int run_checks_judge(const struct run_record *r, const struct run_record *refere
 
 /* A run whose memory the harness predicts exactly (its own models) allocates
  * nothing lazily: any growth past its reference's is a leak. Any other
- * model (a user's) may allocate bounded state at first use, or free some:
- * a leak there is growth beyond the reference's on two consecutive step
- * starts, so it needs 3 steps to be seen. */
+ * model (a user's) may allocate bounded state at first use, or fill it over
+ * a few steps, or free some: a leak there is growth beyond the reference's
+ * that continues to the end, on each of the last two step starts, so it
+ * needs 3 steps to be seen, and state that fills over k steps needs k + 2. */
 static int exact_memory(const struct run_record *r)
 {
     return !isnan(run_record_attr(r, "memory.predicted_end_forward_bytes"));
@@ -191,7 +192,8 @@ static int growth_leak(const int64_t *b, const int64_t *rb, int ref_steps, int s
         return 0;
     snprintf(reason, reason_len,
              "leak: %s's live bytes at step start grew on two consecutive steps beyond %s's growth: %+" PRId64
-             " bytes by step %d, %+" PRId64 " by step %d (bounded state allocated once would stop growing)",
+             " bytes by step %d, %+" PRId64 " by step %d, its last (bounded state stops growing once filled: state "
+             "that fills over k steps needs k + 2 steps to be told from a leak)",
              r->name, reference ? reference->name : "its own step 1", e2 - e1, step - 1, e3 - e2, step);
     return 1;
 }
@@ -214,8 +216,8 @@ static int judge_steps(const struct run_record *r, const struct run_record *refe
         int64_t allowed = rb && step <= (int64_t)ref_bytes->numel ? rb[step - 1] - rb[0] : 0;
         int64_t grew = b[step - 1] - b[0];
         if (!exact_memory(r)) {
-            if (step >= 3 && growth_leak(b, rb, ref_bytes ? (int)ref_bytes->numel : 0, step, r, reference, reason,
-                                         reason_len)) {
+            if (step >= 3 && step == (int)bytes->numel &&
+                growth_leak(b, rb, ref_bytes ? (int)ref_bytes->numel : 0, step, r, reference, reason, reason_len)) {
                 *violated = 1;
                 snprintf(where, where_len, "%s [%d] = %" PRId64, RUN_CHECKS_START_BYTES, step - 1, b[step - 1]);
                 return ST_OK;
@@ -239,4 +241,39 @@ static int judge_steps(const struct run_record *r, const struct run_record *refe
         return ST_OK;
     }
     return ST_OK;
+}
+
+int run_checks_leak_undecided(const struct run_record *r, const struct run_record *reference, char *note,
+                              size_t note_len)
+{
+    note[0] = '\0';
+    const struct run_tensor *bytes = run_record_find(r, RUN_CHECKS_START_BYTES);
+    const struct run_tensor *ref_bytes = reference ? run_record_find(reference, RUN_CHECKS_START_BYTES) : NULL;
+    if (!bytes || exact_memory(r) || bytes->t.dtype != DT_I64 || bytes->t.ndim != 1 || bytes->t.numel < 2 ||
+        (ref_bytes && (ref_bytes->t.dtype != DT_I64 || ref_bytes->t.ndim != 1)))
+        return 0;
+    struct tensor_hold hb, hrb = {0};
+    if (run_tensor_acquire(r, bytes, &hb)) {
+        error_clear();
+        return 0;
+    }
+    if (ref_bytes && run_tensor_acquire(reference, ref_bytes, &hrb)) {
+        error_clear();
+        run_tensor_release(&hb);
+        return 0;
+    }
+    const int64_t *b = hb.t.data, *rb = ref_bytes ? hrb.t.data : NULL;
+    int n = (int)bytes->t.numel, ref_steps = ref_bytes ? (int)ref_bytes->t.numel : 0;
+    int64_t last = excess(b, rb, ref_steps, n) - excess(b, rb, ref_steps, n - 1);
+    int before = n >= 3 && excess(b, rb, ref_steps, n - 1) > excess(b, rb, ref_steps, n - 2);
+    if (last > 0 && !before)
+        snprintf(note, note_len,
+                 "its live bytes at step start grew %+" PRId64 " B by step %d, its last, beyond %s's growth: too "
+                 "few steps to tell bounded state from a leak (a leak grows on each of the last two step starts; "
+                 "run more steps)",
+                 last, n, reference ? reference->name : "its own step 1");
+    run_tensor_release(&hb);
+    if (ref_bytes)
+        run_tensor_release(&hrb);
+    return note[0] != '\0';
 }

@@ -7,7 +7,9 @@
  *    against the same rank's): a plain step that backwards a parameter's
  *    gradient twice fires it twice, and a checkpoint must match that;
  *  - every step began with the live allocator bytes step 1 began with
- *    (checks/step_start_bytes, int64 [steps]): nothing leaks across steps.
+ *    (checks/step_start_bytes, int64 [steps]): nothing leaks across steps
+ *    (a user's model: no growth beyond the reference's that continues to
+ *    the last step, run_checks_leak_undecided).
  * A record without these datasets (another producer's) passes them. */
 #ifndef CKPT_RUN_CHECKS_H
 #define CKPT_RUN_CHECKS_H
@@ -36,5 +38,14 @@ int run_checks_record_start_bytes(struct run_record *rec, const int64_t *bytes, 
  * dataset when one is not int64 of the documented shape. */
 int run_checks_judge(const struct run_record *r, const struct run_record *reference, int *violated, char *reason,
                      size_t reason_len, char *where, size_t where_len);
+
+/* A user's run (no prediction): a leak is growth beyond the reference's
+ * that continues to the end, on each of the last two step starts; state
+ * that fills over a few steps and then holds still is none. When the last
+ * step start grew but too few steps ran to tell which (fewer than 3, or
+ * growth at the last start alone), writes that into note and returns 1;
+ * else 0 and note is "". */
+int run_checks_leak_undecided(const struct run_record *r, const struct run_record *reference, char *note,
+                              size_t note_len);
 
 #endif

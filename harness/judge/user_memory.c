@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 /* An attribute of the run as a whole (prefix "") or of one rank ("ranks/<r>/"). */
 static double attr_at(const struct run_record *r, const char *prefix, const char *key)
@@ -11,18 +12,37 @@ static double attr_at(const struct run_record *r, const char *prefix, const char
     return run_record_attr(r, full);
 }
 
-/* The three findings on one process's figures; who: "" or "rank 1: ". */
+/* attr_at, or `otherwise` where the run does not record it (a report
+ * written before the per-step findings). */
+static double attr_or(const struct run_record *r, const char *prefix, const char *key, double otherwise)
+{
+    double v = attr_at(r, prefix, key);
+    return isnan(v) ? otherwise : v;
+}
+
+static const char *named(const char *text, const char *none)
+{
+    return text[0] ? text : none;
+}
+
+/* The findings on one process's figures; who: "" or "rank 1 ". */
 static enum user_memory_outcome check_at(const struct run_record *base, const struct run_record *run,
                                          const char *prefix, const char *who, char *why, size_t why_len,
                                          char *where, size_t where_len)
 {
     double stated = attr_at(run, prefix, "memory.stated_end_forward_bytes");
-    if (isnan(stated))
+    if (isnan(stated)) {
+        if (strncmp(run->memory_statement, USER_MEMORY_NOT_JUDGED, strlen(USER_MEMORY_NOT_JUDGED)) == 0)
+            snprintf(why, why_len, "memory %s", run->memory_statement);
         return USER_MEMORY_UNJUDGED;
-    double held = attr_at(run, prefix, "memory.end_forward_bytes");
-    double base_held = attr_at(base, prefix, "memory.end_forward_bytes");
+    }
+    /* The judged step's figures (the first step with a finding, else the
+     * one closest to its statement); step 1's in an older report. */
+    double held = attr_or(run, prefix, "memory.judged_held_bytes", attr_at(run, prefix, "memory.end_forward_bytes"));
+    double base_held = attr_or(run, prefix, "memory.judged_baseline_held_bytes",
+                               attr_at(base, prefix, "memory.end_forward_bytes"));
     if (isnan(held) || isnan(base_held)) {
-        snprintf(why, why_len, "held bytes not judged: %s%s records none at the end of forward", who,
+        snprintf(why, why_len, "memory not judged: %s%s records no bytes held at the end of forward", who,
                  isnan(held) ? run->name : base->name);
         return USER_MEMORY_UNJUDGED;
     }
@@ -31,41 +51,80 @@ static enum user_memory_outcome check_at(const struct run_record *base, const st
          * fell short of what its own map found alive (a free from another
          * thread landing inside its forward); a MEMFAIL on it would be false. */
         snprintf(why, why_len,
-                 "held bytes not judged: %sthe statement comes to %.0f B, below zero (%s read %.0f B at the end of "
+                 "memory not judged: %sthe statement comes to %.0f B, below zero (%s read %.0f B at the end of "
                  "forward, less than the activations its own map holds there): the baseline's reading is short",
                  who, stated, base->name, base_held);
         return USER_MEMORY_UNJUDGED;
     }
-    double margin = USER_HELD_MARGIN_FRACTION * base_held;
-    double ops = attr_at(run, prefix, "memory.recomputed_ops");
+    double floor = attr_or(run, prefix, "memory.floor_bytes", USER_MEMORY_FLOOR_BYTES);
+    int step = (int)attr_or(run, prefix, "memory.judged_step", 1);
+    int steps = (int)attr_or(run, prefix, "memory.steps_judged", 1);
+    double saving = attr_or(run, prefix, "memory.max_saving_bytes", base_held - held);
+    double ops = attr_or(run, prefix, "memory.recomputed_ops", 0);
+    double extra = attr_or(run, prefix, "memory.extra_bytes", 0);
     double kept = attr_at(run, prefix, "memory.kept_after_backward_bytes");
-    if (ops == 0 && held >= base_held - margin) {
-        snprintf(why, why_len,
-                 "%srecomputes nothing: not a checkpoint (no op ran again in its backward, and it holds %.0f B at "
-                 "the end of forward where %s holds %.0f B); a plain control run is marked Run(..., memory=None)",
-                 who, held, base->name, base_held);
-        snprintf(where, where_len, "/runs/%s/%smemory.recomputed_ops = 0", run->name, prefix);
+    /* A baseline that holds no more than twice the floor leaves no saving
+     * a checkpoint could show above it (an RNG stash alone is 5056 B):
+     * there bytes cannot tell a checkpoint from none, and the run says so. */
+    double base_max = attr_or(run, prefix, "memory.max_baseline_held_bytes", base_held);
+    int too_small = base_max <= USER_MEMORY_TOO_SMALL_FLOORS * floor;
+    if (saving <= floor && !too_small) {
+        /* Judged on bytes, whatever it re-runs: a policy that saves every
+         * op, a region whose recompute frees nothing, a kept graph. */
+        int n = snprintf(why, why_len,
+                         "%ssaves nothing: on none of its %d step(s) does it hold at the end of forward more than "
+                         "the %.0f B floor less than %s (at most %.0f B less), though its backward re-ran %.0f "
+                         "op(s); a plain control run is marked Run(..., memory=None)",
+                         who, steps, floor, base->name, saving, ops);
+        if (run->memory_declared[0] && n > 0 && (size_t)n < why_len)
+            n += snprintf(why + n, why_len - (size_t)n, "; its policy declares saved %s", run->memory_declared);
+        if (run->memory_extra[0] && n > 0 && (size_t)n < why_len)
+            n += snprintf(why + n, why_len - (size_t)n, "; extras: %s", run->memory_extra);
+        if (run->memory_still_held[0] && n > 0 && (size_t)n < why_len)
+            snprintf(why + n, why_len - (size_t)n, "; still held though recomputed: %s", run->memory_still_held);
+        snprintf(where, where_len, "/runs/%s/%smemory.max_saving_bytes = %.0f <= floor %.0f", run->name, prefix,
+                 saving, floor);
         return USER_MEMORY_FAIL;
     }
-    if (held > stated + margin) {
+    if (extra > floor) {
         snprintf(why, why_len,
-                 "%sholds %.0f B at the end of forward, %.0f B more than the %.0f B its statement allows (margin "
-                 "%.0f B, %.0f%% of %s's); still held: %s",
-                 who, held, held - stated, stated, margin, 100 * USER_HELD_MARGIN_FRACTION, base->name,
-                 run->memory_still_held[0] ? run->memory_still_held : "(no tensor the map can name)");
-        snprintf(where, where_len, "/runs/%s/%smemory.end_forward_bytes = %.0f > stated %.0f: %.360s", run->name,
+                 "%sstep %d: holds %.0f B at the end of forward in tensors born in its forward that %s does not "
+                 "hold and nothing declares (floor %.0f B): %s",
+                 who, step, extra, base->name, floor, named(run->memory_extra, "(unnamed)"));
+        snprintf(where, where_len, "/runs/%s/%smemory.extra_bytes = %.0f (step %d)", run->name, prefix, extra,
+                 step);
+        return USER_MEMORY_FAIL;
+    }
+    if (held > stated + floor) {
+        snprintf(why, why_len,
+                 "%sstep %d: holds %.0f B at the end of forward, %.0f B more than the %.0f B its statement allows "
+                 "(floor %.0f B); still held: %s",
+                 who, step, held, held - stated, stated, floor,
+                 named(run->memory_still_held, "(no tensor the map can name)"));
+        snprintf(where, where_len, "/runs/%s/%smemory.judged_held_bytes = %.0f > stated %.0f: %.360s", run->name,
                  prefix, held, stated, run->memory_statement);
         return USER_MEMORY_FAIL;
     }
-    if (!isnan(kept) && kept > margin) {
-        snprintf(why, why_len, "%skeeps %.0f B of the activations it recomputed alive after backward, until the "
-                               "next step (margin %.0f B): %s",
-                 who, kept, margin, run->memory_kept[0] ? run->memory_kept : "(unnamed)");
-        snprintf(where, where_len, "/runs/%s/%smemory.kept_after_backward_bytes = %.0f", run->name, prefix, kept);
+    if (!isnan(kept) && kept > floor) {
+        snprintf(why, why_len, "%sstep %d: keeps %.0f B born in that step alive after backward, into the next "
+                               "step (floor %.0f B): %s",
+                 who, step, kept, floor, named(run->memory_kept, "(unnamed)"));
+        snprintf(where, where_len, "/runs/%s/%smemory.kept_after_backward_bytes = %.0f (step %d)", run->name, prefix,
+                 kept, step);
         return USER_MEMORY_FAIL;
     }
-    snprintf(why, why_len, "%sholds %.0f B at the end of forward, stated %.0f B (margin %.0f B)", who, held, stated,
-             margin);
+    int n = snprintf(why, why_len,
+                     "%sholds %.0f B at the end of forward on step %d of %d, stated %.0f B (floor %.0f B)", who, held,
+                     step, steps, stated, floor);
+    /* A PASS that holds more than stated says how much and what. */
+    if (held > stated && n > 0 && (size_t)n < why_len)
+        n += snprintf(why + n, why_len - (size_t)n, ", %.0f B above its statement: %s", held - stated,
+                      run->memory_extra[0] ? run->memory_extra
+                                            : named(run->memory_still_held, "no tensor the map can name"));
+    if (saving <= floor && too_small && n > 0 && (size_t)n < why_len)
+        snprintf(why + n, why_len - (size_t)n,
+                 "; too small to tell by bytes whether it saves anything (its baseline holds at most %.0f B, "
+                 "at most %.0f times the floor)", base_max, USER_MEMORY_TOO_SMALL_FLOORS);
     return USER_MEMORY_OK;
 }
 
@@ -85,7 +144,7 @@ enum user_memory_outcome user_memory_check(const struct run_record *base, const 
         if (isnan(attr_at(run, prefix, "memory.stated_end_forward_bytes")))
             break;
         snprintf(who, sizeof who, "rank %d ", rank);
-        char one[512], at[512];
+        char one[8192], at[512];
         one[0] = at[0] = '\0';
         enum user_memory_outcome o = check_at(base, run, prefix, who, one, sizeof one, at, sizeof at);
         if (o == USER_MEMORY_FAIL) {

@@ -1,9 +1,11 @@
-/* user_memory: a user's run judged against the memory statement its
- * producer drew from the plain baseline's memory map (docs/memory.md, "A
- * user's checkpoint"): it recomputes something, holds at the end of forward
- * no more than stated (within USER_HELD_MARGIN_FRACTION of baseline_0's
- * held bytes), and keeps none of the activations it recomputed once its
- * backward is done. A run without a statement is not judged here. */
+/* user_memory: a user's run judged against the memory findings its
+ * producer drew, step by step, from the plain baseline's memory map, the
+ * run's declared policy and its own recompute (docs/memory.md, "A user's
+ * checkpoint"): on some step it saves more than the floor, and on every
+ * step it holds no tensor born in its forward that the baseline does not
+ * hold and nothing declares (an extra), no more than its statement, and
+ * nothing of the step alive into the next, each beyond an absolute floor
+ * for allocator bookkeeping. A run without a statement is not judged here. */
 #ifndef CKPT_USER_MEMORY_H
 #define CKPT_USER_MEMORY_H
 
@@ -11,12 +13,19 @@
 
 #include "run_record.h"
 
-/* The margin over the statement, as a fraction of baseline_0's bytes held
- * at the end of forward: room for what a checkpoint keeps besides
- * activations (bounded staging buffers, bookkeeping tensors). The
- * statement itself was exact on every correct checkpoint measured
- * (docs/memory.md has the table). */
-#define USER_HELD_MARGIN_FRACTION 0.05
+/* The floor, in bytes, when a run records none (memory.floor_bytes):
+ * room for allocator bookkeeping on the CPU, never a fraction of the
+ * baseline (docs/memory.md, "The floor", has the measured residues). */
+#define USER_MEMORY_FLOOR_BYTES 8192.0
+
+/* "Saves nothing" is judged only where the baseline holds more than this
+ * many floors at the end of forward on some step: below, no checkpoint's
+ * saving could show above the floor. */
+#define USER_MEMORY_TOO_SMALL_FLOORS 2.0
+
+/* What a run's memory.statement says when its producer could not judge
+ * it: the rest of the text is why (no meter, no map). */
+#define USER_MEMORY_NOT_JUDGED "not judged: "
 
 enum user_memory_outcome {
     USER_MEMORY_UNJUDGED, /* no statement (or a control run): why says which, or is "" */

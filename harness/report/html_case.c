@@ -119,7 +119,55 @@ static void put_divergence(FILE *out, const json_t *rec)
     fputs("</dd>\n", out);
 }
 
-static void put_memory(FILE *out, const json_t *rec)
+/* A list of the summary (a user's run's extras or state) as one row. */
+static void put_tensor_list(FILE *out, const json_t *rec, const char *key, const char *label)
+{
+    const json_t *list = json_object_get(rec, key), *item;
+    char line[2048];
+    size_t n = 0, i;
+    if (!json_is_array(list) || json_array_size(list) == 0)
+        return;
+    line[0] = '\0';
+    json_array_foreach(list, i, item)
+    {
+        int w = snprintf(line + n, sizeof line - n, "%s%s", i ? "; " : "",
+                         json_string_value(item) ? json_string_value(item) : "");
+        if (w < 0 || (size_t)w >= sizeof line - n)
+            break;
+        n += (size_t)w;
+    }
+    row(out, label, line, NULL);
+}
+
+/* A user's run (python/ckpt_verify): held beside its statement on the
+ * judged step, the recomputed ops, and the tensors beyond its baseline;
+ * or why its memory was not judged. 1 when it is one. */
+static int put_user_memory(FILE *out, const json_t *rec)
+{
+    const char *memory = summary_str(rec, "memory");
+    char a[32], b[32], c[32], d[32], line[256];
+    if (!memory[0] || strcmp(memory, "control") == 0)
+        return 0;
+    if (strcmp(memory, "judged") != 0) {
+        row(out, "memory", memory, "held");
+        return 1;
+    }
+    double held = summary_num(rec, "judged_held_bytes"), stated = summary_num(rec, "stated_end_forward_bytes");
+    const json_t *step = json_object_get(rec, "memory_step"), *ops = json_object_get(rec, "recomputed_ops");
+    snprintf(line, sizeof line, "%s, stated %s (step %lld, %+.0f B); baseline %s; held cut %s",
+             html_bytes(held, a, sizeof a), html_bytes(stated, b, sizeof b), (long long)json_integer_value(step), held - stated,
+             html_bytes(summary_num(rec, "baseline_end_forward_bytes"), c, sizeof c),
+             html_percent(summary_num(rec, "held_cut"), d, sizeof d));
+    row(out, "held at end of forward", line, "held");
+    snprintf(line, sizeof line, "%lld", (long long)json_integer_value(ops));
+    row(out, "recomputed ops", line, NULL);
+    row(out, "statement", summary_str(rec, "memory_statement"), NULL);
+    put_tensor_list(out, rec, "memory_extras", "extras");
+    put_tensor_list(out, rec, "memory_state", "state");
+    return 1;
+}
+
+static void put_held(FILE *out, const json_t *rec)
 {
     char a[32], b[32], c[32], d[32], line[256];
     double held = summary_num(rec, "end_forward_bytes"), pred = summary_num(rec, "predicted_end_forward_bytes");
@@ -133,6 +181,13 @@ static void put_memory(FILE *out, const json_t *rec)
                  html_bytes(summary_num(rec, "predicted_baseline_end_forward_bytes"), d, sizeof d),
                  html_percent(summary_num(rec, "held_cut"), a, sizeof a));
     row(out, "held at end of forward", line, "held");
+}
+
+static void put_memory(FILE *out, const json_t *rec)
+{
+    char a[32], b[32], c[32], line[256];
+    if (!put_user_memory(out, rec))
+        put_held(out, rec);
     snprintf(line, sizeof line, "%s; baseline %s; peak cut %s", html_bytes(summary_num(rec, "peak_bytes"), a, sizeof a),
              html_bytes(summary_num(rec, "baseline_peak_bytes"), b, sizeof b),
              html_percent(summary_num(rec, "peak_cut"), c, sizeof c));

@@ -101,6 +101,27 @@ static void put_number_property(FILE *out, const char *indent, const json_t *rec
     put_property(out, indent, key, text);
 }
 
+/* A list of the summary (a user's run's extra or state tensors) as one
+ * property, its entries joined by "; ". */
+static void put_list_property(FILE *out, const char *indent, const json_t *rec, const char *key)
+{
+    const json_t *list = json_object_get(rec, key), *item;
+    char text[2048];
+    size_t n = 0, i;
+    if (!json_is_array(list) || json_array_size(list) == 0)
+        return;
+    text[0] = '\0';
+    json_array_foreach(list, i, item)
+    {
+        const char *entry = json_string_value(item);
+        int w = snprintf(text + n, sizeof text - n, "%s%s", i ? "; " : "", entry ? entry : "");
+        if (w < 0 || (size_t)w >= sizeof text - n)
+            break;
+        n += (size_t)w;
+    }
+    put_property(out, indent, key, text);
+}
+
 /* Seconds of one record: its case's wall time over the case's records. */
 static double record_seconds(const json_t *rec, const json_t *per_case)
 {
@@ -133,6 +154,17 @@ static void put_testcase(FILE *out, const json_t *rec, double seconds)
     put_number_property(out, "        ", rec, "peak_cut");
     put_number_property(out, "        ", rec, "memory_saved");
     put_number_property(out, "        ", rec, "overhead");
+    /* A user's run: its memory statement beside what it held, and what beyond */
+    if (*summary_str(rec, "memory"))
+        put_property(out, "        ", "memory", summary_str(rec, "memory"));
+    put_number_property(out, "        ", rec, "judged_held_bytes");
+    put_number_property(out, "        ", rec, "stated_end_forward_bytes");
+    put_number_property(out, "        ", rec, "memory_step");
+    put_number_property(out, "        ", rec, "recomputed_ops");
+    if (*summary_str(rec, "memory_statement"))
+        put_property(out, "        ", "memory_statement", summary_str(rec, "memory_statement"));
+    put_list_property(out, "        ", rec, "memory_extras");
+    put_list_property(out, "        ", rec, "memory_state");
     if (divergence[0])
         put_property(out, "        ", "first_divergence", divergence);
     fputs("      </properties>\n", out);

@@ -85,16 +85,42 @@ static void compare_verdicts(const json_t *p, const json_t *c, struct line *l)
             scaled_ulp_format(cu, b, sizeof b));
 }
 
-static void compare_memory(const json_t *p, const json_t *c, double points, struct line *l)
+/* A cut (a fraction of the baseline's bytes) that moved by more than
+ * `points`: smaller is a regression. */
+static void compare_cut(const json_t *p, const json_t *c, const char *key, const char *what, double points,
+                        struct line *l)
 {
-    double pm = summary_num(p, "memory_saved"), cm = summary_num(c, "memory_saved");
+    double pm = summary_num(p, key), cm = summary_num(c, key);
     if (isnan(pm) || isnan(cm) || fabs(cm - pm) <= points)
         return;
-    char a[32], b[32], d[32];
+    char a[32], b[32], d[32], fmt[64];
     snprintf(a, sizeof a, "%.1f%%", 100 * pm);
     snprintf(d, sizeof d, "%+.1f", 100 * (cm - pm));
     snprintf(b, sizeof b, "%.1f%% (%s points)", 100 * cm, d);
-    add(l, cm < pm ? F_REGRESSION : F_IMPROVED, "memory saved %s -> %s", a, b);
+    snprintf(fmt, sizeof fmt, "%s %%s -> %%s", what);
+    add(l, cm < pm ? F_REGRESSION : F_IMPROVED, fmt, a, b);
+}
+
+/* A user's run (summary "memory": "judged"): its bytes held above its
+ * memory statement on the judged step. Growing by more than the floor a
+ * user's run is held to is a regression, even where both verdicts pass. */
+static void compare_statement_gap(const json_t *p, const json_t *c, struct line *l)
+{
+    double pg = summary_num(p, "judged_held_bytes") - summary_num(p, "stated_end_forward_bytes");
+    double cg = summary_num(c, "judged_held_bytes") - summary_num(c, "stated_end_forward_bytes");
+    if (isnan(pg) || isnan(cg) || fabs(cg - pg) <= REGRESS_STATEMENT_GAP_BYTES)
+        return;
+    char a[48], b[48];
+    snprintf(a, sizeof a, "%+.0f B", pg);
+    snprintf(b, sizeof b, "%+.0f B", cg);
+    add(l, cg > pg ? F_REGRESSION : F_IMPROVED, "held above its memory statement %s -> %s", a, b);
+}
+
+static void compare_memory(const json_t *p, const json_t *c, double points, struct line *l)
+{
+    compare_cut(p, c, "memory_saved", "memory saved", points, l);
+    compare_cut(p, c, "held_cut", "held cut", points, l);
+    compare_statement_gap(p, c, l);
 }
 
 /* Collects new/old overhead of a common record under its impl: only runs

@@ -12,7 +12,10 @@
  *     PASSed and still does (a NOISE distance lies within the run's
  *     measured spread and varies run to run by nature; a FAIL's measures
  *     the bug);
- *   - memory saved shrank by more than memory_points (fraction, 0.02);
+ *   - memory saved (the peak's cut) or the held cut (bytes held at the end
+ *     of forward) shrank by more than memory_points (fraction, 0.02);
+ *   - a user's run held more above its memory statement, by more than
+ *     REGRESS_STATEMENT_GAP_BYTES (the floor it is judged to);
  *   - overhead grew by more than overhead_ratio (0.10), judged per impl
  *     on the median over the cases of (new overhead / old overhead), using
  *     only runs whose gradients were right (PASS or NOISE) in both, and
@@ -29,6 +32,7 @@
 #include <stdio.h>
 
 #define REGRESS_MIN_OVERHEAD_CASES 5
+#define REGRESS_STATEMENT_GAP_BYTES 8192.0 /* user_memory.h's floor */
 
 struct regress_options {
     double memory_points;  /* 0.02: two percentage points */

@@ -64,6 +64,28 @@ static void print_memory_line(FILE *out, int width, const char *what, double hel
             ms_cell(forward_ms, e, sizeof e));
 }
 
+/* A user's run (python/ckpt_verify): what it held at the end of forward
+ * on its judged step beside its statement (docs/memory.md), and the ops
+ * its backwards re-ran; or why its memory was not judged. */
+static void print_user_memory_line(FILE *out, int width, const struct impl_result *x)
+{
+    char a[32], b[32], c[32], d[32], e[32];
+    if (strcmp(x->memory_judged, "judged") != 0) {
+        fprintf(out, "  %-*s   memory %s; peak %s, step %s (forward %s)\n", width, "", x->memory_judged,
+                bytes_cell(x->peak_bytes, c, sizeof c), ms_cell(x->step_ms, d, sizeof d),
+                ms_cell(x->forward_ms, e, sizeof e));
+        return;
+    }
+    fprintf(out, "  %-*s   held at end of forward %s vs stated %s (step %d", width, "",
+            bytes_cell(x->judged_held_bytes, a, sizeof a), bytes_cell(x->stated_end_forward_bytes, b, sizeof b),
+            x->memory_step);
+    if (!isnan(x->judged_held_bytes) && x->judged_held_bytes != x->stated_end_forward_bytes)
+        fprintf(out, ", %+.0f B", x->judged_held_bytes - x->stated_end_forward_bytes);
+    fprintf(out, "), recomputed ops %d, peak %s, step %s (forward %s)\n", x->memory_recomputed_ops,
+            bytes_cell(x->peak_bytes, c, sizeof c), ms_cell(x->step_ms, d, sizeof d),
+            ms_cell(x->forward_ms, e, sizeof e));
+}
+
 /* The verdict's distance from baseline_0 in scaled ULP (the largest over
  * every tensor of max |a - b| in ULPs of the dtype at max |a|): what the
  * judge's envelope measured and the one distance the table, the summary,
@@ -166,8 +188,11 @@ void report_print_case(FILE *out, const struct case_result *r)
             fprintf(out, "  %-*s     %.*s\n", w, "", (int)len, row);
             row += len + (row[len] == '\n');
         }
-        print_memory_line(out, w, "", x->end_forward_bytes, x->predicted_end_forward_bytes, x->peak_bytes, x->step_ms,
-                          x->forward_ms);
+        if (x->memory_judged[0] && strcmp(x->memory_judged, "control") != 0)
+            print_user_memory_line(out, w, x);
+        else
+            print_memory_line(out, w, "", x->end_forward_bytes, x->predicted_end_forward_bytes, x->peak_bytes,
+                              x->step_ms, x->forward_ms);
         if (!x->timing_stable && x->timing_note[0] && !isnan(x->overhead))
             fprintf(out, "  %-*s   overhead marked ?: %s\n", w, "", x->timing_note);
     }
@@ -296,6 +321,42 @@ static void add_memory_time(json_t *rec, const struct case_result *r, const stru
         json_decref(def); /* another producer's file without /case: nothing to describe */
 }
 
+/* A producer's tensor list ("N tensor(s), B B: a (n B); b (m B); ...",
+ * memory_map.describe) as a JSON list of its entries. */
+static json_t *tensor_list(const char *text)
+{
+    json_t *list = json_array();
+    const char *p = strstr(text, ": ");
+    for (p = p ? p + 2 : text; *p;) {
+        size_t len = strcspn(p, ";");
+        if (len)
+            json_array_append_new(list, json_stringn(p, len));
+        p += len;
+        while (*p == ';' || *p == ' ')
+            p++;
+    }
+    return list;
+}
+
+/* A user's run's memory (judge.h): whether and how it was judged, its
+ * statement beside what it held, the recomputed ops, and the tensors it
+ * holds beyond its baseline (extras) and as state, as lists. */
+static void add_user_memory(json_t *rec, const struct impl_result *x)
+{
+    if (!x->memory_judged[0])
+        return;
+    json_object_set_new(rec, "memory", json_string(x->memory_judged));
+    if (strcmp(x->memory_judged, "judged") != 0)
+        return;
+    json_object_set_new(rec, "stated_end_forward_bytes", json_number(x->stated_end_forward_bytes));
+    json_object_set_new(rec, "judged_held_bytes", json_number(x->judged_held_bytes));
+    json_object_set_new(rec, "memory_step", json_integer(x->memory_step));
+    json_object_set_new(rec, "recomputed_ops", json_integer(x->memory_recomputed_ops));
+    json_object_set_new(rec, "memory_statement", json_string(x->memory_statement));
+    json_object_set_new(rec, "memory_extras", tensor_list(x->memory_extra));
+    json_object_set_new(rec, "memory_state", tensor_list(x->memory_state));
+}
+
 /* The judge's per-tensor distances (judge.h tensor_distances), as it
  * computed them: a report shows them per tensor and step without
  * recomputing anything. Infinite figures are null. */
@@ -369,6 +430,7 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
         json_object_set_new(rec, "overhead_baseline", json_string(x->overhead_baseline));
         json_object_set_new(rec, "end_forward_bytes", json_number(x->end_forward_bytes));
         json_object_set_new(rec, "recomputes", json_integer(x->recomputes));
+        add_user_memory(rec, x);
         if (x->tensors_differing)
             add_tensor_distances(rec, x);
         json_object_set_new(rec, "raw_noise_floor_ulp", json_integer((json_int_t)r->noise_floor_ulp));

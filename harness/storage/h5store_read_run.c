@@ -272,6 +272,12 @@ static herr_t visit_attr(hid_t loc, const char *name, const H5A_info_t *info, vo
                 text = v->rec->not_observable, text_len = sizeof v->rec->not_observable;
             else if (strcmp(name, "class_patches") == 0)
                 text = v->rec->class_patches, text_len = sizeof v->rec->class_patches;
+            else if (strcmp(name, "memory_extra") == 0)
+                text = v->rec->memory_extra, text_len = sizeof v->rec->memory_extra;
+            else if (strcmp(name, "memory_declared") == 0)
+                text = v->rec->memory_declared, text_len = sizeof v->rec->memory_declared;
+            else if (strcmp(name, "memory_state") == 0)
+                text = v->rec->memory_state, text_len = sizeof v->rec->memory_state;
         }
         if (text) {
             int got = h5store_attr_string(a, text, text_len);

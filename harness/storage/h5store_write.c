@@ -575,7 +575,8 @@ static int write_run(struct h5store *s, const struct run_record *r)
         {"outcome", r->outcome}, {"message", r->message}, {"warning", r->warning}, {"baselines", r->baselines},
         {"twin_of", r->twin_of}, {"noise_cause", r->noise_cause}, {"op_log", r->op_log}, {"memory_statement", r->memory_statement},
         {"memory_still_held", r->memory_still_held}, {"memory_kept", r->memory_kept}, {"role", r->role},
-        {"not_observable", r->not_observable}};
+        {"not_observable", r->not_observable}, {"memory_extra", r->memory_extra},
+        {"memory_declared", r->memory_declared}, {"memory_state", r->memory_state}};
     snprintf(full, cap, "/runs/%s", r->name);
     for (size_t i = 0; i < sizeof texts / sizeof *texts && rc == ST_OK; i++)
         if (texts[i].value[0])

@@ -88,6 +88,9 @@ struct run_record {
      * class_patches: "run X patched Block.forward on the class ..."), said
      * first in its reason whatever its verdict; "" otherwise. */
     char class_patches[RUN_TEXT_MAX];
+    char memory_extra[RUN_TEXT_MAX];    /* a user's run: tensors its baseline does not hold (docs/memory.md) */
+    char memory_declared[RUN_TEXT_MAX]; /* ... what its selective policy declared saved */
+    char memory_state[RUN_TEXT_MAX];    /* ... state: born before the step, or kept from step to step */
     int n, cap;
     struct run_tensor *items;
     char *source; /* the report stored tensors are read from (malloc'd), or NULL */

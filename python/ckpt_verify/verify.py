@@ -194,7 +194,7 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
            judge: str | None = None, model_definition: str | None = None, world_size: int | None = None,
            parallel: str = "ddp", backend: str = "gloo", parallel_options: dict | None = None,
            timeout: float | None = None, against_single: bool = True,
-           baselines: dict[str, StepFn | Run] | None = None) -> "Report":
+           baselines: dict[str, StepFn | Run] | None = None, require_memory: bool = False) -> "Report":
     """Trains a plain baseline and every run in `runs` from the same seeded
     model and batches, streams them into a schema-1 report at `out` and
     returns the C judge's verdicts (a Report).
@@ -227,6 +227,9 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
                           against the single-process baselines (NOISE at best);
                           a rank that fails, dies or outlasts `timeout` seconds is an
                           ERROR naming it (docs/distributed.md)
+    require_memory        True: a run whose memory cannot be judged (no meter, no memory map)
+                          is ERROR, naming why; by default its verdict line says
+                          "memory not judged: <why>" and summary.json carries it
     baselines             {family: step_fn or Run}: more plain baselines, each trained as
                           <family>_baseline_0, _1 (e.g. {"compiled": the plain step under
                           torch.compile}); a Run(..., against=family) is judged against its
@@ -237,6 +240,8 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
                     else "external")
     dev = _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, tolerance,
                         min_memory_saving, seed, lr, min_held_cut)
+    if not isinstance(require_memory, bool):
+        raise BadInput(f"require_memory must be True or False, not {require_memory!r}")
     baseline = Run(step=baseline or default_baseline)
     fams = families.check(baselines, runs, expect)
     if fams and world_size is not None:
@@ -286,6 +291,7 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
     progress = progress_mod.for_stderr(runs_hint=est.runs_best)
     progress.note(est.line())
     spec = Spec(model_fn, batches, steps, seed, lr, dev, meter, reference, progress)
+    spec.require_memory = require_memory
     spec.dropout_modules = distributed.dropout_modules(first)
     spec.classes = ClassState(first)  # every run starts from these classes (frontends/class_state.py)
 
@@ -375,9 +381,10 @@ def _train_all(spec, baseline, runs, noise_runs, recorder, cfg=None, against_sin
 def _train_runs(spec, baseline, runs, noise_runs, recorder, cfg, against_single, fams):
     train = _frontend_train(spec.device)
     _train_baseline(spec, baseline, 0, recorder, train)
-    if "map" in spec.baseline_memory:  # every run's memory statement is drawn from it
-        write_map(recorder.file, spec.baseline_memory["map"], _baseline_name(0))
     second = _train_baseline(spec, baseline, 1, recorder, train)
+    if "map" in spec.baseline_memory:  # every run's memory statement is drawn from it
+        write_map(recorder.file, spec.baseline_memory["map"], _baseline_name(1),
+                  "step 1 (recorded)" if "steps" in spec.baseline_memory else "an unrecorded eager step, batch 1")
     check_same_tensors(recorder, _baseline_name(0), _baseline_name(1))
     singles = [_baseline_name(0), _baseline_name(1)]
     if not second.identical:
@@ -530,6 +537,10 @@ def _train_or_error(spec: Spec, run: Run, run_name: str, recorder: Recorder,
     except BaseException:
         writer.abort()
         raise
+    unjudged = attr_text(writer.attrs.get("memory_statement", ""))
+    if getattr(spec, "require_memory", False) and "outcome" not in writer.attrs and unjudged.startswith("not judged: "):
+        writer.attrs["outcome"] = "error"
+        writer.attrs["message"] = f"memory {unjudged} (verify(require_memory=True))"
     changed = _changed_batches(before, own, run_name)
     if changed:  # judged ERROR with this message; a run that raised says so first
         writer.attrs["message"] = f"{writer.attrs['message']}; {changed}" if "outcome" in writer.attrs else changed

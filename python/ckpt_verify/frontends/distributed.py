@@ -51,6 +51,7 @@ import torch.distributed as dist
 
 from ..errors import BadInput, BadRunName, RunError
 from ..recorder import RunRecord, check_same_tensors, link_run, same_results
+from . import memory_map
 from .distributed_rank import rank_context, rank_main  # noqa: F401 - rank_context is public API
 from .eager import Run
 
@@ -304,9 +305,7 @@ def _kill_group(procs):
 
 
 # A run's statement, per rank: never reduced to a maximum over ranks.
-STATEMENT_ATTRS = ("memory.stated_end_forward_bytes", "memory.recomputed_ops", "memory.recompute_regions",
-                   "memory.stated_recomputed_bytes", "memory.outside_ops_bytes", "memory.still_held_bytes",
-                   "memory.kept_after_backward_bytes", "memory.kept_other_after_backward_bytes")
+STATEMENT_ATTRS = memory_map.STEP_ATTRS
 
 
 def _assemble(record, results, cfg):
@@ -338,12 +337,12 @@ def _assemble(record, results, cfg):
             continue  # judged rank by rank (ranks/<r>/memory), never as a maximum over ranks
         if values and (key.startswith("memory.") or key.startswith("timing.")):
             record.attrs[key] = max(values)  # the rank that needs most bounds the job
-    stated = [(res["attrs"].get("memory.end_forward_bytes", 0) - res["attrs"]["memory.stated_end_forward_bytes"],
+    stated = [(res["attrs"].get("memory.judged_held_bytes", 0) - res["attrs"]["memory.stated_end_forward_bytes"],
                rank, res["attrs"]) for rank, res in enumerate(results)
               if res["attrs"].get("memory.stated_end_forward_bytes") is not None]
     if stated:
         _, rank, worst = max(stated, key=lambda s: s[0])
-        for key in ("memory_statement", "memory_still_held", "memory_kept"):
+        for key in memory_map.TEXT_ATTRS:
             if worst.get(key):
                 texts[key] = f"rank {rank}: {worst[key]}"[:8000]
     record.attrs.update(texts)

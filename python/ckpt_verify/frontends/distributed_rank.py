@@ -443,7 +443,7 @@ def train_rank(spec, cfg, run, rank, world, say):
                 attrs["memory.control"] = 1
             else:
                 base_summary, base_held = bases[rank]
-                attrs.update(memory_map.statement_attrs(base_summary, summary, base_held))
+                attrs.update(memory_map.statement_attrs(base_summary, summary, base_held, mem["end_forward_bytes"]))
     attrs["timing.forward_ms"] = statistics.median(fwd_ms)
     attrs["timing.backward_ms"] = statistics.median(bwd_ms)
     attrs["timing.step_ms"] = statistics.median(f + b for f, b in zip(fwd_ms, bwd_ms))

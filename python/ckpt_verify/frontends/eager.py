@@ -21,6 +21,7 @@ import copy
 import gc
 import random
 import statistics
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -281,8 +282,14 @@ class Spec:
         # the baseline's, and baseline_0's measured held bytes, are what every
         # run's memory statement is drawn from.
         self.maps: dict[int, memory_map.Summary] = {}
-        # "map" and "held": baseline_0's. A dict, shared by the copies of
-        # the Spec each run trains with (own_batches).
+        # ids of the Runs whose warm-up compiled (or that run against a
+        # compiled family): mapped once, eagerly (map_step), not on their
+        # recorded steps. A set, shared by the copies.
+        self.map_once: set[int] = set()
+        # "steps": baseline_1's [(map summary, held bytes)] per recorded
+        # step; "map" and "held": its step 1's (or, for a compiled baseline,
+        # its one eager mapped step's). A dict, shared by the copies of the
+        # Spec each run trains with (own_batches).
         self.baseline_memory: dict = {}
         # ids of the baseline Runs whose probe run (probe_run) has run:
         # once per verify() call, before the first recorded baseline.
@@ -530,6 +537,7 @@ def warm_up(spec, run, run_name, watch=False):
     Returns the bytes it left allocated (one-time bytes), or None."""
     meter = spec.meter
     before = meter.live() if meter.source else 0
+    compiles = compile_count()
     model, _, _ = prepared_model(spec, run, run_name)
     step_fn = run.step
     if watch:
@@ -551,18 +559,48 @@ def warm_up(spec, run, run_name, watch=False):
         loss = _call(step_fn, model, spec.batches[0], run_name, 0)
         check_loss(loss, run_name, 0, step_fn)
         _backward(loss, run_name, 0)
+    compiled = compiled_since(compiles) or looks_compiled(model, step_fn)
     del loss, model
     meter.sync()
     one_time = meter.live() - before if meter.source else None
-    if meter.source and spec.device.type in ("cpu", "cuda"):
-        try:
-            map_step(spec, run, run_name, saves=watch)
-        except (RunError, NonScalarLoss):
-            # The step cannot run eagerly (a compiled reentrant checkpoint
-            # whose input needs no grad, say): no map, no statement; the
-            # run's own steps decide whether it runs at all.
-            spec.maps.pop(id(run), None)
+    if compiled or run.against is not None or run.backward is not None:
+        # Compiled code runs eagerly under a dispatch mode: the recorded
+        # steps of a compiled run cannot carry the map without ceasing to be
+        # what is verified, so it gets one more, eager, mapped step instead.
+        spec.map_once.add(id(run))
+        if meter.source and spec.device.type in ("cpu", "cuda"):
+            try:
+                map_step(spec, run, run_name, saves=watch)
+            except (RunError, NonScalarLoss):
+                # The step cannot run eagerly (a compiled reentrant checkpoint
+                # whose input needs no grad, say): no map, no statement; the
+                # run's own steps decide whether it runs at all.
+                spec.maps.pop(id(run), None)
     return one_time
+
+
+def compile_count() -> int:
+    """Graphs torch.compile has captured in this process so far (0 when
+    dynamo was never imported)."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    return int(utils.counters["stats"]["unique_graphs"]) if utils is not None else 0
+
+
+def compiled_since(count: int) -> bool:
+    return compile_count() > count
+
+
+def looks_compiled(model, step_fn) -> bool:
+    """A model holding a torch.compile'd module (torch.compile(model), an
+    OptimizedModule inside) or one compiled in place (Module.compile()), or
+    a step torch.compile wrapped: compiled even when its warm-up found the
+    compiled code cached (no new graph)."""
+    if getattr(step_fn, "_torchdynamo_orig_callable", None) is not None:
+        return True
+    dynamo = sys.modules.get("torch._dynamo.eval_frame")
+    optimized = getattr(dynamo, "OptimizedModule", None) if dynamo else None
+    return any((optimized is not None and isinstance(m, optimized))
+               or getattr(m, "_compiled_call_impl", None) is not None for m in model.modules())
 
 
 def _eager_only():
@@ -600,30 +638,111 @@ def map_step(spec, run, run_name, saves):
         del loss, grad
         gc.collect()
         mapper.after_backward()
-    spec.maps[id(run)] = memory_map.summarize(mapper)
+    summary = memory_map.summarize(mapper)
+    if not saves:
+        # The recorded steps run compiled, this one eagerly: what the compiled
+        # regions stash (an RNG state each, whatever preserve_rng_state says)
+        # is not what the eager step allocated outside its ops, so at least one
+        # CPU RNG stash per region is counted, as for a DDP rank.
+        stash = torch.get_rng_state().nbytes
+        summary.outside_ops_bytes = max(summary.outside_ops_bytes, len(summary.regions) * stash)
+    spec.maps[id(run)] = summary
     del model, params, buffers, named
 
 
-def statement_attrs(spec, run, baseline, held):
-    """The run's memory statement as report attributes (docs/schema.md,
-    "Memory statement of a user's run"): for a baseline, its map's size
-    (baseline_0's held bytes become the statement's base); for a run, what
-    a correct checkpoint of the regions it recomputes holds at the end of
-    forward, what its recompute did, and which of its tensors the statement
-    says it should not hold (names for the judge's reason). Nothing when
-    no map was taken (no meter) or the run is a plain control run."""
-    summary = spec.maps.get(id(run))
-    if summary is None or held is None:
-        return {}
-    if baseline:
-        spec.baseline_memory.setdefault("map", summary)
-        spec.baseline_memory.setdefault("held", held)
-        return {"memory.map_tensors": len(summary.held), "memory.map_bytes": sum(h.nbytes for h in summary.held)}
-    if run.memory is None:
+MAPPED_BASELINE = "baseline_1"  # the baseline whose recorded steps carry the memory map
+
+
+def statement_attrs(spec, run, baseline, held_steps, summaries=None):
+    """The run's memory findings as report attributes (docs/schema.md,
+    "Memory statement of a user's run"): for baseline_0, its map's size
+    (its per-step maps and held bytes become every statement's base); for
+    a run, step by step against the same step of baseline_0, what a
+    correct checkpoint of the regions it recomputes holds at the end of
+    forward, what its recompute did, and which of its tensors are extras,
+    still held, held over to the next step, or state (names for the
+    judge's reason). `summaries`: the maps of its recorded steps, or None
+    for a run mapped once eagerly (spec.maps). Nothing when no map was
+    taken (no meter) or the run is a plain control run."""
+    if not baseline and run.memory is None:
         return {"memory.control": 1}
+    if not held_steps:
+        why = getattr(spec.meter, "why", None) or "no bytes measured"
+        return {} if baseline else {"memory_statement": f"not judged: {why}"[:memory_map.TEXT_MAX]}
+    if summaries is None and id(run) not in spec.maps:
+        return {} if baseline else {
+            "memory_statement": f"not judged: no memory map of this run (its step could not run eagerly under "
+                                f"the map, or the device is {spec.device.type}, which has no map)"}
+    if baseline:
+        if "map" in spec.baseline_memory or (summaries is None and spec.maps.get(id(run)) is None):
+            return {}
+        first = summaries[0] if summaries else spec.maps[id(run)]
+        spec.baseline_memory["map"], spec.baseline_memory["held"] = first, held_steps[0]
+        if summaries:
+            spec.baseline_memory["steps"] = list(zip(summaries, held_steps))
+        return {"memory.map_tensors": len(first.held), "memory.map_bytes": sum(h.nbytes for h in first.held)}
     if "map" not in spec.baseline_memory:
-        return {}
-    return memory_map.statement_attrs(spec.baseline_memory["map"], summary, spec.baseline_memory["held"])
+        return {"memory_statement": "not judged: no memory map of the baseline (its step could not run eagerly "
+                                    "under the map)"}
+    base = spec.baseline_memory.get("steps")
+    if summaries and base:
+        return memory_map.run_attrs(memory_map.judge_steps(base, list(zip(summaries, held_steps))))
+    one = summaries[0] if summaries else spec.maps[id(run)]
+    return memory_map.statement_attrs(spec.baseline_memory["map"], one, spec.baseline_memory["held"], held_steps[0])
+
+
+class StepMaps:
+    """The memory maps of a run's recorded steps (frontends/memory_map.py):
+    one MemoryMap entered around each step's forward and backward, told by
+    the following steps what survived. Off (every call a no-op) when
+    `on` is false."""
+
+    def __init__(self, on, names, modules, saves):
+        self.on, self.names, self.modules, self.saves = on, names, modules, saves
+        self.maps: list[memory_map.MemoryMap] = []
+        self.current = None
+
+    def step_starts(self, existing):
+        """After the step's gradients were dropped and garbage collected."""
+        if not self.on:
+            return
+        if self.maps:
+            self.maps[-1].next_step_starts(self.modules)
+        if len(self.maps) >= 2:
+            self.maps[-2].next_step_ends()
+        # Hooks on the plain model's named modules only (no global module
+        # hooks: torch.compile(module) warns about those on every call).
+        hooked = [m for n, m in self.modules if id(m) in self.names]
+        self.current = memory_map.MemoryMap(self.names, existing, saves=self.saves, modules=hooked)
+        self.current.__enter__()
+
+    def forward_ends(self, held, loss):
+        if self.current is None:
+            return
+        freed = self.maps[-1].next_forward_ends() if self.maps else 0
+        self.current.mark_end_forward(held, loss, self.modules, freed)
+
+    def backward_starts(self):
+        if self.current is not None:
+            self.current.backward_starts()
+
+    def step_ends(self):
+        """After backward (also when the step raised)."""
+        if self.current is None:
+            return
+        current, self.current = self.current, None
+        current.after_backward()
+        current.__exit__(None, None, None)
+        self.maps.append(current)
+
+    def summaries(self):
+        """Once the training is done (the last step's gradients dropped)."""
+        if not self.on or not self.maps:
+            return None
+        gc.collect()
+        if len(self.maps) >= 2:
+            self.maps[-2].next_step_ends()
+        return [memory_map.summarize(m) for m in self.maps]
 
 
 def train(spec, run, sink, baseline=False):
@@ -659,9 +778,21 @@ def _train(spec, run, sink, baseline):
     generators = probe.GeneratorWatch() if baseline else None  # a baseline's every backward draws nothing
     trainable = [name for name, p in params if p.requires_grad]
     never_grad = set(trainable)  # a baseline's trainable parameters that no step gave a gradient
-    start_bytes = []
+    start_bytes, held_steps = [], []
     fwd_ms, bwd_ms = [], []
     mem = {"peak_bytes": 0, "forward_peak_bytes": 0, "backward_peak_bytes": 0}
+    # The memory map rides on the recorded steps (baseline_1's, and every
+    # run's but a compiled one's: spec.map_once), on the CPU and CUDA.
+    # baseline_1, not baseline_0: baseline_0's steps run with no dispatch
+    # mode at all, so the generator watch sees a baseline that would
+    # checkpoint only where no mode is set (docs/external.md); the two are
+    # the same seeded plain step.
+    names = {id(m): n for n, m in modules if n}
+    plain_ids = {id(m) for _, m in modules}
+    owners = modules + [(n, m) for n, m in model.named_modules() if id(m) not in plain_ids]
+    maps = StepMaps(measured and spec.device.type in ("cpu", "cuda") and id(run) not in spec.map_once
+                    and (not baseline or (run_name == MAPPED_BASELINE and "map" not in spec.baseline_memory)),
+                    names, owners, saves=baseline)
     for step in range(1, spec.steps + 1):
         batch = spec.batches[step - 1]
         for _, p in params:
@@ -675,28 +806,36 @@ def _train(spec, run, sink, baseline):
             gc.collect()
             meter.sync()
             start_bytes.append(meter.live())
-        t0 = _clock(meter)
-        if measured:
-            before = meter.live()
-            meter.reset_peak()
-        loss = _call(step_fn, model, batch, run_name, step)
-        check_loss(loss, run_name, step, step_fn)
-        t1 = _clock(meter)
-        if measured:
-            fwd_peak = meter.peak() - before
-            if step == 1:
-                mem["end_forward_bytes"] = meter.live() - before
-                mem["step_start_bytes"] = before
-            meter.reset_peak()
-        if generators is not None:
-            generators.before()
-            t1_backward = _clock(meter)  # the clones are in neither phase's time
-        else:
-            t1_backward = t1
-        hooks.start_backward()
-        _backward(loss, run_name, step)
-        hooks.end_backward(params)
-        t2 = _clock(meter)
+        maps.step_starts([t for _, t in params] + [t for _, t in buffers]
+                         + list(tensor_leaves(batch, "").values()))
+        try:
+            t0 = _clock(meter)
+            if measured:
+                before = meter.live()
+                meter.reset_peak()
+            loss = _call(step_fn, model, batch, run_name, step)
+            check_loss(loss, run_name, step, step_fn)
+            t1 = _clock(meter)
+            if measured:
+                fwd_peak = meter.peak() - before
+                held_steps.append(meter.live() - before)
+                if step == 1:
+                    mem["end_forward_bytes"] = held_steps[0]
+                    mem["step_start_bytes"] = before
+                maps.forward_ends(held_steps[-1], loss)
+                meter.reset_peak()
+            if generators is not None:
+                generators.before()
+                t1_backward = _clock(meter)  # the clones are in neither phase's time
+            else:
+                t1_backward = t1
+            hooks.start_backward()
+            maps.backward_starts()
+            _backward(loss, run_name, step)
+            hooks.end_backward(params)
+            t2 = _clock(meter)
+        finally:
+            maps.step_ends()
         if measured:
             bwd_peak = meter.peak() - before
             mem["forward_peak_bytes"] = max(mem["forward_peak_bytes"], fwd_peak)
@@ -756,7 +895,7 @@ def _train(spec, run, sink, baseline):
         for key, value in mem.items():
             sink.attrs[f"memory.{key}"] = value
         sink.attrs["memory.one_time_bytes"] = one_time
-        sink.attrs.update(statement_attrs(spec, run, baseline, mem.get("end_forward_bytes")))
+    sink.attrs.update(statement_attrs(spec, run, baseline, held_steps, maps.summaries()))
     if baseline and never_grad:
         sink.attrs["warning"] = no_gradient_warning(run_name, [n for n in trainable if n in never_grad],
                                                     len(trainable))
@@ -769,6 +908,10 @@ def _train(spec, run, sink, baseline):
         sink.attrs["timing.fastest_step_ms"] = min(steps_ms)
         sink.attrs["timing.slowest_step_ms"] = max(steps_ms)
     sink.attrs["timing.timed_steps"] = len(fwd_ms)
+    if maps.on:
+        # Timed under the memory map's dispatch mode (a Python call per op):
+        # the judge takes its overhead against a baseline timed alike (baseline_1).
+        sink.attrs["timing.mapped"] = 1
     sink.attrs["timing.steps"] = spec.steps
     spec.progress.done(run_name)
 
