@@ -895,6 +895,8 @@ static void a_twin_whose_run_fails_is_not_judged(void **state)
     assert_int_equal(out->results[0].verdict, V_FAIL);
     assert_int_equal(twin->verdict, V_FAIL);
     assert_true(twin->expected);
+    assert_true(twin->not_judged); /* reports show n/j, not the FAIL measured */
+    assert_false(out->results[0].not_judged);
     assert_string_equal(twin->reason, "not judged: mine is itself FAIL against baseline_0 (unexpected), which "
                                       "explains any difference from this family (measured here: FAIL)");
     free(out);

@@ -101,19 +101,26 @@ static void describe_tensor(const struct run_record *base, const char *path, con
 
 /* ---- one run ------------------------------------------------------------- */
 
-static unsigned expected_mask(const struct ckpt_case *c, const struct run_record *run)
+/* The verdicts expected of run `name` (its record `run`, or NULL for a run
+ * the report lacks: then its role is unknown). */
+static unsigned expected_mask_of(const struct ckpt_case *c, const char *name, const struct run_record *run)
 {
     for (int i = 0; i < c->n_expect; i++)
-        if (strcmp(c->expect[i].impl, run->name) == 0)
+        if (strcmp(c->expect[i].impl, name) == 0)
             return c->expect[i].verdict_mask;
     /* A run is a checkpoint that claims to be right unless its producer
      * recorded it as a planted bug (run_record.h role: the harness's
      * faulty impls, a plugin's). */
-    if (strcmp(run->role, RUN_ROLE_PLANTED_BUG) != 0)
+    if (!run || strcmp(run->role, RUN_ROLE_PLANTED_BUG) != 0)
         return (1u << V_PASS) | (1u << V_NOISE);
     /* NOT_OBSERVABLE: the bug's own rule says it cannot show here and the
      * run matched; not a miss. */
     return (1u << V_FAIL) | (1u << V_MEMFAIL) | (1u << V_NOT_OBSERVABLE);
+}
+
+static unsigned expected_mask(const struct ckpt_case *c, const struct run_record *run)
+{
+    return expected_mask_of(c, run->name, run);
 }
 
 /* A planted bug that its own rule says cannot show in this case, and that
@@ -476,23 +483,53 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
 
 /* The case's explicit requirements: min_memory_saving on the peak cut,
  * min_held_cut on the cut in bytes held at the end of forward. */
+/* Whether a memory requirement is judged on a run as it stands: one with
+ * right gradients (PASS, NOISE, a MEMFAIL already, or a FAIL of a run check
+ * alone, whose figures stand: gradients_right). */
+static int memory_judged(const struct impl_result *res)
+{
+    return res->verdict == V_PASS || res->verdict == V_NOISE || res->verdict == V_MEMFAIL ||
+           (res->verdict == V_FAIL && res->gradients_right);
+}
+
+/* A memory finding `why` about a run: every finding is reported, the first
+ * deciding the verdict. A PASS or NOISE becomes MEMFAIL ("gradients right,
+ * but ..."), its first divergence `where` (NULL: kept); a MEMFAIL adds it
+ * ("; and ..."); a FAIL of a run check alone (a hook count) keeps its FAIL
+ * and adds it as what it would also be ("; also MEMFAIL: ..."). */
+static void memory_finding(struct impl_result *res, const char *why, const char *where)
+{
+    size_t len = strlen(res->reason);
+    if (res->verdict == V_FAIL) {
+        snprintf(res->reason + len, sizeof res->reason - len, "; also MEMFAIL: %s", why);
+    } else if (res->verdict == V_MEMFAIL) {
+        snprintf(res->reason + len, sizeof res->reason - len, "; and %s", why);
+    } else {
+        res->verdict = V_MEMFAIL;
+        snprintf(res->reason, sizeof res->reason, "gradients right, but %s", why);
+        if (where)
+            snprintf(res->first_divergence, sizeof res->first_divergence, "%s", where);
+    }
+}
+
 static void memory_requirement(const struct ckpt_case *c, double base_peak, struct impl_result *res)
 {
-    if (res->verdict != V_PASS && res->verdict != V_NOISE)
+    if (!memory_judged(res) || res->verdict == V_MEMFAIL)
         return;
+    char why[RESULT_TEXT_MAX];
     if (c->min_memory_saving >= 0 && !(res->memory_saved >= c->min_memory_saving)) {
-        res->verdict = V_MEMFAIL;
-        snprintf(res->reason, sizeof res->reason,
-                 "gradients right, but peak memory saved %.1f%% < required %.1f%% (min_memory_saving; peak %.0f "
-                 "bytes vs baseline %.0f bytes)",
+        snprintf(why, sizeof why,
+                 "peak memory saved %.1f%% < required %.1f%% (min_memory_saving; peak %.0f bytes vs baseline %.0f "
+                 "bytes)",
                  100 * res->memory_saved, 100 * c->min_memory_saving, res->peak_bytes, base_peak);
+        memory_finding(res, why, NULL);
     } else if (c->min_held_cut >= 0 && !(res->end_forward_saved >= c->min_held_cut)) {
-        res->verdict = V_MEMFAIL;
-        snprintf(res->reason, sizeof res->reason,
-                 "gradients right, but bytes held at the end of forward cut %.1f%% < required %.1f%% (min_held_cut; "
-                 "%.0f bytes vs baseline %.0f bytes)",
+        snprintf(why, sizeof why,
+                 "bytes held at the end of forward cut %.1f%% < required %.1f%% (min_held_cut; %.0f bytes vs "
+                 "baseline %.0f bytes)",
                  100 * res->end_forward_saved, 100 * c->min_held_cut, res->end_forward_bytes,
                  res->baseline_end_forward_bytes);
+        memory_finding(res, why, NULL);
     }
 }
 
@@ -506,7 +543,7 @@ static void memory_requirement(const struct ckpt_case *c, double base_peak, stru
 static void held_requirement(const struct ckpt_case *c, const struct run_record *base, const struct run_record *run,
                              struct impl_result *res)
 {
-    if (res->verdict != V_PASS && res->verdict != V_NOISE && res->verdict != V_MEMFAIL)
+    if (!memory_judged(res))
         return;
     char why[RESULT_TEXT_MAX], note[RESULT_TEXT_MAX] = "", where[RESULT_TEXT_MAX];
     const struct run_record *off = NULL;
@@ -514,14 +551,7 @@ static void held_requirement(const struct ckpt_case *c, const struct run_record 
     /* A user's run: its statement, drawn from the baseline's memory map. */
     enum user_memory_outcome user = user_memory_check(base, run, why, sizeof why, where, sizeof where);
     if (user == USER_MEMORY_FAIL) {
-        if (res->verdict == V_MEMFAIL) {
-            size_t len = strlen(res->reason);
-            snprintf(res->reason + len, sizeof res->reason - len, "; and %s", why);
-        } else {
-            res->verdict = V_MEMFAIL;
-            snprintf(res->reason, sizeof res->reason, "gradients right, but %s", why);
-            snprintf(res->first_divergence, sizeof res->first_divergence, "%s", where);
-        }
+        memory_finding(res, why, where);
         return;
     }
     if (user == USER_MEMORY_OK || why[0]) {
@@ -547,15 +577,11 @@ static void held_requirement(const struct ckpt_case *c, const struct run_record 
             snprintf(note, sizeof note, "%s", why);
         }
     }
-    size_t len = strlen(res->reason);
-    if (off && res->verdict == V_MEMFAIL) {
-        snprintf(res->reason + len, sizeof res->reason - len, "; and %s", why);
-    } else if (off) {
-        res->verdict = V_MEMFAIL;
-        snprintf(res->reason, sizeof res->reason, "gradients right, but %s", why);
-        snprintf(res->first_divergence, sizeof res->first_divergence, "/runs/%s/%s: %.400s", off->name, what, why);
+    if (off) {
+        snprintf(where, sizeof where, "/runs/%s/%s: %.400s", off->name, what, why);
+        memory_finding(res, why, where);
     }
-    len = strlen(res->reason);
+    size_t len = strlen(res->reason);
     if (note[0])
         snprintf(res->reason + len, sizeof res->reason - len, " [%s]", note);
 }
@@ -690,7 +716,8 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
         snprintf(reason, sizeof reason, "%s", res->reason);
         snprintf(res->reason, sizeof res->reason, "%.300s; %s", run->class_patches, reason);
     }
-    res->expected = (expected_mask(c, run) >> res->verdict) & 1u;
+    res->expected_mask = expected_mask(c, run);
+    res->expected = (res->expected_mask >> res->verdict) & 1u;
     return ST_OK;
 }
 
@@ -848,6 +875,7 @@ static void twins_follow_their_runs(const struct run_record *runs, int n, struct
                  r->twin_of, verdict_name(of->verdict), own, of->expected ? "expected" : "unexpected",
                  verdict_name(twin->verdict));
         twin->expected = 1;
+        twin->not_judged = 1;
     }
 }
 
@@ -874,6 +902,7 @@ int judge_listed(const struct ckpt_case *c, const struct run_record *runs, int n
             struct impl_result *res = &out->results[out->n_results];
             if (g) {
                 gone_result(g, res);
+                res->expected_mask = expected_mask_of(c, name, judge_find_run(runs, n, name));
             } else {
                 int st = judge_run(c, runs, n, name, res);
                 if (st)

@@ -53,6 +53,10 @@ struct impl_result {
     char role[16];                /* the run's recorded role (run_record.h): "" a checkpoint claiming to be right */
     enum verdict verdict;
     int expected;                 /* verdict allowed by the case */
+    unsigned expected_mask;       /* the verdicts the case allows the run (1u << verdict each) */
+    /* A twin (run_record.h twin_of) its run's own verdict explains: not
+     * judged, `verdict` kept as measured; reports show "n/j" for it. */
+    int not_judged;
     char reason[RESULT_TEXT_MAX];
     char first_divergence[RESULT_WHERE_MAX]; /* "steps/1/grads/l0.weight [3, 5] (...)" or "" */
     /* The run's op_log when the checkpoint's own check failed (run_record.h):

@@ -155,8 +155,11 @@ void report_print_case(FILE *out, const struct case_result *r)
         else
             snprintf(over, sizeof over, "%.2fx%s", x->overhead, x->timing_stable ? "" : "?");
         char held[32];
-        fprintf(out, "  %-*s %-14s %-3s %14s  %8s  %8s  %9s  %s\n", w, x->impl, verdict_name(x->verdict),
-                x->expected && !r->status ? "yes" : "NO", distance_cell(x, ulp, sizeof ulp),
+        /* A twin not judged shows no verdict: "n/j", the reason says why. */
+        fprintf(out, "  %-*s %-14s %-3s %14s  %8s  %8s  %9s  %s\n", w, x->impl,
+                x->not_judged && !r->status ? "n/j" : verdict_name(x->verdict),
+                x->not_judged && !r->status ? "-" : x->expected && !r->status ? "yes" : "NO",
+                distance_cell(x, ulp, sizeof ulp),
                 percent_cell(x->end_forward_saved, held, sizeof held), percent_cell(x->memory_saved, saved, sizeof saved),
                 over, x->first_divergence[0] ? x->first_divergence : "-");
         fprintf(out, "  %-*s   %s\n", w, "", reason_text(x));
@@ -341,6 +344,13 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
             json_object_set_new(rec, "expected", json_boolean(x->expected));
             json_object_set_new(rec, "reason", json_string(reason_text(x)));
         }
+        /* What the run was expected to get ("PASS|NOISE"), and whether it
+         * was judged at all: a twin its run explains is not, its verdict
+         * being only what was measured (reports show "n/j"). */
+        char wanted[64];
+        json_object_set_new(rec, "expected_verdicts",
+                            json_string(verdict_mask_text(x->expected_mask, wanted, sizeof wanted)));
+        json_object_set_new(rec, "judged", json_boolean(!x->not_judged));
         json_object_set_new(rec, "first_divergence", json_string(x->first_divergence));
         /* The verdict's distance (null: infinite; absent: none measured)
          * and, labelled raw, the element-wise max ULP (null: infinite). */

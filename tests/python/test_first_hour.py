@@ -4,6 +4,7 @@ what it means; a report's runs keep the order they were given in.
 
 The runs are real: a tiny model, torch.utils.checkpoint and the C judge
 ($CKPT_VERIFY or the tree's build/ckpt-verify)."""
+import json
 import os
 import sys
 
@@ -111,3 +112,63 @@ def test_folders_made_for_out_are_removed_when_nothing_is_written(tmp_path):
         ckpt_verify.verify(model_fn, batch_fn, {"mine": mine}, baseline=raising_baseline,
                            out=str(tmp_path / "nodir" / "sub" / "w.h5"))
     assert os.listdir(tmp_path) == []
+
+
+@pytest.fixture(scope="module")
+def surprising(tmp_path_factory):
+    """no_rng FAILs as expected; "mine" is declared FAIL but PASSes; zeta
+    (a plain control run) comes first, the expected ones after it."""
+    out = tmp_path_factory.mktemp("surprising") / "r.h5"
+    runs = {"zeta": ckpt_verify.Run(step=plain, memory=None), "mine": mine, "no_rng": no_rng}
+    return ckpt_verify.verify(model_fn, batch_fn, runs, baseline=plain, noise_runs=0, out=str(out),
+                              expect={"no_rng": "FAIL", "mine": "FAIL|MEMFAIL"})
+
+
+def test_a_verdict_prints_its_verdict_what_was_expected_and_why(surprising):
+    text = str(surprising.verdicts["mine"])
+    reason = surprising.verdicts["mine"].reason.split("\n")[0]
+    assert text == f"mine: PASS (UNEXPECTED, expected FAIL|MEMFAIL): {reason}"
+    assert reason.startswith("bitwise identical to baseline_0")
+    assert repr(surprising.verdicts["no_rng"]).startswith("Verdict(no_rng: FAIL (expected FAIL): ")
+
+
+def test_the_reports_repr_shows_each_verdict_what_was_expected_and_why(surprising):
+    text = repr(surprising)
+    assert text.startswith("<Report ok=False {'zeta': PASS (expected PASS|NOISE): bitwise identical to baseline_0")
+    assert "'mine': PASS (UNEXPECTED, expected FAIL|MEMFAIL): bitwise identical" in text
+    assert "'no_rng': FAIL (expected FAIL): " in text
+
+
+def test_runs_are_listed_in_the_order_given_not_expected_ones_first(surprising):
+    assert list(surprising) == ["zeta", "mine", "no_rng"]
+    rows = [line.split()[0] for line in surprising.table.splitlines()
+            if line.split() and line.split()[0] in surprising]
+    assert rows == ["zeta", "mine", "no_rng"], surprising.table
+    with open(os.path.join(surprising.judge_dir, "summary.json"), encoding="utf-8") as f:
+        records = json.load(f)["records"]
+    assert [r["impl"] for r in records] == ["zeta", "mine", "no_rng"]
+
+
+def _shared_block(model, batch, wrap=lambda m, x: m(x)):
+    """Both halves of the batch through the model, one graph, one backward."""
+    x, y = batch
+    return sum(F.mse_loss(wrap(model, x[i:i + 2]), y[i:i + 2]) for i in (0, 2))
+
+
+def _reentrant_holding_more(model, batch):
+    """torch's reentrant checkpoint on a block two micro-batches share (its
+    hooks fire twice per backward) that also keeps 1 MiB in its graph
+    until backward, more than its memory statement allows."""
+    held = torch.ones(1 << 18, requires_grad=True)
+    loss = _shared_block(model, batch, lambda m, x: checkpoint(m, x.requires_grad_(), use_reentrant=True))
+    return loss + 0.0 * (held * held).sum()
+
+
+def test_a_run_failing_a_hook_count_that_also_holds_too_much_reports_both(tmp_path):
+    report = ckpt_verify.verify(model_fn, batch_fn, {"both": _reentrant_holding_more}, baseline=_shared_block,
+                                noise_runs=0, out=str(tmp_path / "r.h5"), expect={"both": "FAIL"})
+    both = report.verdicts["both"]
+    assert both.verdict == "FAIL" and report.ok  # the first finding decides
+    assert both.reason.startswith("gradients bitwise identical to baseline_0, but the gradient hook of parameter")
+    assert "; also MEMFAIL: holds " in both.reason and "more than the" in both.reason
+    assert both.first_divergence.startswith("checks/hook_fires/")
