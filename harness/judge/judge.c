@@ -92,7 +92,10 @@ static void describe_tensor(const struct run_record *base, const char *path, con
     const struct run_tensor *t = run_record_find(base, path);
     if (t && d->comparable)
         host_tensor_index_str(&t->t, d->first_index, index, sizeof index);
-    if (d->comparable)
+    if (d->comparable && d->integer) /* counts: whole values, never rounded to 9 digits */
+        snprintf(buf, len, "%s %s (%.0f vs %.0f; %zu of %zu elements differ)", path, index, d->first_a, d->first_b,
+                 d->n_differ, d->count);
+    else if (d->comparable)
         snprintf(buf, len, "%s %s (%.9g vs %.9g; %zu of %zu elements differ)", path, index, d->first_a, d->first_b,
                  d->n_differ, d->count);
     else
@@ -305,6 +308,26 @@ static void attempts_fail(const struct spread_table *tab, int n, int outside, co
         snprintf(where, sizeof where, "%s: %s", worst->d.incomparable_path, worst->d.incomparable_why);
         snprintf(res->reason, sizeof res->reason, "%s: %s differs in dtype or shape: %s", intro,
                  worst->d.incomparable_path, worst->d.incomparable_why);
+    } else if (env->diff.integer) {
+        /* Counts (num_batches_tracked, a step counter, a mask): values, not ULPs. */
+        describe_tensor(base, env->path, &env->diff, where, sizeof where);
+        char floats[64] = "";
+        if (max_scaled > 0)
+            snprintf(floats, sizeof floats, "; floating tensors: max scaled ULP %s",
+                     scaled_format(max_scaled, b, sizeof b));
+        if (env->baselines_bitwise)
+            snprintf(res->reason, sizeof res->reason,
+                     "%s: %s: its %d baselines agree bitwise, %s's values differ: %.0f vs %.0f (%zu of %zu "
+                     "elements differ, by up to %llu; an integer tensor, compared as values)%s",
+                     intro, env->path, tab->nb, worst->run->name, env->diff.first_a, env->diff.first_b,
+                     env->diff.n_differ, env->diff.count, (unsigned long long)env->diff.max_value_diff, floats);
+        else
+            snprintf(res->reason, sizeof res->reason,
+                     "%s: %s lies outside its noise envelope: its values differ by up to %llu vs its baselines' "
+                     "spread %.0f over %d runs, NOISE allows %gx max(spread, 1) (an integer tensor, compared as "
+                     "values)%s",
+                     intro, env->path, (unsigned long long)env->diff.max_value_diff, env->spread, tab->nb,
+                     JUDGE_NOISE_MARGIN, floats);
     } else {
         describe_tensor(base, env->path, &env->diff, where, sizeof where);
         if (env->baselines_bitwise)
@@ -341,12 +364,13 @@ static int judge_attempts(const struct ckpt_case *c, const struct spread_table *
     memset(&worst, 0, sizeof worst);
     uint64_t max_ulp = 0;
     const char *max_ulp_path = NULL;
-    int outside = 0, any_broken = 0, st;
+    int outside = 0, any_broken = 0, any_counts = 0, st;
     for (int k = 0; k < n; k++) {
         if ((st = judge_attempt(tab, samples, n, samples[k], &cur)))
             return st;
         attempts_merge(&all, &max_ulp, &max_ulp_path, &cur);
         any_broken |= cur.broken;
+        any_counts |= cur.d.n_integer_differ > 0;
         if (cur.d.has_divergence && !res->first_divergence[0]) {
             char where[RESULT_TEXT_MAX];
             describe_tensor(base, cur.d.first_path, &cur.d.first, where, sizeof where);
@@ -362,7 +386,8 @@ static int judge_attempts(const struct ckpt_case *c, const struct spread_table *
     res->max_scaled_ulp = all.max_scaled;
     res->noise_ratio = all.worst_ratio;
     res->bitwise_tensors_differ = all.bitwise_tensors_differ;
-    if (c->tolerance > 0 && !any_broken && (double)max_ulp <= c->tolerance) {
+    /* A tolerance is in ULPs: it never covers integer values that differ. */
+    if (c->tolerance > 0 && !any_broken && !any_counts && (double)max_ulp <= c->tolerance) {
         res->verdict = V_PASS;
         snprintf(res->reason, sizeof res->reason,
                  "within the case's tolerance: raw max ULP %s <= %g (%s%s); max scaled ULP %s",

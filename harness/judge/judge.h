@@ -46,6 +46,7 @@
 struct tensor_distance {
     char path[RUN_PATH_MAX];
     double scaled_ulp, spread, limit;
+    int values; /* an integer or bool tensor: the three are differences of values (counts), not ULPs */
 };
 
 struct impl_result {

@@ -192,11 +192,12 @@ static void put_tensors(FILE *out, const json_t *rec)
                   out);
         return;
     }
-    fprintf(out, "<p>Distances per tensor and step from baseline_0, in scaled ULP, farthest first: %zu of %d "
+    fprintf(out, "<p>Distances per tensor and step from baseline_0, in scaled ULP (an integer tensor's: the "
+                 "difference of its values, marked \"values\"), farthest first: %zu of %d "
                  "differing tensor(s)%s.</p>\n",
             json_array_size(list), differing,
             (int)json_array_size(list) < differing ? " (the nearest left out)" : "");
-    fputs("<table class=\"tensors\"><thead><tr><th>step</th><th>tensor</th><th>scaled ULP</th><th>baselines' "
+    fputs("<table class=\"tensors\"><thead><tr><th>step</th><th>tensor</th><th>distance</th><th>baselines' "
           "spread</th><th>limit</th><th></th></tr></thead><tbody>\n",
           out);
     for (size_t i = 0; i < json_array_size(list); i++) {
@@ -213,7 +214,10 @@ static void put_tensors(FILE *out, const json_t *rec)
         fputs("</td><td class=\"mono\">", out);
         html_put_text(out, d.step[0] ? d.tensor : path);
         char dbuf[32], sbuf[32], lbuf[64];
-        snprintf(dbuf, sizeof dbuf, isinf(dv) ? "inf" : "%.3g", dv);
+        if (json_is_true(json_object_get(t, "values")))
+            snprintf(dbuf, sizeof dbuf, "%.0f values", dv);
+        else
+            snprintf(dbuf, sizeof dbuf, isinf(dv) ? "inf" : "%.3g", dv);
         snprintf(sbuf, sizeof sbuf, isnan(spread) ? "-" : isinf(spread) ? "inf" : "%.3g", spread);
         if (lv == 0)
             snprintf(lbuf, sizeof lbuf, "bitwise");

@@ -307,9 +307,12 @@ static void add_tensor_distances(json_t *rec, const struct impl_result *x)
     json_t *list = json_array();
     for (int k = 0; k < x->n_tensor_distances; k++) {
         const struct tensor_distance *t = &x->tensor_distances[k];
-        json_array_append_new(list, json_pack("{s:s, s:o, s:o, s:o}", "tensor", t->path, "scaled_ulp",
-                                              json_number(t->scaled_ulp), "spread", json_number(t->spread),
-                                              "limit", json_number(t->limit)));
+        json_t *o = json_pack("{s:s, s:o, s:o, s:o}", "tensor", t->path, "scaled_ulp", json_number(t->scaled_ulp),
+                              "spread", json_number(t->spread), "limit", json_number(t->limit));
+        /* An integer tensor's figures are differences of values, not ULPs. */
+        if (o && t->values)
+            json_object_set_new(o, "values", json_true());
+        json_array_append_new(list, o);
     }
     json_object_set_new(rec, "tensor_distances", list);
     json_object_set_new(rec, "tensors_differing", json_integer(x->tensors_differing));

@@ -172,3 +172,19 @@ def test_a_run_failing_a_hook_count_that_also_holds_too_much_reports_both(tmp_pa
     assert both.reason.startswith("gradients bitwise identical to baseline_0, but the gradient hook of parameter")
     assert "; also MEMFAIL: holds " in both.reason and "more than the" in both.reason
     assert both.first_divergence.startswith("checks/hook_fires/")
+
+
+def test_a_batchnorm_count_that_differs_is_told_as_values_not_ulps(tmp_path):
+    """torch's checkpoint recomputes a BatchNorm in backward: its
+    num_batches_tracked (int64) counts 2 where the plain step counts 1."""
+    def bn_model():
+        return nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.GELU(), nn.Linear(8, 8))
+
+    report = ckpt_verify.verify(bn_model, batch_fn, {"mine": mine}, baseline=plain, noise_runs=0,
+                                out=str(tmp_path / "r.h5"), expect={"mine": "FAIL"})
+    reason = report.verdicts["mine"].reason
+    assert "steps/1/buffers/1.num_batches_tracked: its 2 baselines agree bitwise, mine's values differ: 1 vs 2" \
+        in reason, reason
+    assert "an integer tensor, compared as values" in reason
+    assert "differs by 1 scaled ULP" not in reason and "raw max ULP 1)" not in reason
+    assert report.verdicts["mine"].first_divergence.startswith("steps/1/buffers/1.num_batches_tracked [] (1 vs 2;")
