@@ -534,6 +534,7 @@ int cli_run(int argc, char **argv)
          * cannot be, exit 1. The summary's read-modify-write, the stale
          * reports' removal and the page hold the directory's lock: a run
          * that overlaps this one keeps its records and its reports. */
+        summary_set_wall_time(summary); /* the run's own, measured: what the page's header says */
         if ((st = out_dir_lock(out_dir, &lock)) || (st = stale_reports_merge(out_dir, stale, summary_root(summary))) ||
             (st = junit_write_with_summary(summary_json(summary), out_dir, NULL))) {
             fprintf(stderr, "ckpt-verify: %s\n", error_message());

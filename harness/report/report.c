@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "blas_info.h"
 #include "compare.h"
@@ -422,6 +423,46 @@ int summary_set_regressions(struct summary *s, json_t *regressions)
 {
     return json_object_set(s->root, "regressions", regressions) ? error_set(ST_INTERNAL, "summary: out of memory")
                                                                  : ST_OK;
+}
+
+/* Seconds since this process started (Linux: its start time in
+ * /proc/self/stat against the uptime), or NAN where that cannot be read:
+ * the command's own wall time, library loading and warm-up included,
+ * which the cases' own times leave out. */
+static double process_seconds(void)
+{
+    double uptime = NAN;
+    unsigned long long start = 0;
+    FILE *f = fopen("/proc/uptime", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &uptime) != 1)
+            uptime = NAN;
+        fclose(f);
+    }
+    char line[1024];
+    f = fopen("/proc/self/stat", "r");
+    if (!f)
+        return NAN;
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[n] = '\0';
+    /* Field 22 (starttime, clock ticks since boot) counts from after the
+     * command name, which may hold spaces: start after its ')'. */
+    const char *p = strrchr(line, ')');
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    long ticks = sysconf(_SC_CLK_TCK);
+    if (!p || sscanf(p + 1, "%llu", &start) != 1 || ticks <= 0 || isnan(uptime))
+        return NAN;
+    double age = uptime - (double)start / (double)ticks;
+    return age >= 0 ? age : NAN;
+}
+
+void summary_set_wall_time(struct summary *s)
+{
+    double wall = process_seconds();
+    if (!isnan(wall))
+        json_object_set_new(s->root, "wall_seconds", json_real(wall));
 }
 
 int summary_write(const struct summary *s, const char *dir) { return summary_file_write(s->root, dir, "summary.json"); }
