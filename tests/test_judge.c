@@ -516,6 +516,44 @@ static void a_run_whose_own_steps_spread_is_marked_unstable(void **state)
     fixture_free(&f);
 }
 
+/* A step that paid a one-time cost (torch's first call inside an external
+ * producer's step: 1.3 s against 0.6 ms) makes the median meaningless: no
+ * overhead is shown, and the note says why, with the two step times. */
+static void a_run_whose_own_steps_spread_tenfold_shows_no_overhead(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add(&f, "first_call", &g);
+    run_record_set_attr(&f.runs[f.n - 1], "timing.step_ms", 660.3);
+    run_record_set_attr(&f.runs[f.n - 1], "timing.fastest_step_ms", 0.6);
+    run_record_set_attr(&f.runs[f.n - 1], "timing.slowest_step_ms", 1320.0);
+    struct impl_result r = judge(&f, "first_call");
+    assert_int_equal(r.verdict, V_PASS);
+    assert_true(isnan(r.overhead));
+    assert_true(r.overhead_withheld);
+    assert_false(r.timing_stable);
+    assert_non_null(strstr(r.timing_note, "the run's own steps took 0.6 to 1.32e+03 ms (2200x): a one-time cost"));
+    /* the table says so where the ratio would stand */
+    static struct case_result c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "k");
+    c.n_results = 1;
+    c.results[0] = r;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    report_print_case(mem, &c);
+    fclose(mem);
+    assert_non_null(strstr(text, "overhead not shown: the run's own steps took"));
+    assert_null(strstr(text, "x?"));
+    free(text);
+    fixture_free(&f);
+}
+
 static void run_outcomes_become_error_and_fail(void **state)
 {
     (void)state;
@@ -1071,6 +1109,7 @@ int main(void)
         cmocka_unit_test(case_judges_each_run_once_in_order_and_not_reruns),
         cmocka_unit_test(run_is_judged_against_the_baseline_family_it_names),
         cmocka_unit_test(a_twin_whose_run_fails_is_not_judged),
+        cmocka_unit_test(a_run_whose_own_steps_spread_tenfold_shows_no_overhead),
         cmocka_unit_test(an_integer_buffer_that_differs_is_described_as_values_not_ulps),
         cmocka_unit_test(an_integer_buffer_beside_a_moved_weight_keeps_the_two_measures_apart),
         cmocka_unit_test(a_tolerance_never_covers_integer_values_that_differ),

@@ -23,6 +23,10 @@
 /* Timings count as stable when the slowest baseline's step is within this
  * factor of the fastest's. */
 #define JUDGE_STABLE_TIMING_SPREAD 1.25
+/* A run whose own slowest step took this many times its fastest paid a
+ * one-time cost inside a step (a library's first call, a lazy import): its
+ * median says nothing of the checkpoint, and no overhead is shown. */
+#define JUDGE_MEANINGLESS_TIMING_SPREAD 10.0
 
 /* The most tensors judging holds in memory at once (a baseline's and a
  * run's, and two samples while it checks whether the impl's own runs
@@ -88,7 +92,10 @@ struct impl_result {
      * below 1 (a checkpoint never speeds a step up); timing_note says
      * which failed, "" when none did. Reports mark an unstable ratio '?'. */
     int timing_stable;
-    char timing_note[80];
+    char timing_note[160];
+    /* The overhead is left out (NAN): the run's own steps spread past
+     * JUDGE_MEANINGLESS_TIMING_SPREAD; timing_note says by how much. */
+    int overhead_withheld;
     /* The references those ratios divide by, from the run's own baseline
      * family (an external producer's runs: its own baselines): the fastest
      * baseline's name and step time, and its _0 run's peak and held bytes. */

@@ -172,7 +172,9 @@ void report_print_case(FILE *out, const struct case_result *r)
         }
         print_memory_line(out, w, "", x->end_forward_bytes, x->predicted_end_forward_bytes, x->peak_bytes, x->step_ms,
                           x->forward_ms);
-        if (!x->timing_stable && x->timing_note[0] && !isnan(x->overhead))
+        if (x->overhead_withheld)
+            fprintf(out, "  %-*s   overhead not shown: %s\n", w, "", x->timing_note);
+        else if (!x->timing_stable && x->timing_note[0] && !isnan(x->overhead))
             fprintf(out, "  %-*s   overhead marked ?: %s\n", w, "", x->timing_note);
     }
     if (r->status)
