@@ -216,9 +216,12 @@ static void put_facts(FILE *out, const struct html_run *run)
         at = (size_t)snprintf(buf, sizeof buf, "%.3g s, this %s (start to summary)%s", command,
                               judged_only ? "judge" : "command",
                               judged_only ? "; the runs were trained before, by their producer" : "");
+    /* "of it" only where the cases fit inside the command: records kept
+     * from an earlier run in the same directory were timed by theirs. */
     if (at < sizeof buf && timed)
-        snprintf(buf + at, sizeof buf - at, "%s%.3g s in %d case(s)%s", at ? "; of it " : "", wall, timed,
-                 timed < run->n_cases ? " (the others recorded no time)" : "");
+        snprintf(buf + at, sizeof buf - at, "%s%.3g s in %d case(s)%s", !at ? "" : wall <= command ? "; of it "
+                                                                                   : "; the cases' own times: ",
+                 wall, timed, timed < run->n_cases ? " (the others recorded no time)" : "");
     else if (at < sizeof buf && isnan(command))
         snprintf(buf + at, sizeof buf - at, "not recorded (judged from stored files)");
     fact(out, "wall time", buf);
