@@ -12,33 +12,12 @@ import re
 import sys
 
 import pytest
-import torch
-import torch.nn.functional as F
-from torch import nn
-from torch.utils.checkpoint import checkpoint
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_first_hour import batch_fn, mine, model_fn, no_rng, plain  # noqa: E402
+
 import ckpt_verify  # noqa: E402
-
-
-def model_fn():
-    return nn.Sequential(nn.Linear(8, 8), nn.GELU(), nn.Dropout(0.2), nn.Linear(8, 8))
-
-
-def batch_fn(step):
-    return torch.randn(4, 8), torch.randn(4, 8)
-
-
-def plain(model, batch):
-    return F.mse_loss(model(batch[0]), batch[1])
-
-
-def mine(model, batch):
-    return F.mse_loss(checkpoint(model, batch[0], use_reentrant=False), batch[1])
-
-
-def no_rng(model, batch):
-    return F.mse_loss(checkpoint(model, batch[0], use_reentrant=False, preserve_rng_state=False), batch[1])
 
 
 @pytest.fixture(scope="module")
