@@ -9,6 +9,7 @@ judge, which writes the page beside its summary."""
 import json
 import os
 import re
+import subprocess
 import sys
 
 import pytest
@@ -18,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_first_hour import batch_fn, mine, model_fn, no_rng, plain  # noqa: E402
 
 import ckpt_verify  # noqa: E402
+import ckpt_verify.judge  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +104,18 @@ def test_the_plots_not_drawn_are_listed_last_and_folded(page):
     assert re.search(r'<section id="plots-not-drawn">\n<details><summary>\d+ plot\(s\) not drawn', html)
     assert "<details open" not in html[listed:]
     assert html.find("not drawn, for lack of data") >= listed
+
+
+def test_a_twin_not_judged_shows_n_j_in_the_table_and_its_section(page, tmp_path):
+    """A _vs_single / _vs_eager twin its run's own verdict explains carries
+    judged: false in summary.json; the page, rewritten from that summary by
+    `ckpt-verify html`, shows no verdict for it."""
+    _, summary = page
+    twin = dict(summary["records"][0], impl="mine_vs_single", verdict="NOISE", judged=False, expected=True)
+    summary = dict(summary, records=[*summary["records"], twin])
+    (tmp_path / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    judge = ckpt_verify.judge.find_judge()
+    subprocess.run([judge, "html", str(tmp_path)], check=True, env=dict(os.environ, CKPT_GNUPLOT="none"))
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert _verdict_cell(html, "mine_vs_single") == ("c-nofigure", "n/j")
+    assert re.search(r'<h4>mine_vs_single <span class="verdict [^"]*">n/j</span> not judged \(measured NOISE\)', html)
