@@ -13,6 +13,10 @@ the case from the report alone (ckpt_verify.frontends.harness_twin: /case,
     torch_reentrant                      checkpoint(use_reentrant=True)
     torch_nonreentrant                   checkpoint(use_reentrant=False)
 
+each style first trained once unrecorded (a warm-up: torch's first call of
+a checkpoint style costs about a second, which a recorded step would show
+as the checkpoint's overhead).
+
 The checkpointed runs carry the attribute baselines = "torch_baseline": they
 are judged against torch's own plain runs, so a case whose kernels differ
 between the two frameworks (our fused bias+GELU against torch's unfused one,
@@ -85,6 +89,12 @@ def append(report, plant=None):
         taken = [name for _, name in RUNS if recorder.has_run(name)]
         if taken:  # refused before any training, and before anything is written
             raise BadInput(f"/runs/{taken[0]} exists already")
+        # One unrecorded run of each style first: torch's first call of a
+        # checkpoint style (its lazy imports and set-up, about a second)
+        # would otherwise land inside a recorded step and decide its median,
+        # an overhead of thousands. The harness warms up the same way.
+        for style in dict.fromkeys(style for style, _ in RUNS):
+            twin.train(case, style, plant if style != "torch_none" else None, record=False)
         for style, name in RUNS:
             run = twin.train(case, style, plant if style != "torch_none" else None)
             run.name = name

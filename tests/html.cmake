@@ -43,6 +43,10 @@ html_test(a_fail_or_noise_shows_its_tensor_distances_as_recorded ${HTML_CHECK} t
 # The commands that write a summary write the page: a run, judge --out
 # (the fixture's), merge; `html DIR` rewrites it for an old directory.
 html_test(a_run_writes_report_html bash -c "test -s ${HTML_OUT}/fixture/run/report.html && grep -q 'none_bs4' ${HTML_OUT}/fixture/run/report.html")
+# issue 50: the header's wall time is the command's own, measured (process
+# start to summary, library loading included), the cases' times within it.
+html_test(the_header_states_the_commands_measured_wall_time bash -c
+  "grep -Eq '<dt>wall time</dt><dd>[0-9.e+]+ s, this command \\(start to summary\\). of it [0-9.e+]+ s in [0-9]+ case' ${HTML_OUT}/fixture/run/report.html && grep -Eq '\"wall_seconds\": [0-9]' ${HTML_OUT}/fixture/run/summary.json")
 html_test(merge_writes_report_html bash -c
   "rm -rf ${HTML_OUT}/merged && ${CV} merge ${HTML_OUT}/merged ${HTML_OUT}/fixture/run >/dev/null && grep -q 'none_bs4' ${HTML_OUT}/merged/report.html")
 html_test(html_rewrites_the_page_of_an_old_run_directory bash -c

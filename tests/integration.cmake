@@ -42,6 +42,14 @@ add_test(NAME cli.list_of_an_unknown_suite_suggests_labels
   COMMAND ${EXPECT_ERROR} 2 "no case is labelled 'nighty'.*did you mean: nightly" -- ${CV} --suite nighty --list)
 add_test(NAME cli.list_with_case_lists_only_that_case
   COMMAND bash -c "out=$(${CV} --list --case none_bs32 --case bias_gelu_bs1) || exit 1; printf '%s\\n' \"$out\"; [ \"$(printf '%s\\n' \"$out\" | wc -l)\" -eq 2 ] && printf '%s\\n' \"$out\" | head -n 1 | grep -q '^none_bs32 '")
+# issue 50: the total of a --list (a suite's size at a glance) on stderr,
+# stdout left one line per case; --help says what --impl-lib before it does.
+add_test(NAME cli.list_prints_the_selections_total
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/check_list_total.sh ${CV} nightly)
+add_test(NAME cli.help_says_impl_lib_before_it_lists_the_plugins_impls
+  COMMAND ${EXPECT} 0 "--impl-lib PATH.so .*repeatable; given$" "^ +before --help, its impls are listed below" -- ${CV} --help)
+set_tests_properties(cli.list_prints_the_selections_total cli.help_says_impl_lib_before_it_lists_the_plugins_impls
+  PROPERTIES LABELS "cli")
 add_test(NAME cli.list_with_an_unknown_case_suggests_names
   COMMAND ${EXPECT_ERROR} 2 "unknown case 'tiny_bs3' \\(did you mean: tiny_bs1" -- ${CV} --cases ${GOOD_CASES} --list --case tiny_bs3)
 add_test(NAME cli.unknown_option_suggests_the_near_one

@@ -408,7 +408,9 @@ static void test_bf16_to_double_is_exact_including_subnormals(void **state)
 
 /* ---- non-float dtypes ---- */
 
-static void test_int64_differences_are_bitwise_with_absolute_difference_as_ulp(void **state)
+/* Integers are counts: they differ by values, never by ULPs (max_ulp stays
+ * 0, max_value_diff is the largest absolute difference). */
+static void test_int64_differences_are_values_not_ulps(void **state)
 {
     (void)state;
     const uint64_t ba[3] = {(uint64_t)-5, 4, (uint64_t)INT64_MIN}, bb[3] = {7, 4, (uint64_t)INT64_MAX};
@@ -420,8 +422,10 @@ static void test_int64_differences_are_bitwise_with_absolute_difference_as_ulp(v
     assert_int_equal(d.n_differ, 2);
     assert_int_equal(d.first_index, 0);
     assert_true(d.first_a == -5.0 && d.first_b == 7.0);
+    assert_true(d.integer);
+    assert_int_equal(d.max_ulp, 0);
     /* INT64_MIN..INT64_MAX spans 2^64 - 1 without overflowing. */
-    assert_int_equal(d.max_ulp, UINT64_MAX);
+    assert_int_equal(d.max_value_diff, UINT64_MAX);
     assert_int_equal(d.max_ulp_index, 2);
     assert_int_equal(d.nan_a + d.nan_b + d.inf_a + d.inf_b, 0);
     host_tensor_free(&a);
@@ -438,7 +442,9 @@ static void test_uint8_and_bool_compare_bytes(void **state)
     struct tensor_diff d;
     assert_int_equal(compare_tensors(&a, &b, &d), ST_OK);
     assert_int_equal(d.n_differ, 1);
-    assert_int_equal(d.max_ulp, 197);
+    assert_true(d.integer);
+    assert_int_equal(d.max_ulp, 0);
+    assert_int_equal(d.max_value_diff, 197);
     host_tensor_free(&a);
     host_tensor_free(&b);
 
@@ -448,7 +454,8 @@ static void test_uint8_and_bool_compare_bytes(void **state)
     assert_int_equal(compare_tensors(&a, &b, &d), ST_OK);
     assert_int_equal(d.n_differ, 1);
     assert_int_equal(d.first_index, 1);
-    assert_int_equal(d.max_ulp, 1);
+    assert_int_equal(d.max_value_diff, 1);
+    assert_int_equal(d.max_ulp, 0);
     host_tensor_free(&a);
     host_tensor_free(&b);
 }
@@ -562,6 +569,41 @@ static void test_compare_runs_finds_first_diverging_path_in_recorded_order(void 
     /* max_abs is its own maximum: 1 ULP at 6.0 (2^-21) beats 3 ULP at 1.0. */
     assert_true(rd.max_abs == ldexp(1.0, -21));
     assert_false(rd.incomparable);
+    run_record_free(&a);
+    run_record_free(&b);
+}
+
+/* A run whose count differs (an int64 buffer) and whose gradient is 1 ULP
+ * off: the ULP figures are the gradient's, the count's difference is
+ * counted apart, as values. */
+static void test_compare_runs_counts_integer_tensors_apart_from_ulps(void **state)
+{
+    (void)state;
+    const float g[6] = {1, 2, 3, 4, 5, 6};
+    float g1[6];
+    memcpy(g1, g, sizeof g1);
+    g1[2] = nextafterf(3.0f, 4.0f);
+    const uint64_t one[1] = {1}, three[1] = {3};
+    struct run_record a, b;
+    run_record_init(&a, "baseline_0");
+    run_record_init(&b, "mine");
+    struct host_tensor t;
+    make_bits(&t, DT_I64, 0, NULL, one);
+    assert_int_equal(run_record_add(&a, "steps/1/buffers/n", &t), ST_OK);
+    make_bits(&t, DT_I64, 0, NULL, three);
+    assert_int_equal(run_record_add(&b, "steps/1/buffers/n", &t), ST_OK);
+    add_f32(&a, "steps/1/grads/w", 2, SHAPE_2x3, g);
+    add_f32(&b, "steps/1/grads/w", 2, SHAPE_2x3, g1);
+    struct run_diff rd;
+    assert_int_equal(compare_runs(&a, &b, NULL, &rd), ST_OK);
+    assert_int_equal(rd.n_differ, 2);
+    assert_string_equal(rd.first_path, "steps/1/buffers/n");
+    assert_true(rd.first.integer);
+    assert_int_equal(rd.max_ulp, 1);
+    assert_string_equal(rd.max_ulp_path, "steps/1/grads/w");
+    assert_int_equal(rd.n_integer_differ, 1);
+    assert_int_equal(rd.max_value_diff, 2);
+    assert_string_equal(rd.max_value_path, "steps/1/buffers/n");
     run_record_free(&a);
     run_record_free(&b);
 }
@@ -773,13 +815,14 @@ int main(void)
         cmocka_unit_test(test_f16_nan_and_inf_are_counted_with_half_layout),
         cmocka_unit_test(test_f16_to_double_subnormal_0x0001_is_2_pow_minus_24),
         cmocka_unit_test(test_bf16_to_double_is_exact_including_subnormals),
-        cmocka_unit_test(test_int64_differences_are_bitwise_with_absolute_difference_as_ulp),
+        cmocka_unit_test(test_int64_differences_are_values_not_ulps),
         cmocka_unit_test(test_uint8_and_bool_compare_bytes),
         cmocka_unit_test(test_dtype_mismatch_is_incomparable_with_reason),
         cmocka_unit_test(test_shape_mismatch_is_incomparable_with_reason),
         cmocka_unit_test(test_rank_mismatch_with_same_numel_is_incomparable),
         cmocka_unit_test(test_malformed_tensor_is_an_internal_error),
         cmocka_unit_test(test_compare_runs_finds_first_diverging_path_in_recorded_order),
+        cmocka_unit_test(test_compare_runs_counts_integer_tensors_apart_from_ulps),
         cmocka_unit_test(test_compare_runs_identical_runs_have_no_divergence),
         cmocka_unit_test(test_compare_runs_reports_missing_tensor_on_either_side),
         cmocka_unit_test(test_compare_runs_prefix_restricts_the_paths_compared),

@@ -516,6 +516,44 @@ static void a_run_whose_own_steps_spread_is_marked_unstable(void **state)
     fixture_free(&f);
 }
 
+/* A step that paid a one-time cost (torch's first call inside an external
+ * producer's step: 1.3 s against 0.6 ms) makes the median meaningless: no
+ * overhead is shown, and the note says why, with the two step times. */
+static void a_run_whose_own_steps_spread_tenfold_shows_no_overhead(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads g;
+    init(&f);
+    base_grads(&g);
+    add_baselines(&f, &g, 0);
+    add(&f, "first_call", &g);
+    run_record_set_attr(&f.runs[f.n - 1], "timing.step_ms", 660.3);
+    run_record_set_attr(&f.runs[f.n - 1], "timing.fastest_step_ms", 0.6);
+    run_record_set_attr(&f.runs[f.n - 1], "timing.slowest_step_ms", 1320.0);
+    struct impl_result r = judge(&f, "first_call");
+    assert_int_equal(r.verdict, V_PASS);
+    assert_true(isnan(r.overhead));
+    assert_true(r.overhead_withheld);
+    assert_false(r.timing_stable);
+    assert_non_null(strstr(r.timing_note, "the run's own steps took 0.6 to 1.32e+03 ms (2200x): a one-time cost"));
+    /* the table says so where the ratio would stand */
+    static struct case_result c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "k");
+    c.n_results = 1;
+    c.results[0] = r;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    report_print_case(mem, &c);
+    fclose(mem);
+    assert_non_null(strstr(text, "overhead not shown: the run's own steps took"));
+    assert_null(strstr(text, "x?"));
+    free(text);
+    fixture_free(&f);
+}
+
 static void run_outcomes_become_error_and_fail(void **state)
 {
     (void)state;
@@ -879,6 +917,87 @@ static struct case_result *judge_with_twin(struct fixture *f, const struct grads
     return out;
 }
 
+/* Runs with an int64 buffer (a BatchNorm's num_batches_tracked) in step
+ * 1: baseline_0 and baseline_1 count 1, "mine" counts `mine`. */
+static void add_count(struct run_record *r, int64_t count)
+{
+    struct host_tensor t;
+    assert_ok(host_tensor_alloc(&t, DT_I64, 0, NULL));
+    memcpy(t.data, &count, sizeof count);
+    assert_ok(run_record_add(r, "steps/1/buffers/bn.num_batches_tracked", &t));
+}
+
+static void counted_run(struct fixture *f, const char *name, const struct grads *g, int64_t count)
+{
+    struct run_record *r = &f->runs[f->n++];
+    run_record_init(r, name);
+    add_count(r, count); /* first in recorded order: the first divergence when it differs */
+    add_f32(r, "steps/1/loss", &g->loss, 1);
+    add_f32(r, "steps/1/grads/l0.bias", g->bias, N);
+    add_f32(r, "steps/1/grads/l0.weight", g->weight, N);
+    add_f32(r, "final_params/l0.weight", g->weight, N);
+}
+
+static void counted_runs(struct fixture *f, int64_t mine, const struct grads *mine_grads)
+{
+    struct grads g;
+    init(f);
+    base_grads(&g);
+    counted_run(f, "baseline_0", &g, 1);
+    counted_run(f, "baseline_1", &g, 1);
+    counted_run(f, "mine", mine_grads ? mine_grads : &g, mine);
+}
+
+/* Integer tensors are counts: one that differs is described by its values,
+ * never in ULPs, and the run's scaled ULP figures are the floating
+ * tensors' alone. */
+static void an_integer_buffer_that_differs_is_described_as_values_not_ulps(void **state)
+{
+    (void)state;
+    struct fixture f;
+    counted_runs(&f, 2, NULL);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_non_null(strstr(r.reason, "steps/1/buffers/bn.num_batches_tracked: its 2 baselines agree bitwise, "
+                                     "mine's values differ: 1 vs 2 (1 of 1 elements differ, by up to 1; an integer "
+                                     "tensor, compared as values)"));
+    assert_null(strstr(r.reason, "ULP"));
+    assert_non_null(strstr(r.first_divergence, "steps/1/buffers/bn.num_batches_tracked [] (1 vs 2;"));
+    assert_true(r.max_scaled_ulp == 0 && r.max_ulp == 0);
+    assert_int_equal(r.n_tensor_distances, 1);
+    assert_true(r.tensor_distances[0].values);
+    fixture_free(&f);
+}
+
+/* With floating tensors differing too, the reason gives their scaled ULP
+ * apart from the count's values. */
+static void an_integer_buffer_beside_a_moved_weight_keeps_the_two_measures_apart(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct grads bug;
+    base_grads(&bug);
+    bug.weight[40] *= 1.5f;
+    counted_runs(&f, 2, &bug);
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    assert_true(r.max_scaled_ulp > 1000);
+    assert_non_null(strstr(r.reason, "an integer tensor, compared as values); floating tensors: max scaled ULP "));
+    fixture_free(&f);
+}
+
+/* A tolerance is in ULPs: it never lets integer values that differ pass. */
+static void a_tolerance_never_covers_integer_values_that_differ(void **state)
+{
+    (void)state;
+    struct fixture f;
+    counted_runs(&f, 2, NULL);
+    f.c.tolerance = 1000;
+    struct impl_result r = judge(&f, "mine");
+    assert_int_equal(r.verdict, V_FAIL);
+    fixture_free(&f);
+}
+
 /* The run's own FAIL is the finding and explains any difference from the
  * mixed family: the twin keeps its measured verdict, is not judged, and
  * cannot make the report fail. */
@@ -895,6 +1014,8 @@ static void a_twin_whose_run_fails_is_not_judged(void **state)
     assert_int_equal(out->results[0].verdict, V_FAIL);
     assert_int_equal(twin->verdict, V_FAIL);
     assert_true(twin->expected);
+    assert_true(twin->not_judged); /* reports show n/j, not the FAIL measured */
+    assert_false(out->results[0].not_judged);
     assert_string_equal(twin->reason, "not judged: mine is itself FAIL against baseline_0 (unexpected), which "
                                       "explains any difference from this family (measured here: FAIL)");
     free(out);
@@ -988,6 +1109,10 @@ int main(void)
         cmocka_unit_test(case_judges_each_run_once_in_order_and_not_reruns),
         cmocka_unit_test(run_is_judged_against_the_baseline_family_it_names),
         cmocka_unit_test(a_twin_whose_run_fails_is_not_judged),
+        cmocka_unit_test(a_run_whose_own_steps_spread_tenfold_shows_no_overhead),
+        cmocka_unit_test(an_integer_buffer_that_differs_is_described_as_values_not_ulps),
+        cmocka_unit_test(an_integer_buffer_beside_a_moved_weight_keeps_the_two_measures_apart),
+        cmocka_unit_test(a_tolerance_never_covers_integer_values_that_differ),
         cmocka_unit_test(a_judged_twins_fail_opens_with_what_it_compares),
         cmocka_unit_test(run_names_are_classified_exactly),
     };

@@ -92,10 +92,33 @@ static void a_long_impl_name_keeps_every_column_in_line(void **state)
     free(text);
 }
 
+/* A twin its run's own verdict explains is not judged: its row shows "n/j"
+ * where the verdict stands (and "-" for ok), never the verdict it measured. */
+static void a_twin_not_judged_shows_n_j_in_the_verdict_column(void **state)
+{
+    (void)state;
+    static struct case_result r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.name, sizeof r.name, "k");
+    r.baseline_runs = 2;
+    add_result(&r, "mine", V_FAIL, NAN);
+    add_result(&r, "mine_vs_single", V_NOISE, NAN);
+    r.results[1].not_judged = 1;
+    char *text = print(&r);
+    char *header = line_of(text, "impl"), *twin = line_of(text, "mine_vs_single");
+    assert_int_equal(start_of(twin, "n/j"), start_of(header, "verdict"));
+    assert_int_equal(twin[start_of(header, " ok ") + 1], '-'); /* no "yes": nothing was judged */
+    assert_null(strstr(twin, "NOISE"));
+    free(header);
+    free(twin);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_long_impl_name_keeps_every_column_in_line),
+        cmocka_unit_test(a_twin_not_judged_shows_n_j_in_the_verdict_column),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

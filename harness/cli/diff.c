@@ -139,6 +139,13 @@ static void print_tensor_diff(FILE *out, const struct run_tensor *ta, const stru
         return;
     }
     host_tensor_index_str(&ta->t, d->first_index, idx, sizeof idx);
+    if (d->integer) { /* counts: compared as values, no ULP exists */
+        fprintf(out, "  %-40s %zu of %zu differ; first at %s (%.0f vs %.0f); values differ by up to %llu (an integer "
+                     "tensor)\n",
+                ta->path, d->n_differ, d->count, idx, d->first_a, d->first_b,
+                (unsigned long long)d->max_value_diff);
+        return;
+    }
     fprintf(out, "  %-40s %zu of %zu differ; first at %s (%.9g vs %.9g", ta->path, d->n_differ, d->count, idx,
             d->first_a, d->first_b);
     /* Two NaNs print alike; only their bits show the difference. */
@@ -174,9 +181,15 @@ static json_t *tensor_diff_json(const struct run_tensor *ta, const struct host_t
         json_object_set_new(o, "first_index", json_string(idx));
         json_object_set_new(o, "first_a", isfinite(d->first_a) ? json_real(d->first_a) : json_null());
         json_object_set_new(o, "first_b", isfinite(d->first_b) ? json_real(d->first_b) : json_null());
-        double scaled = compare_scaled_distance(da, db, NULL);
-        json_object_set_new(o, "max_scaled_ulp", isinf(scaled) || isnan(scaled) ? json_null() : json_real(scaled));
-        json_object_set_new(o, "max_ulp", d->max_ulp == ULP_INFINITE ? json_null() : json_integer((json_int_t)d->max_ulp));
+        if (d->integer) { /* values (counts), never ULPs */
+            json_object_set_new(o, "max_value_diff", json_integer((json_int_t)d->max_value_diff));
+        } else {
+            double scaled = compare_scaled_distance(da, db, NULL);
+            json_object_set_new(o, "max_scaled_ulp",
+                                isinf(scaled) || isnan(scaled) ? json_null() : json_real(scaled));
+            json_object_set_new(o, "max_ulp",
+                                d->max_ulp == ULP_INFINITE ? json_null() : json_integer((json_int_t)d->max_ulp));
+        }
         json_object_set_new(o, "max_abs", json_real(d->max_abs));
     }
     json_object_set_new(o, "nan_a", json_integer((json_int_t)d->nan_a));
@@ -245,7 +258,8 @@ static int diff_runs_to(FILE *text, const char *fa, const struct run_record *a, 
         }
         compared++;
         differ += !d.bitwise_equal;
-        int within = !d.bitwise_equal && d.max_ulp != ULP_INFINITE && (double)d.max_ulp <= o->tolerance;
+        /* A tolerance is in ULPs: integer values that differ are never within it. */
+        int within = !d.bitwise_equal && !d.integer && d.max_ulp != ULP_INFINITE && (double)d.max_ulp <= o->tolerance;
         beyond += !d.bitwise_equal && !within;
         if (o->json)
             json_array_append_new(tensors, tensor_diff_json(ta, &ha.t, &hb.t, &d, d.bitwise_equal ? "identical"

@@ -155,6 +155,7 @@ int cli_judge(int argc, char **argv)
     int regressions = 0;
     if (!st && compare_to)
         st = compare_summary(summary, compare_to, &regressions);
+    summary_set_wall_time(summary); /* the judge's own, measured: what the page's header says */
     if (!st && out_dir &&
         ((st = cli_make_dirs(out_dir)) || (st = junit_write_with_summary(summary_json(summary), out_dir, NULL)))) {
         summary_free(summary);

@@ -343,14 +343,22 @@ int cli_run(int argc, char **argv)
     if (list) {
         /* The selection: `--suite nightly --list | wc -l` is the suite's
          * size, and the impls summed its records (docs quote both,
-         * tests/check_docs_figures.py checks them). */
+         * tests/check_docs_figures.py checks them). The total goes to
+         * stderr, so that stdout stays one line per case for scripts. */
+        int records = 0;
         for (int i = 0; i < n_run; i++) {
             const struct ckpt_case *c = run[i];
             printf("%-32s %s:%d  impls: %d  labels:", c->name, c->file, c->line, c->n_impls);
             for (int k = 0; k < c->n_labels; k++)
                 printf("%s%s", k ? "," : " ", c->labels[k]);
             printf("\n");
+            records += c->n_impls;
         }
+        fflush(stdout);
+        fprintf(stderr, "total: %d case%s, %d case x impl record%s%s%s%s\n", n_run, n_run == 1 ? "" : "s", records,
+                records == 1 ? "" : "s",
+                n_selected ? "" : " (", n_selected ? "" : (suite ? suite : "every case"),
+                n_selected ? "" : ")");
         free(run);
         case_list_free(&cases);
         return 0;
@@ -526,6 +534,7 @@ int cli_run(int argc, char **argv)
          * cannot be, exit 1. The summary's read-modify-write, the stale
          * reports' removal and the page hold the directory's lock: a run
          * that overlaps this one keeps its records and its reports. */
+        summary_set_wall_time(summary); /* the run's own, measured: what the page's header says */
         if ((st = out_dir_lock(out_dir, &lock)) || (st = stale_reports_merge(out_dir, stale, summary_root(summary))) ||
             (st = junit_write_with_summary(summary_json(summary), out_dir, NULL))) {
             fprintf(stderr, "ckpt-verify: %s\n", error_message());

@@ -216,12 +216,14 @@ static ALWAYS_INLINE void diff_elements(const struct host_tensor *a, const struc
             d->first_a = va;
             d->first_b = vb;
         }
-        uint64_t ulp = fmt ? ulp_bits(fmt, ba, bb) : int_distance(dtype, ba, bb);
-        /* Strictly greater, so the index is the first element reaching the
-         * max; a pair differing only as +0/-0 still seeds it. */
-        if (!have_max || ulp > d->max_ulp) {
+        /* Integers differ by values (counts), floats by ULPs. Strictly
+         * greater, so the index is the first element reaching the max; a
+         * pair differing only as +0/-0 still seeds it. */
+        uint64_t dist = fmt ? ulp_bits(fmt, ba, bb) : int_distance(dtype, ba, bb);
+        uint64_t *max = fmt ? &d->max_ulp : &d->max_value_diff;
+        if (!have_max || dist > *max) {
             have_max = 1;
-            d->max_ulp = ulp;
+            *max = dist;
             d->max_ulp_index = i;
         }
         if (finite) {
@@ -264,6 +266,7 @@ int compare_tensors(const struct host_tensor *a, const struct host_tensor *b, st
     }
 
     d->comparable = 1;
+    d->integer = compare_is_integer(a->dtype);
     d->count = a->numel;
     switch (a->dtype) {
     case DT_F32: diff_elements(a, b, d, DT_F32, &FMT_F32, 4); break;
@@ -275,6 +278,8 @@ int compare_tensors(const struct host_tensor *a, const struct host_tensor *b, st
     d->bitwise_equal = d->n_differ == 0;
     return ST_OK;
 }
+
+int compare_is_integer(enum dtype d) { return float_format_of(d) == NULL; }
 
 /* compare_scaled_distance's element loop, specialised as diff_elements is. */
 static ALWAYS_INLINE void scaled_elements(const struct host_tensor *ref, const struct host_tensor *other,
@@ -404,7 +409,12 @@ int compare_runs(const struct run_record *a, const struct run_record *b, const c
                 host_tensor_index_str(&ta->t, d.first_index, out->first_index_str,
                                       sizeof out->first_index_str);
         }
-        if (d.comparable) {
+        if (d.comparable && d.integer) {
+            if (out->n_integer_differ++ == 0 || d.max_value_diff > out->max_value_diff) {
+                out->max_value_diff = d.max_value_diff;
+                snprintf(out->max_value_path, sizeof out->max_value_path, "%s", ta->path);
+            }
+        } else if (d.comparable) {
             if (d.max_ulp > out->max_ulp) {
                 out->max_ulp = d.max_ulp;
                 snprintf(out->max_ulp_path, sizeof out->max_ulp_path, "%s", ta->path);

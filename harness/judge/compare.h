@@ -2,7 +2,9 @@
  * equality, differing count, first differing index, sign-aware ULP distance
  * (float32, bfloat16, float16; float64 too), max abs/rel difference, NaN/Inf
  * counts with NaN bit patterns compared exactly — and the comparison of two
- * whole recorded runs in their recorded order. Pure C, no libtorch. */
+ * whole recorded runs in their recorded order. Integer and bool tensors
+ * are compared as values (counts): their differences are never ULPs.
+ * Pure C, no libtorch. */
 #ifndef CKPT_COMPARE_H
 #define CKPT_COMPARE_H
 
@@ -25,9 +27,12 @@ struct tensor_diff {
     size_t n_differ;        /* elements whose bits differ */
     size_t first_index;     /* flat index of the first differing element */
     double first_a, first_b; /* the values there (as double) */
-    uint64_t max_ulp;       /* max over elements; 0 when bitwise equal. For
-                             * int64/uint8/bool: the absolute difference */
-    size_t max_ulp_index;   /* first element reaching max_ulp */
+    /* int64, uint8 and bool: compared as values (counts). max_ulp is then 0
+     * and max_value_diff their largest absolute difference. */
+    int integer;
+    uint64_t max_ulp;       /* max over elements; 0 when bitwise equal or integer */
+    uint64_t max_value_diff; /* integer tensors: max |a - b| over elements */
+    size_t max_ulp_index;   /* first element reaching max_ulp (max_value_diff for an integer tensor) */
     double max_abs, max_rel; /* over elements that are finite on both sides */
     size_t nan_a, nan_b, inf_a, inf_b; /* over all elements, equal or not */
 };
@@ -64,9 +69,13 @@ int compare_tensors(const struct host_tensor *a, const struct host_tensor *b, st
  * zero, so it measures reduction-order noise at the size that matters.
  * 0 when bitwise equal or differing only in the sign of zeros; INFINITY
  * when the tensors are incomparable or a non-finite value differs. Integer
- * and bool tensors: the max absolute difference. *scale (may be NULL) gets
+ * and bool tensors: the max absolute difference of their values, not a
+ * ULP (compare_is_integer says which). *scale (may be NULL) gets
  * max |ref| over its finite elements. */
 double compare_scaled_distance(const struct host_tensor *ref, const struct host_tensor *other, double *scale);
+
+/* 1 for the dtypes compared as values (int64, uint8, bool): no ULP exists. */
+int compare_is_integer(enum dtype d);
 
 /* Summary of two runs, walked in a's recorded order. */
 struct run_diff {
@@ -74,8 +83,11 @@ struct run_diff {
     int n_differ;           /* tensors not bitwise equal (incomparable included) */
     int n_missing;          /* in a but not b, or b but not a */
     char first_missing[160]; /* its path: a's first missing in a's order, else b's */
-    uint64_t max_ulp;       /* over all comparable tensors */
+    uint64_t max_ulp;       /* over all comparable floating tensors */
     char max_ulp_path[160];
+    int n_integer_differ;   /* integer and bool tensors whose values differ */
+    uint64_t max_value_diff; /* over them: the largest difference of values */
+    char max_value_path[160];
     double max_abs;
     /* The first tensor (recorded order) that is not bitwise equal; it may be
      * an incomparable pair (first.comparable == 0, first_index_str ""). */

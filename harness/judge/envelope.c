@@ -170,7 +170,8 @@ int first_noisy_step(const struct spread_table *tab, const struct run_record *co
 /* Keeps the tensor's distance in res (judge.h tensor_distances): the
  * farthest RESULT_TENSORS_MAX, farthest first; a path seen in an earlier
  * attempt keeps the larger distance. */
-static void record_distance(struct impl_result *res, const char *path, double distance, double spread, double limit)
+static void record_distance(struct impl_result *res, const char *path, double distance, double spread, double limit,
+                            int values)
 {
     if (!res)
         return;
@@ -194,6 +195,7 @@ static void record_distance(struct impl_result *res, const char *path, double di
     t[at].scaled_ulp = distance;
     t[at].spread = spread;
     t[at].limit = limit;
+    t[at].values = values;
     /* back into order, farthest first */
     for (; at > 0 && t[at].scaled_ulp > t[at - 1].scaled_ulp; at--) {
         struct tensor_distance tmp = t[at];
@@ -244,18 +246,22 @@ static int envelope_tensor(const struct spread_table *tab, int i, const struct r
      * differences in its small elements are fractions of that and one
      * more sample can always land a little further out. */
     double envelope = fmax(spread, 1.0), ratio = distance / envelope;
-    if (distance > out->max_scaled || isnan(distance))
+    /* An integer tensor's distance is a difference of values (counts), not
+     * a scaled ULP: it is judged against its envelope like any other, but
+     * stays out of the run's figures in scaled ULP. */
+    int counts = d.comparable && d.integer;
+    if (!counts && (distance > out->max_scaled || isnan(distance)))
         out->max_scaled = isnan(distance) ? INFINITY : distance;
     if (bitwise) {
         out->bitwise_tensors_differ++;
-    } else if (ratio > out->worst_ratio || !out->worst_path[0]) {
+    } else if (!counts && (ratio > out->worst_ratio || !out->worst_path[0])) {
         out->worst_ratio = ratio;
         out->worst_distance = distance;
         snprintf(out->worst_path, sizeof out->worst_path, "%s", path);
     }
     int within = !bitwise && d.comparable && (isinf(spread) || distance <= JUDGE_NOISE_MARGIN * envelope);
     record_distance(tab->record, path, isnan(distance) ? INFINITY : distance, spread,
-                    bitwise ? 0 : isinf(spread) ? INFINITY : JUDGE_NOISE_MARGIN * envelope);
+                    bitwise ? 0 : isinf(spread) ? INFINITY : JUDGE_NOISE_MARGIN * envelope, counts);
     if (!within && !out->outside) {
         out->outside = 1;
         snprintf(out->path, sizeof out->path, "%s", path);

@@ -92,7 +92,10 @@ static void describe_tensor(const struct run_record *base, const char *path, con
     const struct run_tensor *t = run_record_find(base, path);
     if (t && d->comparable)
         host_tensor_index_str(&t->t, d->first_index, index, sizeof index);
-    if (d->comparable)
+    if (d->comparable && d->integer) /* counts: whole values, never rounded to 9 digits */
+        snprintf(buf, len, "%s %s (%.0f vs %.0f; %zu of %zu elements differ)", path, index, d->first_a, d->first_b,
+                 d->n_differ, d->count);
+    else if (d->comparable)
         snprintf(buf, len, "%s %s (%.9g vs %.9g; %zu of %zu elements differ)", path, index, d->first_a, d->first_b,
                  d->n_differ, d->count);
     else
@@ -101,19 +104,26 @@ static void describe_tensor(const struct run_record *base, const char *path, con
 
 /* ---- one run ------------------------------------------------------------- */
 
-static unsigned expected_mask(const struct ckpt_case *c, const struct run_record *run)
+/* The verdicts expected of run `name` (its record `run`, or NULL for a run
+ * the report lacks: then its role is unknown). */
+static unsigned expected_mask_of(const struct ckpt_case *c, const char *name, const struct run_record *run)
 {
     for (int i = 0; i < c->n_expect; i++)
-        if (strcmp(c->expect[i].impl, run->name) == 0)
+        if (strcmp(c->expect[i].impl, name) == 0)
             return c->expect[i].verdict_mask;
     /* A run is a checkpoint that claims to be right unless its producer
      * recorded it as a planted bug (run_record.h role: the harness's
      * faulty impls, a plugin's). */
-    if (strcmp(run->role, RUN_ROLE_PLANTED_BUG) != 0)
+    if (!run || strcmp(run->role, RUN_ROLE_PLANTED_BUG) != 0)
         return (1u << V_PASS) | (1u << V_NOISE);
     /* NOT_OBSERVABLE: the bug's own rule says it cannot show here and the
      * run matched; not a miss. */
     return (1u << V_FAIL) | (1u << V_MEMFAIL) | (1u << V_NOT_OBSERVABLE);
+}
+
+static unsigned expected_mask(const struct ckpt_case *c, const struct run_record *run)
+{
+    return expected_mask_of(c, run->name, run);
 }
 
 /* A planted bug that its own rule says cannot show in this case, and that
@@ -242,6 +252,16 @@ static void run_figures(const struct run_record *runs, int n, const char *family
     /* The run's own steps must agree as well: its median is its figure. */
     double own_fast = run_record_attr(run, "timing.fastest_step_ms");
     double own_slow = run_record_attr(run, "timing.slowest_step_ms");
+    if (own_fast > 0 && own_slow > JUDGE_MEANINGLESS_TIMING_SPREAD * own_fast) {
+        res->overhead = NAN;
+        res->timing_stable = 0;
+        res->overhead_withheld = 1;
+        snprintf(res->timing_note, sizeof res->timing_note,
+                 "the run's own steps took %.3g to %.3g ms (%.0fx): a one-time cost inside a step (a library's first "
+                 "call) decides its median, not the checkpoint",
+                 own_fast, own_slow, own_slow / own_fast);
+        return;
+    }
     if (res->timing_stable && own_fast > 0 && own_slow > JUDGE_STABLE_TIMING_SPREAD * own_fast) {
         res->timing_stable = 0;
         snprintf(res->timing_note, sizeof res->timing_note, "the run's own step times spread %.2fx",
@@ -347,6 +367,26 @@ static void attempts_fail(const struct spread_table *tab, int n, int outside, co
         snprintf(where, sizeof where, "%s: %s", worst->d.incomparable_path, worst->d.incomparable_why);
         snprintf(res->reason, sizeof res->reason, "%s: %s differs in dtype or shape: %s", intro,
                  worst->d.incomparable_path, worst->d.incomparable_why);
+    } else if (env->diff.integer) {
+        /* Counts (num_batches_tracked, a step counter, a mask): values, not ULPs. */
+        describe_tensor(base, env->path, &env->diff, where, sizeof where);
+        char floats[64] = "";
+        if (max_scaled > 0)
+            snprintf(floats, sizeof floats, "; floating tensors: max scaled ULP %s",
+                     scaled_format(max_scaled, b, sizeof b));
+        if (env->baselines_bitwise)
+            snprintf(res->reason, sizeof res->reason,
+                     "%s: %s: its %d baselines agree bitwise, %s's values differ: %.0f vs %.0f (%zu of %zu "
+                     "elements differ, by up to %llu; an integer tensor, compared as values)%s",
+                     intro, env->path, tab->nb, worst->run->name, env->diff.first_a, env->diff.first_b,
+                     env->diff.n_differ, env->diff.count, (unsigned long long)env->diff.max_value_diff, floats);
+        else
+            snprintf(res->reason, sizeof res->reason,
+                     "%s: %s lies outside its noise envelope: its values differ by up to %llu vs its baselines' "
+                     "spread %.0f over %d runs, NOISE allows %gx max(spread, 1) (an integer tensor, compared as "
+                     "values)%s",
+                     intro, env->path, (unsigned long long)env->diff.max_value_diff, env->spread, tab->nb,
+                     JUDGE_NOISE_MARGIN, floats);
     } else {
         describe_tensor(base, env->path, &env->diff, where, sizeof where);
         if (env->baselines_bitwise)
@@ -383,12 +423,13 @@ static int judge_attempts(const struct ckpt_case *c, const struct spread_table *
     memset(&worst, 0, sizeof worst);
     uint64_t max_ulp = 0;
     const char *max_ulp_path = NULL;
-    int outside = 0, any_broken = 0, st;
+    int outside = 0, any_broken = 0, any_counts = 0, st;
     for (int k = 0; k < n; k++) {
         if ((st = judge_attempt(tab, samples, n, samples[k], &cur)))
             return st;
         attempts_merge(&all, &max_ulp, &max_ulp_path, &cur);
         any_broken |= cur.broken;
+        any_counts |= cur.d.n_integer_differ > 0;
         if (cur.d.has_divergence && !res->first_divergence[0]) {
             char where[RESULT_TEXT_MAX];
             describe_tensor(base, cur.d.first_path, &cur.d.first, where, sizeof where);
@@ -404,7 +445,8 @@ static int judge_attempts(const struct ckpt_case *c, const struct spread_table *
     res->max_scaled_ulp = all.max_scaled;
     res->noise_ratio = all.worst_ratio;
     res->bitwise_tensors_differ = all.bitwise_tensors_differ;
-    if (c->tolerance > 0 && !any_broken && (double)max_ulp <= c->tolerance) {
+    /* A tolerance is in ULPs: it never covers integer values that differ. */
+    if (c->tolerance > 0 && !any_broken && !any_counts && (double)max_ulp <= c->tolerance) {
         res->verdict = V_PASS;
         snprintf(res->reason, sizeof res->reason,
                  "within the case's tolerance: raw max ULP %s <= %g (%s%s); max scaled ULP %s",
@@ -525,23 +567,54 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
 
 /* The case's explicit requirements: min_memory_saving on the peak cut,
  * min_held_cut on the cut in bytes held at the end of forward. */
+/* Whether a memory requirement is judged on a run as it stands: one with
+ * right gradients (PASS, NOISE, a MEMFAIL already, or a FAIL of a run check
+ * alone, whose figures stand: gradients_right). */
+static int memory_judged(const struct impl_result *res)
+{
+    return res->verdict == V_PASS || res->verdict == V_NOISE || res->verdict == V_MEMFAIL ||
+           (res->verdict == V_FAIL && res->gradients_right);
+}
+
+/* A memory finding `why` about a run: every finding is reported, the first
+ * deciding the verdict. A PASS or NOISE becomes MEMFAIL ("gradients right,
+ * but ..."), its first divergence `where` (NULL: kept); a MEMFAIL adds it
+ * ("; and ..."); a FAIL of a run check alone (a hook count) keeps its FAIL
+ * and adds it as what it would also be ("; also MEMFAIL: ..."). */
+static void memory_finding(struct impl_result *res, const char *why, const char *where)
+{
+    size_t len = strlen(res->reason);
+    if (res->verdict == V_FAIL) {
+        snprintf(res->reason + len, sizeof res->reason - len, "; also MEMFAIL: %s", why);
+    } else if (res->verdict == V_MEMFAIL) {
+        if (!strstr(res->reason, why)) /* already the verdict (a leak it caused, judge_run) */
+            snprintf(res->reason + len, sizeof res->reason - len, "; and %s", why);
+    } else {
+        res->verdict = V_MEMFAIL;
+        snprintf(res->reason, sizeof res->reason, "gradients right, but %s", why);
+        if (where)
+            snprintf(res->first_divergence, sizeof res->first_divergence, "%s", where);
+    }
+}
+
 static void memory_requirement(const struct ckpt_case *c, double base_peak, struct impl_result *res)
 {
-    if (res->verdict != V_PASS && res->verdict != V_NOISE)
+    if (!memory_judged(res) || res->verdict == V_MEMFAIL)
         return;
+    char why[RESULT_TEXT_MAX];
     if (c->min_memory_saving >= 0 && !(res->memory_saved >= c->min_memory_saving)) {
-        res->verdict = V_MEMFAIL;
-        snprintf(res->reason, sizeof res->reason,
-                 "gradients right, but peak memory saved %.1f%% < required %.1f%% (min_memory_saving; peak %.0f "
-                 "bytes vs baseline %.0f bytes)",
+        snprintf(why, sizeof why,
+                 "peak memory saved %.1f%% < required %.1f%% (min_memory_saving; peak %.0f bytes vs baseline %.0f "
+                 "bytes)",
                  100 * res->memory_saved, 100 * c->min_memory_saving, res->peak_bytes, base_peak);
+        memory_finding(res, why, NULL);
     } else if (c->min_held_cut >= 0 && !(res->end_forward_saved >= c->min_held_cut)) {
-        res->verdict = V_MEMFAIL;
-        snprintf(res->reason, sizeof res->reason,
-                 "gradients right, but bytes held at the end of forward cut %.1f%% < required %.1f%% (min_held_cut; "
-                 "%.0f bytes vs baseline %.0f bytes)",
+        snprintf(why, sizeof why,
+                 "bytes held at the end of forward cut %.1f%% < required %.1f%% (min_held_cut; %.0f bytes vs "
+                 "baseline %.0f bytes)",
                  100 * res->end_forward_saved, 100 * c->min_held_cut, res->end_forward_bytes,
                  res->baseline_end_forward_bytes);
+        memory_finding(res, why, NULL);
     }
 }
 
@@ -555,7 +628,7 @@ static void memory_requirement(const struct ckpt_case *c, double base_peak, stru
 static void held_requirement(const struct ckpt_case *c, const struct run_record *base, const struct run_record *run,
                              struct impl_result *res)
 {
-    if (res->verdict != V_PASS && res->verdict != V_NOISE && res->verdict != V_MEMFAIL)
+    if (!memory_judged(res))
         return;
     char why[RESULT_TEXT_MAX], note[RESULT_TEXT_MAX] = "", where[RESULT_TEXT_MAX];
     const struct run_record *off = NULL;
@@ -563,15 +636,7 @@ static void held_requirement(const struct ckpt_case *c, const struct run_record 
     /* A user's run: its statement, drawn from the baseline's memory map. */
     enum user_memory_outcome user = user_memory_check(base, run, why, sizeof why, where, sizeof where);
     if (user == USER_MEMORY_FAIL) {
-        if (res->verdict == V_MEMFAIL) {
-            size_t len = strlen(res->reason);
-            if (!strstr(res->reason, why)) /* already the verdict (a leak it caused, judge_run) */
-                snprintf(res->reason + len, sizeof res->reason - len, "; and %s", why);
-        } else {
-            res->verdict = V_MEMFAIL;
-            snprintf(res->reason, sizeof res->reason, "gradients right, but %s", why);
-            snprintf(res->first_divergence, sizeof res->first_divergence, "%s", where);
-        }
+        memory_finding(res, why, where);
         return;
     }
     if (user == USER_MEMORY_OK || why[0]) {
@@ -603,15 +668,11 @@ static void held_requirement(const struct ckpt_case *c, const struct run_record 
             snprintf(note, sizeof note, "%s", why);
         }
     }
-    size_t len = strlen(res->reason);
-    if (off && res->verdict == V_MEMFAIL) {
-        snprintf(res->reason + len, sizeof res->reason - len, "; and %s", why);
-    } else if (off) {
-        res->verdict = V_MEMFAIL;
-        snprintf(res->reason, sizeof res->reason, "gradients right, but %s", why);
-        snprintf(res->first_divergence, sizeof res->first_divergence, "/runs/%s/%s: %.400s", off->name, what, why);
+    if (off) {
+        snprintf(where, sizeof where, "/runs/%s/%s: %.400s", off->name, what, why);
+        memory_finding(res, why, where);
     }
-    len = strlen(res->reason);
+    size_t len = strlen(res->reason);
     if (note[0])
         snprintf(res->reason + len, sizeof res->reason - len, " [%s]", note);
 }
@@ -758,7 +819,8 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
         snprintf(reason, sizeof reason, "%s", res->reason);
         snprintf(res->reason, sizeof res->reason, "%.300s; %s", run->class_patches, reason);
     }
-    res->expected = (expected_mask(c, run) >> res->verdict) & 1u;
+    res->expected_mask = expected_mask(c, run);
+    res->expected = (res->expected_mask >> res->verdict) & 1u;
     return ST_OK;
 }
 
@@ -918,6 +980,7 @@ static void twins_follow_their_runs(const struct run_record *runs, int n, struct
                  r->twin_of, verdict_name(of->verdict), own, of->expected ? "expected" : "unexpected",
                  verdict_name(twin->verdict));
         twin->expected = 1;
+        twin->not_judged = 1;
     }
 }
 
@@ -944,6 +1007,7 @@ int judge_listed(const struct ckpt_case *c, const struct run_record *runs, int n
             struct impl_result *res = &out->results[out->n_results];
             if (g) {
                 gone_result(g, res);
+                res->expected_mask = expected_mask_of(c, name, judge_find_run(runs, n, name));
             } else {
                 int st = judge_run(c, runs, n, name, res);
                 if (st)

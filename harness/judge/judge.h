@@ -23,6 +23,10 @@
 /* Timings count as stable when the slowest baseline's step is within this
  * factor of the fastest's. */
 #define JUDGE_STABLE_TIMING_SPREAD 1.25
+/* A run whose own slowest step took this many times its fastest paid a
+ * one-time cost inside a step (a library's first call, a lazy import): its
+ * median says nothing of the checkpoint, and no overhead is shown. */
+#define JUDGE_MEANINGLESS_TIMING_SPREAD 10.0
 
 /* The most tensors judging holds in memory at once (a baseline's and a
  * run's, and two samples while it checks whether the impl's own runs
@@ -50,6 +54,7 @@
 struct tensor_distance {
     char path[RUN_PATH_MAX];
     double scaled_ulp, spread, limit;
+    int values; /* an integer or bool tensor: the three are differences of values (counts), not ULPs */
 };
 
 struct impl_result {
@@ -57,6 +62,10 @@ struct impl_result {
     char role[16];                /* the run's recorded role (run_record.h): "" a checkpoint claiming to be right */
     enum verdict verdict;
     int expected;                 /* verdict allowed by the case */
+    unsigned expected_mask;       /* the verdicts the case allows the run (1u << verdict each) */
+    /* A twin (run_record.h twin_of) its run's own verdict explains: not
+     * judged, `verdict` kept as measured; reports show "n/j" for it. */
+    int not_judged;
     char reason[RESULT_TEXT_MAX];
     char first_divergence[RESULT_WHERE_MAX]; /* "steps/1/grads/l0.weight [3, 5] (...)" or "" */
     /* The run's op_log when the checkpoint's own check failed (run_record.h):
@@ -87,7 +96,10 @@ struct impl_result {
      * below 1 (a checkpoint never speeds a step up); timing_note says
      * which failed, "" when none did. Reports mark an unstable ratio '?'. */
     int timing_stable;
-    char timing_note[80];
+    char timing_note[160];
+    /* The overhead is left out (NAN): the run's own steps spread past
+     * JUDGE_MEANINGLESS_TIMING_SPREAD; timing_note says by how much. */
+    int overhead_withheld;
     /* The references those ratios divide by, from the run's own baseline
      * family (an external producer's runs: its own baselines): the fastest
      * baseline's name and step time, and its _0 run's peak and held bytes. */

@@ -64,10 +64,9 @@ static int named_runs_of(const char *path, const struct ckpt_case *c, const char
 {
     int st = ST_OK;
     l->n = 0;
-    for (int i = 0; i < c->n_impls && !st; i++)
-        st = name_run(l, path, c->impls[i], strlen(c->impls[i]));
-    for (int i = 0; i < c->n_expect && !st; i++)
-        st = name_run(l, path, c->expect[i].impl, strlen(c->expect[i].impl));
+    /* /case runs first: the order the producer was given them. The impls
+     * of a file without one are its expect's names (case_attrs_finish),
+     * which would list the runs expected to fail first. */
     for (const char *p = runs_attr; *p && !st;) {
         size_t len = strcspn(p, ",");
         const char *end = p + len;
@@ -79,6 +78,10 @@ static int named_runs_of(const char *path, const struct ckpt_case *c, const char
         st = name_run(l, path, p, trimmed);
         p = *end ? end + 1 : end;
     }
+    for (int i = 0; i < c->n_impls && !st; i++)
+        st = name_run(l, path, c->impls[i], strlen(c->impls[i]));
+    for (int i = 0; i < c->n_expect && !st; i++)
+        st = name_run(l, path, c->expect[i].impl, strlen(c->expect[i].impl));
     return st;
 }
 

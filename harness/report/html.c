@@ -141,7 +141,9 @@ static void put_head(FILE *out, const struct html_run *run)
         fprintf(out, ": %d unexpected", run->unexpected);
     else
         fputs(": all verdicts as expected", out);
-    fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", page_style);
+    fprintf(out, "</title>\n<style>\n%s", page_style);
+    html_put_colour_style(out); /* the determinism plot's colours, for the table and the sections */
+    fputs("</style>\n</head>\n<body>\n", out);
 }
 
 /* ---- facts and counts -------------------------------------------------------- */
@@ -204,11 +206,24 @@ static void put_facts(FILE *out, const struct html_run *run)
             timed++;
         }
     }
-    if (timed)
-        snprintf(buf, sizeof buf, "%.1f s over %d case(s)%s", wall, timed,
-                 timed < run->n_cases ? " (the others recorded no time)" : "");
-    else
-        snprintf(buf, sizeof buf, "not recorded (judged from stored files)");
+    /* The command's own wall time, measured (wall_seconds: process start to
+     * summary, library loading included), then the cases' own times. */
+    double command = summary_num(root, "wall_seconds");
+    int judged_only = !strcmp(summary_str(root, "suite"), "judge");
+    size_t at = 0;
+    buf[0] = '\0';
+    if (!isnan(command))
+        at = (size_t)snprintf(buf, sizeof buf, "%.3g s, this %s (start to summary)%s", command,
+                              judged_only ? "judge" : "command",
+                              judged_only ? "; the runs were trained before, by their producer" : "");
+    /* "of it" only where the cases fit inside the command: records kept
+     * from an earlier run in the same directory were timed by theirs. */
+    if (at < sizeof buf && timed)
+        snprintf(buf + at, sizeof buf - at, "%s%.3g s in %d case(s)%s", !at ? "" : wall <= command ? "; of it "
+                                                                                   : "; the cases' own times: ",
+                 wall, timed, timed < run->n_cases ? " (the others recorded no time)" : "");
+    else if (at < sizeof buf && isnan(command))
+        snprintf(buf + at, sizeof buf - at, "not recorded (judged from stored files)");
     fact(out, "wall time", buf);
     fputs("</dl>\n</header>\n", out);
 }
@@ -329,8 +344,11 @@ static void put_row(FILE *out, const struct html_run *run, size_t i)
     html_put_text(out, summary_str(rec, "case"));
     fputs("</a></td><td>", out);
     html_put_text(out, summary_str(rec, "impl"));
-    fprintf(out, "</td><td class=\"v-%s\">%s</td><td class=\"%s\">%s</td>", verdict, verdict, expected ? "" : "no",
-            expected ? "yes" : "NO");
+    /* Coloured as the determinism plot colours it: by expectation. */
+    char title[160];
+    fprintf(out, "</td><td class=\"v-%s %s\" title=\"%s\">%s</td><td class=\"%s\">%s</td>", verdict,
+            verdict_colour_class(html_colour(rec)), html_expectation(rec, title, sizeof title),
+            html_verdict_word(rec), expected ? "" : "no", expected ? "yes" : "NO");
     html_distance(rec, cell, sizeof cell, &key);
     fprintf(out, "<td class=\"num\" data-sort=\"%.17g\">%s</td>", isinf(key) ? 1e308 : key, cell);
     static const char *const cuts[] = {"held_cut", "peak_cut"};
@@ -382,23 +400,33 @@ static void put_plots(FILE *out, const struct html_plots *plots)
         html_put_text(out, says ? plots->why + 1 : plots->why);
         fputs("</p>\n", out);
     }
-    if (plots->skipped) {
-        fputs("<p>Not drawn, for lack of data in this run:</p>\n<ul class=\"mono\">\n", out);
-        for (const char *line = plots->skipped; *line;) {
-            size_t len = strcspn(line, "\n");
-            fputs("<li>", out);
-            html_put_textn(out, line, len);
-            fputs("</li>\n", out);
-            line += len + (line[len] == '\n');
-        }
-        fputs("</ul>\n", out);
-    }
     for (int i = 0; i < plots->n; i++) {
         fprintf(out, "<figure id=\"plot-%s\"><figcaption>%s</figcaption>\n", plots->p[i].name, plots->p[i].name);
         fwrite(plots->p[i].svg, 1, plots->p[i].len, out);
         fputs("</figure>\n", out);
     }
     fputs("</section>\n", out);
+}
+
+/* The plots not drawn for lack of data: a list that says nothing about the
+ * run's verdicts, so it comes last on the page, folded. */
+static void put_plots_not_drawn(FILE *out, const struct html_plots *plots)
+{
+    if (!plots->skipped || !*plots->skipped)
+        return;
+    int n = 0;
+    for (const char *p = plots->skipped; *p; p++)
+        n += *p == '\n' || !p[1];
+    fprintf(out, "<section id=\"plots-not-drawn\">\n<details><summary>%d plot(s) not drawn, for lack of data in "
+                 "this run</summary>\n<ul class=\"mono\">\n", n);
+    for (const char *line = plots->skipped; *line;) {
+        size_t len = strcspn(line, "\n");
+        fputs("<li>", out);
+        html_put_textn(out, line, len);
+        fputs("</li>\n", out);
+        line += len + (line[len] == '\n');
+    }
+    fputs("</ul>\n</details>\n</section>\n", out);
 }
 
 /* ---- the page ------------------------------------------------------------------------- */
@@ -436,6 +464,7 @@ int html_write_run_dir(const char *run_dir, const char *scripts_dir, const char 
     put_table(out, &run);
     put_plots(out, &plots);
     html_put_cases(out, &run);
+    put_plots_not_drawn(out, &plots);
     fprintf(out, "<footer><p>Written by ckpt-verify from %s/summary.json; every figure on this page is the "
                  "summary's, as the judge recorded it.</p></footer>\n<script>\n%s</script>\n</body>\n</html>\n",
             "this run directory's", page_script);

@@ -96,7 +96,18 @@ static void put_divergence(FILE *out, const json_t *rec)
 {
     const char *fd = summary_str(rec, "first_divergence");
     if (!*fd) {
-        row(out, "first divergence", "none: every tensor matched baseline_0 bitwise or none was compared", NULL);
+        /* What was compared, as the judge says it: a PASS's reason counts
+         * the tensors it found bitwise identical. */
+        const char *verdict = summary_str(rec, "verdict"), *reason = summary_str(rec, "reason");
+        char text[1024];
+        if (!strcmp(verdict, "PASS") && !strncmp(reason, "bitwise identical to ", 21))
+            snprintf(text, sizeof text, "none: %.*s", (int)strcspn(reason, ";["), reason);
+        else if (!strcmp(verdict, "ERROR"))
+            snprintf(text, sizeof text, "none: the run did not complete, so nothing was compared (the reason says "
+                                        "why)");
+        else
+            snprintf(text, sizeof text, "none recorded");
+        row(out, "first divergence", text, NULL);
         return;
     }
     fputs("<dt>first divergence</dt><dd><code class=\"first-divergence\">", out);
@@ -247,11 +258,12 @@ static void put_tensors(FILE *out, const json_t *rec)
                   out);
         return;
     }
-    fprintf(out, "<p>Distances per tensor and step from baseline_0, in scaled ULP, farthest first: %zu of %d "
+    fprintf(out, "<p>Distances per tensor and step from baseline_0, in scaled ULP (an integer tensor's: the "
+                 "difference of its values, marked \"values\"), farthest first: %zu of %d "
                  "differing tensor(s)%s.</p>\n",
             json_array_size(list), differing,
             (int)json_array_size(list) < differing ? " (the nearest left out)" : "");
-    fputs("<table class=\"tensors\"><thead><tr><th>step</th><th>tensor</th><th>scaled ULP</th><th>baselines' "
+    fputs("<table class=\"tensors\"><thead><tr><th>step</th><th>tensor</th><th>distance</th><th>baselines' "
           "spread</th><th>limit</th><th></th></tr></thead><tbody>\n",
           out);
     for (size_t i = 0; i < json_array_size(list); i++) {
@@ -268,7 +280,10 @@ static void put_tensors(FILE *out, const json_t *rec)
         fputs("</td><td class=\"mono\">", out);
         html_put_text(out, d.step[0] ? d.tensor : path);
         char dbuf[32], sbuf[32], lbuf[64];
-        snprintf(dbuf, sizeof dbuf, isinf(dv) ? "inf" : "%.3g", dv);
+        if (json_is_true(json_object_get(t, "values")))
+            snprintf(dbuf, sizeof dbuf, "%.0f values", dv);
+        else
+            snprintf(dbuf, sizeof dbuf, isinf(dv) ? "inf" : "%.3g", dv);
         snprintf(sbuf, sizeof sbuf, isnan(spread) ? "-" : isinf(spread) ? "inf" : "%.3g", spread);
         if (lv == 0)
             snprintf(lbuf, sizeof lbuf, "bitwise");
@@ -292,8 +307,12 @@ static void put_impl(FILE *out, const struct html_run *run, size_t i, int c, int
     fprintf(out, "<div class=\"impl v-%s%s\" id=\"case-%d-impl-%d\">\n<h4>", verdict, expected ? "" : " bad", c + 1,
             k + 1);
     html_put_text(out, summary_str(rec, "impl"));
-    fprintf(out, " <span class=\"verdict v-%s\">%s</span> %s</h4>\n<dl class=\"facts\">\n", verdict, verdict,
-            expected ? "as expected" : "<span class=\"outside\">UNEXPECTED</span>");
+    char wanted[160];
+    html_expectation(rec, wanted, sizeof wanted);
+    fprintf(out, " <span class=\"verdict v-%s %s\">%s</span> %s", verdict, verdict_colour_class(html_colour(rec)),
+            html_verdict_word(rec), expected ? "" : "<span class=\"outside\">");
+    html_put_text(out, wanted);
+    fprintf(out, "%s</h4>\n<dl class=\"facts\">\n", expected ? "" : "</span>");
     row(out, "reason", summary_str(rec, "reason"), "reason");
     if (*summary_str(rec, "judged_verdict"))
         row(out, "judged", summary_str(rec, "judged_verdict"), NULL);

@@ -65,3 +65,33 @@ const char *html_overhead(const json_t *rec, char *buf, size_t len)
 
 int html_expected(const json_t *rec) { return summary_bool(rec, "expected"); }
 
+/* A record without "judged" (older summaries) was judged. */
+static int judged(const json_t *rec) { return !json_is_false(json_object_get(rec, "judged")); }
+
+enum verdict_colour html_colour(const json_t *rec)
+{
+    return verdict_colour_of(html_expected(rec), summary_str(rec, "verdict"),
+                             json_object_get(rec, "max_scaled_ulp") != NULL, judged(rec));
+}
+
+const char *html_verdict_word(const json_t *rec) { return judged(rec) ? summary_str(rec, "verdict") : "n/j"; }
+
+const char *html_expectation(const json_t *rec, char *buf, size_t len)
+{
+    const char *wanted = summary_str(rec, "expected_verdicts");
+    if (!judged(rec))
+        snprintf(buf, len, "not judged (measured %s): its run's own verdict explains it", summary_str(rec, "verdict"));
+    else if (html_expected(rec))
+        snprintf(buf, len, "as expected%s%s%s", *wanted ? " (" : "", wanted, *wanted ? ")" : "");
+    else
+        snprintf(buf, len, "UNEXPECTED%s%s", *wanted ? ": expected " : "", wanted);
+    return buf;
+}
+
+void html_put_colour_style(FILE *out)
+{
+    for (int c = 0; c < VC_COUNT; c++)
+        fprintf(out, "td.%s,span.%s{background:#%06x}\n", verdict_colour_class((enum verdict_colour)c),
+                verdict_colour_class((enum verdict_colour)c), verdict_colour_rgb((enum verdict_colour)c));
+}
+

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "verdict_colour.h"
+
 struct html_plots;
 
 struct html_case {
@@ -37,6 +39,14 @@ const char *html_percent(double v, char *buf, size_t len);
 const char *html_overhead(const json_t *rec, char *buf, size_t len);
 const char *html_distance(const json_t *rec, char *buf, size_t len, double *sort_key);
 int html_expected(const json_t *rec);
+/* The record's colour (verdict_colour.h: the determinism plot's rule), the
+ * word its verdict column shows ("n/j" for a twin not judged), what was
+ * expected of it in words ("as expected (PASS|NOISE)", "UNEXPECTED:
+ * expected FAIL"), and the colour classes' CSS. */
+enum verdict_colour html_colour(const json_t *rec);
+const char *html_verdict_word(const json_t *rec);
+const char *html_expectation(const json_t *rec, char *buf, size_t len);
+void html_put_colour_style(FILE *out);
 /* The record's case labels as space-separated words. */
 void html_labels(const json_t *rec, char *buf, size_t len);
 

@@ -9,6 +9,7 @@
 #include "compare.h"
 #include "error.h"
 #include "plot_internal.h"
+#include "verdict_colour.h"
 
 /* Cells are 150 x 30 pixels: 40 rows keep a page about 1500 pixels tall. */
 #define CASES_PER_PAGE 40
@@ -31,11 +32,9 @@ static void cell_of(const struct rec *r, char *figure, size_t len, const char **
                 ? "*"
                 : "-";
     /* Colour says "as expected or not", never "good or bad": an expected
-     * catch of a planted bug is not a finding, an unexpected PASS of one is. */
-    *rgb = !r->expected                                                  ? 0xef5350u
-           : (*note)[0] == '*'                                           ? 0x90caf9u
-           : isnan(r->distance) || !strcmp(r->verdict, "NOT_OBSERVABLE") ? 0xdededeu
-                                                                          : 0xa5d6a7u;
+     * catch of a planted bug is not a finding, an unexpected PASS of one is
+     * (verdict_colour.h, the page's table uses the same rule). */
+    *rgb = verdict_colour_rgb(verdict_colour_of(r->expected, r->verdict, !isnan(r->distance), 1));
 }
 
 /* One page: cases [c0, c1) × impls [k0, k1). */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "blas_info.h"
 #include "compare.h"
@@ -177,8 +178,11 @@ void report_print_case(FILE *out, const struct case_result *r)
         else
             snprintf(over, sizeof over, "%.2fx%s", x->overhead, x->timing_stable ? "" : "?");
         char held[32];
-        fprintf(out, "  %-*s %-14s %-3s %14s  %8s  %8s  %9s  %s\n", w, x->impl, verdict_name(x->verdict),
-                x->expected && !r->status ? "yes" : "NO", distance_cell(x, ulp, sizeof ulp),
+        /* A twin not judged shows no verdict: "n/j", the reason says why. */
+        fprintf(out, "  %-*s %-14s %-3s %14s  %8s  %8s  %9s  %s\n", w, x->impl,
+                x->not_judged && !r->status ? "n/j" : verdict_name(x->verdict),
+                x->not_judged && !r->status ? "-" : x->expected && !r->status ? "yes" : "NO",
+                distance_cell(x, ulp, sizeof ulp),
                 percent_cell(x->end_forward_saved, held, sizeof held), percent_cell(x->memory_saved, saved, sizeof saved),
                 over, x->first_divergence[0] ? x->first_divergence : "-");
         fprintf(out, "  %-*s   %s\n", w, "", reason_text(x));
@@ -193,7 +197,9 @@ void report_print_case(FILE *out, const struct case_result *r)
         else
             print_memory_line(out, w, "", x->end_forward_bytes, x->predicted_end_forward_bytes, x->peak_bytes,
                               x->step_ms, x->forward_ms);
-        if (!x->timing_stable && x->timing_note[0] && !isnan(x->overhead))
+        if (x->overhead_withheld)
+            fprintf(out, "  %-*s   overhead not shown: %s\n", w, "", x->timing_note);
+        else if (!x->timing_stable && x->timing_note[0] && !isnan(x->overhead))
             fprintf(out, "  %-*s   overhead marked ?: %s\n", w, "", x->timing_note);
     }
     if (r->status)
@@ -365,9 +371,12 @@ static void add_tensor_distances(json_t *rec, const struct impl_result *x)
     json_t *list = json_array();
     for (int k = 0; k < x->n_tensor_distances; k++) {
         const struct tensor_distance *t = &x->tensor_distances[k];
-        json_array_append_new(list, json_pack("{s:s, s:o, s:o, s:o}", "tensor", t->path, "scaled_ulp",
-                                              json_number(t->scaled_ulp), "spread", json_number(t->spread),
-                                              "limit", json_number(t->limit)));
+        json_t *o = json_pack("{s:s, s:o, s:o, s:o}", "tensor", t->path, "scaled_ulp", json_number(t->scaled_ulp),
+                              "spread", json_number(t->spread), "limit", json_number(t->limit));
+        /* An integer tensor's figures are differences of values, not ULPs. */
+        if (o && t->values)
+            json_object_set_new(o, "values", json_true());
+        json_array_append_new(list, o);
     }
     json_object_set_new(rec, "tensor_distances", list);
     json_object_set_new(rec, "tensors_differing", json_integer(x->tensors_differing));
@@ -402,6 +411,13 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
             json_object_set_new(rec, "expected", json_boolean(x->expected));
             json_object_set_new(rec, "reason", json_string(reason_text(x)));
         }
+        /* What the run was expected to get ("PASS|NOISE"), and whether it
+         * was judged at all: a twin its run explains is not, its verdict
+         * being only what was measured (reports show "n/j"). */
+        char wanted[64];
+        json_object_set_new(rec, "expected_verdicts",
+                            json_string(verdict_mask_text(x->expected_mask, wanted, sizeof wanted)));
+        json_object_set_new(rec, "judged", json_boolean(!x->not_judged));
         json_object_set_new(rec, "first_divergence", json_string(x->first_divergence));
         /* The verdict's distance (null: infinite; absent: none measured)
          * and, labelled raw, the element-wise max ULP (null: infinite). */
@@ -471,6 +487,46 @@ int summary_set_regressions(struct summary *s, json_t *regressions)
 {
     return json_object_set(s->root, "regressions", regressions) ? error_set(ST_INTERNAL, "summary: out of memory")
                                                                  : ST_OK;
+}
+
+/* Seconds since this process started (Linux: its start time in
+ * /proc/self/stat against the uptime), or NAN where that cannot be read:
+ * the command's own wall time, library loading and warm-up included,
+ * which the cases' own times leave out. */
+static double process_seconds(void)
+{
+    double uptime = NAN;
+    unsigned long long start = 0;
+    FILE *f = fopen("/proc/uptime", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &uptime) != 1)
+            uptime = NAN;
+        fclose(f);
+    }
+    char line[1024];
+    f = fopen("/proc/self/stat", "r");
+    if (!f)
+        return NAN;
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[n] = '\0';
+    /* Field 22 (starttime, clock ticks since boot) counts from after the
+     * command name, which may hold spaces: start after its ')'. */
+    const char *p = strrchr(line, ')');
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    long ticks = sysconf(_SC_CLK_TCK);
+    if (!p || sscanf(p + 1, "%llu", &start) != 1 || ticks <= 0 || isnan(uptime))
+        return NAN;
+    double age = uptime - (double)start / (double)ticks;
+    return age >= 0 ? age : NAN;
+}
+
+void summary_set_wall_time(struct summary *s)
+{
+    double wall = process_seconds();
+    if (!isnan(wall))
+        json_object_set_new(s->root, "wall_seconds", json_real(wall));
 }
 
 int summary_write(const struct summary *s, const char *dir) { return summary_file_write(s->root, dir, "summary.json"); }

@@ -40,6 +40,10 @@ struct json_t *summary_root(struct summary *s);
 /* Records the regressions a --compare-to found (a JSON array, regress.h)
  * as summary.json's "regressions"; junit.xml renders each as a failure. */
 int summary_set_regressions(struct summary *s, struct json_t *regressions);
+/* Sets the summary's wall_seconds: the seconds since this process
+ * started, measured (library loading included; the header of report.html
+ * states it). Called just before the summary is written. */
+void summary_set_wall_time(struct summary *s);
 /* Writes DIR/summary.json atomically. */
 int summary_write(const struct summary *s, const char *dir);
 void summary_free(struct summary *s);

@@ -49,41 +49,6 @@ ENVIRONMENTS = {"torch_xla": "scripts/python-xla", "jax": "scripts/python-jax", 
 EXIT_BAD_INPUT, EXIT_INTERNAL = 2, 3
 
 
-def _make_parents(out: str) -> list[str]:
-    """Creates the directories above the report file `out` that do not
-    exist, as the ckpt-verify binary creates its --out directory (every
-    missing component, mode 0777 less the umask). Returns those it
-    created, deepest last, so that a run that writes nothing can remove
-    them. OSError naming the directory when one cannot be created (a
-    component that is a file, a read-only parent)."""
-    parent = os.path.dirname(os.path.abspath(out))
-    missing = []
-    while parent and not os.path.isdir(parent):
-        if os.path.exists(parent):
-            raise OSError(f"{parent}: exists and is not a directory")
-        missing.append(parent)
-        parent = os.path.dirname(parent)
-    made = []
-    for path in reversed(missing):
-        try:
-            os.mkdir(path, 0o777)
-        except FileExistsError:
-            continue
-        except OSError as e:
-            _remove_dirs(made)
-            raise OSError(f"{path}: cannot create directory: {e.strerror}") from e
-        made.append(path)
-    return made
-
-
-def _remove_dirs(made: list[str]) -> None:
-    for path in reversed(made):
-        try:
-            os.rmdir(path)  # only while empty: nothing of anyone's is removed
-        except OSError:
-            pass
-
-
 def _load(script, script_args):
     if not os.path.isfile(script):
         raise FileNotFoundError(f"{script}: no such file")
@@ -158,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         from . import errors  # after argparse: --help needs no torch
-        from .verify import verify
+        from .verify import make_parents, remove_dirs, verify
     except ImportError as e:
         cli.say(f"ckpt_verify {_needs(e) or f'cannot start: {type(e).__name__}: {e}'}")
         cli.trace(e)
@@ -188,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     made = []
     if args.out:  # its directory is made as the ckpt-verify binary makes its --out
         try:
-            made = _make_parents(args.out)
+            made = make_parents(args.out)
         except OSError as e:
             cli.say(f"bad input: --out {args.out}: {e}; nothing written")
             return EXIT_BAD_INPUT
@@ -201,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as e:
         if scratch:  # nothing was written: leave no folder behind either
             shutil.rmtree(scratch, ignore_errors=True)
-        _remove_dirs(made)
+        remove_dirs(made)
         if isinstance(e, (errors.MissingFrontend, errors.ReportNotWritable)):
             cli.say(_one_line(e))
         elif isinstance(e, errors.BadInput):

@@ -32,12 +32,19 @@ def find_judge(explicit: str | None = None) -> str | None:
 
 
 class Verdict:
-    """One judged run, as summary.json records it."""
+    """One judged run, as summary.json records it. str() and repr() give
+    the verdict, the verdicts that were expected and the reason's first
+    line; a twin that was not judged (`judged` false: its run's own verdict
+    explains it) shows "n/j" there, its measured verdict kept in .verdict."""
 
     def __init__(self, record: dict):
         self.run = record.get("impl", "")
         self.verdict = record.get("verdict", "")
         self.expected = bool(record.get("expected", False))
+        # What the judge expected of the run ("PASS|NOISE", "FAIL", ...);
+        # None in a summary written before the judge recorded it.
+        self.expected_verdicts = record.get("expected_verdicts")
+        self.judged = bool(record.get("judged", True))
         self.reason = record.get("reason", "")
         self.first_divergence = record.get("first_divergence", "")
         # The verdict's distance from the baseline in scaled ULP (ULPs of the
@@ -55,8 +62,28 @@ class Verdict:
         """The reason, then (for a run that raised) the full traceback."""
         return self.reason + (f"\n{self.traceback}" if self.traceback else "")
 
+    @property
+    def shown(self) -> str:
+        """The verdict column's word: the verdict, or "n/j" for a twin not judged."""
+        return self.verdict if self.judged else "n/j"
+
+    def summary(self, whole_reason: bool = False) -> str:
+        """'<verdict> (<expectation>): <the reason's first line>' (or all of
+        it), e.g. "PASS (UNEXPECTED, expected FAIL): bitwise identical to ..."."""
+        if not self.judged:
+            expectation = "not judged"
+        else:
+            wanted = f"expected {self.expected_verdicts}" if self.expected_verdicts else ""
+            expectation = (wanted or "as expected") if self.expected else \
+                "UNEXPECTED" + (f", {wanted}" if wanted else "")
+        first = self.reason if whole_reason else self.reason.split("\n", 1)[0]
+        return f"{self.shown} ({expectation}): {first}" if first else f"{self.shown} ({expectation})"
+
+    def __str__(self) -> str:
+        return f"{self.run}: {self.summary()}"
+
     def __repr__(self) -> str:
-        return f"Verdict({self.run}: {self.verdict}{'' if self.expected else ' (unexpected)'})"
+        return f"Verdict({self.run}: {self.summary()})"
 
 
 def parse_summary(path: str, case: str) -> dict[str, "Verdict"]:

@@ -19,7 +19,9 @@ the run's reference run, "<family>_0" where <family> is the run's
 it makes a hard link to that dataset instead of a copy. Every dataset it
 creates carries `crc32` (zlib CRC-32 of the stored bytes, int64). So a run
 that is bitwise its reference adds almost no bytes, and the writer knows,
-without keeping anything, whether the run was (RunWriter.identical).
+without keeping anything, whether the run was (RunWriter.identical). A
+re-run ("<run>_rerun_<k>") links the tensors it repeats bitwise from its run
+as well, so re-runs of a deterministic FAIL add almost no bytes either.
 
 A new report is written under a temporary name of its own
 ("<path>.XXXXXXXX.tmp", made by tempfile in the report's directory, so two
@@ -192,6 +194,11 @@ class RunWriter:
         ref = reference_run(name, baselines)
         self._ref = f[f"runs/{ref}"] if ref != name and f"runs/{ref}" in f else None
         self.reference = ref if self._ref is not None else None
+        # A re-run ("<run>_rerun_<k>") of a run that differs from its
+        # reference mostly repeats that run bitwise (a deterministic bug):
+        # its tensors equal to the run's are links to the run's datasets.
+        own = name.rsplit("_rerun_", 1)[0] if "_rerun_" in name else None
+        self._own = f[f"runs/{own}"] if own and f"runs/{own}" in f else None
         self._results: set = set()   # paths of results written (not checks/)
         self._differs = self._ref is None
         self.new_bytes = 0           # bytes of tensor data written as new datasets
@@ -207,14 +214,21 @@ class RunWriter:
             self._results.add(path)
         ref = self._ref.get(path) if self._ref is not None else None
         if isinstance(ref, h5py.Dataset) and self._same(ref, data, kind):
-            self._recorder.reserve(0)  # a link adds metadata only: the margin
-            self._group[path] = ref  # a hard link: h5py and h5dump read it as a dataset
-            self.linked_bytes += data.nbytes
+            self._link(path, ref, data)
             return
         if not fact:
             self._differs = True
+        own = self._own.get(path) if self._own is not None else None
+        if isinstance(own, h5py.Dataset) and self._same(own, data, kind):
+            self._link(path, own, data)  # the re-run repeats its run here: not the reference, so it differs
+            return
         self._recorder.write(self._group, path, data, kind)
         self.new_bytes += data.nbytes
+
+    def _link(self, path: str, target: h5py.Dataset, data: np.ndarray) -> None:
+        self._recorder.reserve(0)  # a link adds metadata only: the margin
+        self._group[path] = target  # a hard link: h5py and h5dump read it as a dataset
+        self.linked_bytes += data.nbytes
 
     @staticmethod
     def _same(ref: h5py.Dataset, data: np.ndarray, kind: str) -> bool:

@@ -50,13 +50,11 @@ class Report(Mapping):
         return [v for v in self.verdicts.values() if not v.expected]
 
     def __repr__(self) -> str:
-        runs = ", ".join(f"{run!r}: {v.verdict!r}{'' if v.expected else ' (unexpected)'}"
-                         for run, v in self.verdicts.items())
+        runs = ", ".join(f"{run!r}: {v.summary()}" for run, v in self.verdicts.items())
         return f"<Report ok={self.ok} {{{runs}}} path={self.path!r}>"
 
     def __str__(self) -> str:
-        lines = [f"{v.run}: {v.verdict}{'' if v.expected else ' (UNEXPECTED)'}: {v.reason}"
-                 for v in self.verdicts.values()]
+        lines = [f"{v.run}: {v.summary(whole_reason=True)}" for v in self.verdicts.values()]
         lines += [f"{name}: skipped: {why}" for name, why in self.skipped.items()]
         lines.append(f"memory: {self.memory_source}")
         lines.append(f"report: {self.path}")

@@ -7,6 +7,7 @@ BadInput, before any training. The Report is a read-only mapping of run name
 to verdict whose truth is `.ok`, so `assert verify(...)` is a real check."""
 import gc
 import importlib.util
+import inspect
 import math
 import os
 import re
@@ -30,6 +31,7 @@ from .errors import (
     BadRunName,
     JudgeError,
     MissingFrontend,
+    ReportNotWritable,
     RunError,
     VerificationFailed,
 )
@@ -66,15 +68,35 @@ def default_baseline(model: torch.nn.Module, batch: Any) -> torch.Tensor:
     carries the loss is reduced to it: a tensor `.loss` attribute (a
     transformers ModelOutput given labels) or a mapping's "loss" entry."""
     if isinstance(batch, (tuple, list)):
-        out = model(*batch)
+        args, kwargs, how = tuple(batch), {}, f"model(*batch) with the batch's {len(batch)} items"
     elif isinstance(batch, dict):
-        out = model(**batch)
+        args, kwargs, how = (), batch, f"model(**batch) with the batch's keys {', '.join(map(str, batch))}"
     else:
-        out = model(batch)
-    return _loss_of(out)
+        args, kwargs, how = (batch,), {}, "model(batch)"
+    _check_default_call(model, args, kwargs, how)
+    return _loss_of(model(*args, **kwargs))
 
 
 default_baseline.is_default_baseline = True  # check_loss names it in a NonScalarLoss
+
+
+def _check_default_call(model: torch.nn.Module, args: tuple, kwargs: dict, how: str) -> None:
+    """BadInput when the model's forward cannot take the batch the way the
+    default baseline hands it over: the usual mistake is a model that does
+    not compute its own loss given no baseline=, whose TypeError would
+    otherwise name a call the user never wrote."""
+    forward = getattr(model, "forward", None)
+    try:
+        signature = inspect.signature(forward)
+    except (TypeError, ValueError):  # a forward Python cannot describe: let the call itself decide
+        return
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as e:
+        raise BadInput(f"no baseline= was given, so the default baseline called {how}, and "
+                       f"{type(model).__name__}.forward{signature} cannot take that ({e}); a model that does not "
+                       f"compute its own loss needs your plain step, e.g. baseline=lambda model, batch: "
+                       f"F.mse_loss(model(batch[0]), batch[1])") from None
 
 
 def _loss_of(out: Any) -> Any:
@@ -153,12 +175,52 @@ def _check_inputs(runs, expect, steps, noise_runs, device, out, name, baseline, 
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise BadInput(f"device {device!r}: torch here has no CUDA device")
     if out is not None:
+        # Missing directories above out are made as the report is opened
+        # (make_parents); one that is a file is refused now, before training.
         parent = os.path.dirname(os.path.abspath(out))
-        if not os.path.isdir(parent):
-            raise BadInput(f"out {out!r}: directory {parent} does not exist")
+        while not os.path.isdir(parent):
+            if os.path.exists(parent):
+                raise BadInput(f"out {out!r}: {parent} exists and is not a directory")
+            parent = os.path.dirname(parent)
         if os.path.isdir(out):
             raise BadInput(f"out {out!r} is a directory; give the report's file name (for example {out}/report.h5)")
     return dev
+
+
+def make_parents(out: str) -> list[str]:
+    """Creates the directories above the report file `out` that do not
+    exist, as the ckpt-verify binary creates its --out directory (every
+    missing component, mode 0777 less the umask). Returns those it
+    created, deepest last, so that a run that writes nothing can remove
+    them. OSError naming the directory when one cannot be created (a
+    component that is a file, a read-only parent)."""
+    parent = os.path.dirname(os.path.abspath(out))
+    missing = []
+    while parent and not os.path.isdir(parent):
+        if os.path.exists(parent):
+            raise OSError(f"{parent}: exists and is not a directory")
+        missing.append(parent)
+        parent = os.path.dirname(parent)
+    made = []
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, 0o777)
+        except FileExistsError:
+            continue
+        except OSError as e:
+            remove_dirs(made)
+            raise OSError(f"{path}: cannot create directory: {e.strerror}") from e
+        made.append(path)
+    return made
+
+
+def remove_dirs(made: list[str]) -> None:
+    """Removes the directories make_parents() made, deepest first, each only while empty."""
+    for path in reversed(made):
+        try:
+            os.rmdir(path)  # only while empty: nothing of anyone's is removed
+        except OSError:
+            pass
 
 
 def _user_call(fn: Callable, what: str, *args: Any) -> Any:
@@ -335,7 +397,12 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
     scratch = tempfile.mkdtemp(prefix="ckpt_verify.") if out is None else None
     if scratch:
         out = os.path.join(scratch, f"{name}.h5")
+    made = []  # the directories above out made for it, removed again if nothing is written
     try:
+        try:
+            made = make_parents(out)
+        except OSError as e:
+            raise ReportNotWritable(f"out {out!r}: {e}") from e
         with Recorder.create(out, root, case_attrs, inputs, params_init) as recorder:
             del first, params_init, first_param  # in the report now: the training needs its memory
             try:
@@ -350,6 +417,7 @@ def verify(model_fn: Callable[[], torch.nn.Module], batch_fn: Callable[[int], An
     except BaseException:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
+        remove_dirs(made)
         raise
     # In the order the runs were given (the judge lists them its own way).
     verdicts = {run: verdicts[run] for run in [*runs, *verdicts] if run in verdicts}

@@ -51,6 +51,6 @@ def no_rng(model, batch):        # a planted bug: the recompute draws other drop
 
 
 report = ckpt_verify.verify(model_fn, batch_fn, {"mine": mine, "no_rng": no_rng}, baseline=plain,
-                            expect={"no_rng": "FAIL"}, out="mine.h5")
+                            expect={"no_rng": "FAIL"}, out="reports/mine.h5")
 print(report.table)
 assert report                    # every verdict the expected one: mine PASS, no_rng FAIL

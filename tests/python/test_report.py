@@ -117,8 +117,8 @@ def test_a_verdict_carries_the_distance_the_table_shows_and_the_raw_one_labelled
 def test_the_repr_shows_ok_every_verdict_and_the_path(failing):
     text = repr(failing)
     assert text.startswith("<Report ok=False ")
-    assert "'nonreentrant': 'PASS'" in text
-    assert "'no_rng_replay': 'FAIL' (unexpected)" in text
+    assert "'nonreentrant': PASS (expected PASS|NOISE): bitwise identical to baseline_0" in text
+    assert "'no_rng_replay': FAIL (UNEXPECTED, expected PASS|NOISE): " in text
     assert failing.path in text
 
 

@@ -1,6 +1,7 @@
 """pytest: runs stream into the report (docs/schema.md, "Identical tensors
 stored once"; issue 30). A tensor bitwise equal to the reference run's is a
-hard link to its dataset, every dataset carries the CRC-32 of its bytes, a
+hard link to its dataset (a re-run's tensor equal to its run's, to the
+run's), every dataset carries the CRC-32 of its bytes, a
 run is kept whole or as an ERROR run and never half-written, and a training
 that cannot fit the memory limit is refused before it starts.
 
@@ -82,6 +83,18 @@ def test_a_run_identical_to_its_reference_is_not_re_run(report):
     with h5py.File(report.path, "r") as f:
         runs = list(f["runs"])
     assert "nonreentrant_rerun_1" not in runs and "no_rng_replay_rerun_1" in runs
+
+
+def test_a_re_run_that_repeats_its_failing_run_is_made_of_links_to_the_run(report):
+    with h5py.File(report.path, "r") as f:
+        ref = datasets(f["runs/baseline_0"])
+        run = datasets(f["runs/no_rng_replay"])
+        rerun = datasets(f["runs/no_rng_replay_rerun_1"])
+        results = [p for p in rerun if not p.startswith("checks/")]
+        assert results and all(rerun[p].id == run[p].id for p in results)
+        assert any(rerun[p].id != ref[p].id for p in results)  # linked to the run, not to the reference
+    # judged as before: both attempts differ, each read as a whole tensor
+    assert "differs in 2 of 2 attempts" in report.verdicts["no_rng_replay"].reason
 
 
 def test_the_estimate_is_on_the_report(report):

@@ -29,7 +29,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..errors import BadInput, CheckpointInBaseline, ModelNotReproducible, NameCollision, NonScalarLoss, RunError
+from ..errors import BadInput, ModelNotReproducible, NameCollision, NonScalarLoss, RunError
 from ..progress import QuietProgress
 from ..schema import checksum, host_array, storable
 from . import memory_map, probe
@@ -479,7 +479,7 @@ def probe_run(spec, run, run_name):
             watcher.backward_ends()
         seen = watcher.finding()
         if seen:
-            raise probe.refusal(run_name, seen)
+            raise probe.refusal(run_name, seen, run.step)
         spec.forward_random.extend(op for op in watcher.forward_random if op not in spec.forward_random)
         del loss, grad
         with torch.no_grad():
@@ -509,10 +509,22 @@ def _clock(meter):
 
 
 def _call(step_fn, model, batch, run_name, step):
+    """step_fn(model, batch), on a model whose parameters hold no gradient.
+    A step that called backward itself is a RunError saying so: verify()
+    calls backward on the loss it returns, which would then fail on a freed
+    graph (or, with retain_graph, add the gradients twice)."""
     try:
-        return step_fn(model, batch)
+        loss = step_fn(model, batch)
+    except BadInput:  # ours (the default baseline's refusal): already says what and how to fix it
+        raise
     except Exception as e:  # the user's code: name the run, keep the cause
         raise _raised(e, f"run {run_name}, {_at(step)}: step_fn raised") from e
+    with_grad = next((name for name, p in model.named_parameters() if p.grad is not None), None)
+    if with_grad is not None:
+        raise RunError(f"run {run_name}, {_at(step)}: step_fn called backward itself ({with_grad} has a gradient "
+                       f"when it returns): return the loss without calling loss.backward(); verify() runs the "
+                       f"backward, and counts, times and compares it")
+    return loss
 
 
 _BACKWARD_CONTEXT: list = []  # the Run.backward of the run train() is training, innermost last
@@ -551,10 +563,7 @@ def warm_up(spec, run, run_name, watch=False):
             watcher.backward_ends()
         seen = watcher.finding()
         if seen:
-            raise CheckpointInBaseline(
-                f"run {run_name}: the baseline checkpoints: {seen}. The baseline must be the plain model; "
-                f"give the checkpoint as a run instead, e.g. runs={{'mine': ckpt_verify.Run(prepare=enable)}} "
-                f"with model_fn building the plain model")
+            raise probe.refusal(run_name, seen, step_fn)
     else:
         loss = _call(step_fn, model, spec.batches[0], run_name, 0)
         check_loss(loss, run_name, 0, step_fn)
@@ -846,7 +855,8 @@ def _train(spec, run, sink, baseline):
         if generators is not None:
             redrawn = generators.changed()  # after the step's figures: its reads allocate
             if redrawn:
-                raise probe.refusal(run_name, probe.Sightings(redrawn=[(step, g) for g in redrawn]).finding())
+                raise probe.refusal(run_name, probe.Sightings(redrawn=[(step, g) for g in redrawn]).finding(),
+                                    step_fn)
         if step == 1 and measured:
             mem["grad_bytes"] = sum(p.grad.numel() * p.grad.element_size() for _, p in params if p.grad is not None)
         # Written before the update changes nothing they hold: the sink

@@ -41,6 +41,7 @@ What none of them sees (docs/external.md, "What the probe cannot see"): a
 recompute on a thread the dispatch mode does not reach that draws no
 random numbers or restores every generator it drew from."""
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -193,12 +194,20 @@ class RecomputeProbe(TorchDispatchMode):
         return self.seen.finding()
 
 
-def refusal(run_name: str, seen: str) -> CheckpointInBaseline:
-    """The CheckpointInBaseline for a baseline in which `seen` was seen."""
+def refusal(run_name: str, seen: str, step_fn: Callable | None = None) -> CheckpointInBaseline:
+    """The CheckpointInBaseline for a baseline in which `seen` was seen.
+    The fix names what the user wrote: the step given as baseline= (when
+    one was), else model_fn, and shows the call that moves the checkpoint
+    into a run, with nothing in it left undefined."""
+    given = step_fn is not None and not getattr(step_fn, "is_default_baseline", False)
+    name = getattr(step_fn, "__name__", "") if given else ""
+    step = name if name.isidentifier() else "your_checkpointed_step"
+    via_step = (f"if baseline={step} is your checkpointed step, pass your plain step as baseline= and that one "
+                f"as a run, runs={{'mine': {step}}}; " if given else "")
     return CheckpointInBaseline(
-        f"run {run_name}: the baseline checkpoints: {seen}. The baseline must be the plain model; "
-        f"give the checkpoint as a run instead, e.g. runs={{'mine': ckpt_verify.Run(prepare=enable)}} "
-        f"with model_fn building the plain model")
+        f"run {run_name}: the baseline checkpoints: {seen}. The baseline must be the plain step on the plain "
+        f"model: {via_step}if model_fn applies the checkpoint, build the plain model there and apply it in a run, "
+        f"e.g. runs={{'mine': ckpt_verify.Run(prepare=lambda model: model.gradient_checkpointing_enable())}}")
 
 
 def _where(sightings: list[tuple[int, str]]) -> str:
