@@ -100,8 +100,11 @@ static void put_divergence(FILE *out, const json_t *rec)
          * the tensors it found bitwise identical. */
         const char *verdict = summary_str(rec, "verdict"), *reason = summary_str(rec, "reason");
         char text[1024];
+        size_t n = strcspn(reason, ";[");
+        while (n > 0 && reason[n - 1] == ' ') /* before a bracketed note: no trailing space */
+            n--;
         if (!strcmp(verdict, "PASS") && !strncmp(reason, "bitwise identical to ", 21))
-            snprintf(text, sizeof text, "none: %.*s", (int)strcspn(reason, ";["), reason);
+            snprintf(text, sizeof text, "none: %.*s", (int)n, reason);
         else if (!strcmp(verdict, "ERROR"))
             snprintf(text, sizeof text, "none: the run did not complete, so nothing was compared (the reason says "
                                         "why)");

@@ -170,7 +170,8 @@ def test_a_run_failing_a_hook_count_that_also_holds_too_much_reports_both(tmp_pa
     both = report.verdicts["both"]
     assert both.verdict == "FAIL" and report.ok  # the first finding decides
     assert both.reason.startswith("gradients bitwise identical to baseline_0, but the gradient hook of parameter")
-    assert "; also MEMFAIL: holds " in both.reason and "more than the" in both.reason
+    # The memory finding follows, naming the step and the tensor it holds.
+    assert "; also MEMFAIL: step 1: holds " in both.reason and "aten.ones#0 (1048576 B)" in both.reason
     assert both.first_divergence.startswith("checks/hook_fires/")
 
 
