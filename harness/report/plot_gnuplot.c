@@ -6,15 +6,14 @@
  * and no further plot is drawn. */
 #include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "child_wait.h"
 #include "error.h"
 #include "plot.h"
 #include "plot_internal.h"
@@ -80,8 +79,8 @@ static double child_timeout(void)
 }
 
 /* Runs program argv in a process group of its own and waits for it at
- * most child_timeout() seconds; past that the whole group is killed
- * (SIGKILL: what it started goes too) and reaped. ST_OK with its wait
+ * most child_timeout() seconds; past that the whole group is stopped
+ * (child_wait.h: what it started goes too) and reaped. ST_OK with its wait
  * status, ST_TIMEOUT_KILLED, or ST_RUN when it cannot be started. */
 static int run_bounded(const char *program, char **argv, int *status)
 {
@@ -94,24 +93,10 @@ static int run_bounded(const char *program, char **argv, int *status)
     posix_spawnattr_destroy(&attr);
     if (rc != 0)
         return error_set(ST_RUN, "cannot start %s: %s", program, strerror(rc));
-    double limit = child_timeout();
-    struct timespec start, now, nap = {0, 5 * 1000 * 1000};
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    for (;;) {
-        pid_t got = waitpid(pid, status, WNOHANG);
-        if (got == pid)
-            return ST_OK;
-        if (got < 0 && errno != EINTR)
-            return error_set(ST_RUN, "waiting for %s: %s", program, strerror(errno));
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) * 1e-9 >= limit) {
-            kill(-pid, SIGKILL);
-            while (waitpid(pid, status, 0) < 0 && errno == EINTR)
-                ;
-            return ST_TIMEOUT_KILLED;
-        }
-        nanosleep(&nap, NULL);
-    }
+    int timed_out = child_wait_within(pid, child_timeout(), status);
+    if (timed_out < 0)
+        return error_set(ST_RUN, "waiting for %s: %s", program, strerror(errno));
+    return timed_out ? ST_TIMEOUT_KILLED : ST_OK;
 }
 
 /* What gnuplot left of name's outputs up to format t (an empty or partial

@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
 
+#include "child_wait.h"
 #include "error.h"
 #include "h5store.h"
 
@@ -36,47 +36,6 @@ static int copy_file(const char *from, const char *to)
     if (out && fclose(out) != 0 && !st)
         st = error_set(ST_INPUT, "%s: cannot write: %s", to, strerror(errno));
     return st;
-}
-
-/* After a time out the warden is reaped, but what the command started
- * may still be on its way out (a signal is delivered when the process is
- * next scheduled): ended with SIGKILL, and waited for until the group is
- * empty (at most two seconds), so "stopped" means stopped. */
-static void end_stopped_group(pid_t group)
-{
-    const struct timespec tick = {0, 10 * 1000 * 1000};
-    for (int i = 0; i < 200 && kill(-group, SIGKILL) == 0; i++)
-        nanosleep(&tick, NULL);
-}
-
-/* Waits for pid up to timeout_s seconds (<= 0: for ever); on time out
- * stops its process group (SIGTERM, then SIGKILL after a grace second)
- * and reaps it. 1 when it timed out, 0 when it ended (*status), -1 on a
- * wait error (errno). */
-static int wait_within(pid_t pid, double timeout_s, int *status)
-{
-    const struct timespec tick = {0, 20 * 1000 * 1000};
-    double waited = 0, grace = 0;
-    int stopping = 0;
-    for (;;) {
-        pid_t got = waitpid(pid, status, timeout_s > 0 ? WNOHANG : 0);
-        if (got == pid) {
-            if (stopping)
-                end_stopped_group(pid);
-            return stopping;
-        }
-        if (got < 0 && errno != EINTR)
-            return -1;
-        if (got == 0) {
-            nanosleep(&tick, NULL);
-            if (stopping && (grace += 0.02) >= 1.0)
-                kill(-pid, SIGKILL);
-            else if (!stopping && (waited += 0.02) >= timeout_s) {
-                stopping = 1;
-                kill(-pid, SIGTERM);
-            }
-        }
-    }
 }
 
 /* The command's process group, ended with SIGKILL when the warden's
@@ -152,7 +111,7 @@ static int run_command(const char *command, double timeout_s, const char *file)
     }
     setpgid(pid, pid); /* also here: the time out may come before the child's own call */
     free(script);
-    int status = 0, timed_out = wait_within(pid, timeout_s, &status);
+    int status = 0, timed_out = child_wait_within(pid, timeout_s, &status);
     if (timed_out < 0)
         return error_set(ST_INTERNAL, "waiting for the external command: %s", strerror(errno));
     if (timed_out)
