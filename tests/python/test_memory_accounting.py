@@ -19,6 +19,9 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+# The model and helpers the user-memory specifications already define.
+from test_user_memory import Stack, function_region, verdict  # noqa: E402
+
 import ckpt_verify  # noqa: E402
 from ckpt_verify import Run  # noqa: E402
 from ckpt_verify.frontends import memory_map  # noqa: E402
@@ -26,24 +29,6 @@ from ckpt_verify.schema import attr_text  # noqa: E402
 
 WIDTH, BATCH, BLOCKS = 64, 8, 4
 TOKENS = {1: 16, 2: 64, 3: 32}  # batch 1 short, one long step, then the 32-token path
-
-
-class Block(nn.Module):
-    def __init__(self, width):
-        super().__init__()
-        self.ln = nn.LayerNorm(width)
-        self.fc1 = nn.Linear(width, 4 * width)
-        self.fc2 = nn.Linear(4 * width, width)
-        self.drop = nn.Dropout(0.1)
-
-    def forward(self, x):
-        return x + self.drop(self.fc2(F.gelu(self.fc1(self.ln(x)))))
-
-
-class Stack(nn.Module):
-    def __init__(self, width=WIDTH, blocks=BLOCKS):
-        super().__init__()
-        self.blocks = nn.ModuleList(Block(width) for _ in range(blocks))
 
 
 def batch_fn(step):
@@ -118,10 +103,6 @@ class ForgetsAt32(Correct):
         return ctx.graph[1].detach()
 
 
-def function_region(fn):
-    return lambda block, x: fn.apply(x, block)
-
-
 def hook_checkpoint(keep_clones):
     """A saved-tensor-hook checkpoint as torch's non-reentrant one works:
     pack keeps an index, the first unpack recomputes the region under the
@@ -189,11 +170,6 @@ def mlp(tmp_path_factory):
     out = tmp_path_factory.mktemp("accounting") / "mlp.h5"
     return ckpt_verify.verify(Stack, batch_fn, runs, baseline=plain, steps=3, out=str(out), expect=expect,
                               noise_runs=0)
-
-
-def verdict(report, run):
-    v = report.verdicts[run]
-    return v.verdict, v.reason
 
 
 def test_a_saved_tensor_hook_checkpoint_passes(mlp):
