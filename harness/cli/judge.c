@@ -91,6 +91,9 @@ int cli_judge(int argc, char **argv)
     if (!results)
         return cli_fail(error_set(ST_INTERNAL, "out of memory"));
     int st = ST_OK, bad = 0, unexpected = 0;
+    /* The torch the runs were made with, as the first report names it
+     * (its root libtorch_version): the judge itself links none. */
+    char runs_torch[64] = "";
     struct read_budget budget;
     if ((st = cli_read_budget(&budget))) {
         free(results);
@@ -115,6 +118,10 @@ int cli_judge(int argc, char **argv)
             error_clear();
         }
         st = claim_st ? claim_st : judge_report(rep, &file_budget, &results[i]);
+        if (!st && i == 0 && h5report_read_attr_str(rep, "/", "libtorch_version", runs_torch, sizeof runs_torch)) {
+            runs_torch[0] = '\0'; /* a report that names none: unknown */
+            error_clear();
+        }
         h5report_close(rep);
         if (st) {
             fprintf(stderr, "ckpt-verify: %s\n", error_message());
@@ -127,13 +134,6 @@ int cli_judge(int argc, char **argv)
     if (bad || st) {
         free(results);
         return st ? EXIT_INTERNAL : EXIT_USAGE;
-    }
-    /* The torch the runs were made with, as the first report names it
-     * (its root libtorch_version): the judge itself links none. */
-    char runs_torch[64] = "";
-    if (h5store_read_attr_str(argv[first], "/", "libtorch_version", runs_torch, sizeof runs_torch) != ST_OK) {
-        runs_torch[0] = '\0';
-        error_clear();
     }
     struct summary_torch torch = {runs_torch, NULL, NULL};
     struct summary *summary = NULL;
