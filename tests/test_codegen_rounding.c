@@ -85,9 +85,9 @@ static void within_inductors_own_rounding_of_the_plain_step_is_noise(void **stat
     setup(&f, 11, 7, 0);
     struct impl_result res = judge(&f);
     assert_int_equal(res.verdict, V_NOISE);
-    assert_non_null(strstr(res.reason, "Inductor's rounding, not the checkpoint: the same graphs run op by op "
+    assert_non_null(strstr(text_str(&res.reason), "Inductor's rounding, not the checkpoint: the same graphs run op by op "
                                        "(mine_graphs) are bitwise identical to compiled_graphs_baseline_0"));
-    assert_non_null(strstr(res.reason, "nearest its limit steps/1/grads/w, 7 scaled ULP, rho 11"));
+    assert_non_null(strstr(text_str(&res.reason), "nearest its limit steps/1/grads/w, 7 scaled ULP, rho 11"));
 }
 
 static void the_same_run_without_the_rule_is_fail(void **state)
@@ -98,7 +98,7 @@ static void the_same_run_without_the_rule_is_fail(void **state)
     run_record_set_attr(&f.runs[MINE], "compile.codegen", 0); /* aot_eager: no kernels of Inductor's */
     struct impl_result res = judge(&f);
     assert_int_equal(res.verdict, V_FAIL);
-    assert_null(strstr(res.reason, "Inductor"));
+    assert_null(strstr(text_str(&res.reason), "Inductor"));
 }
 
 static void beyond_sixteen_times_inductors_rounding_stays_fail(void **state)
@@ -108,7 +108,7 @@ static void beyond_sixteen_times_inductors_rounding_stays_fail(void **state)
     setup(&f, 2, 40, 0);
     struct impl_result res = judge(&f);
     assert_int_equal(res.verdict, V_FAIL);
-    assert_non_null(strstr(res.reason, "; beyond Inductor's rounding: steps/1/grads/w differs by 40 scaled ULP, more "
+    assert_non_null(strstr(text_str(&res.reason), "; beyond Inductor's rounding: steps/1/grads/w differs by 40 scaled ULP, more "
                                        "than 16x max(rho, 1), rho = 2 scaled ULP"));
 }
 
@@ -119,7 +119,7 @@ static void graphs_op_by_op_differing_from_theirs_stays_fail(void **state)
     setup(&f, 11, 7, 1);
     struct impl_result res = judge(&f);
     assert_int_equal(res.verdict, V_FAIL);
-    assert_non_null(strstr(res.reason, "; not Inductor's rounding: the same graphs run op by op (mine_graphs) differ "
+    assert_non_null(strstr(text_str(&res.reason), "; not Inductor's rounding: the same graphs run op by op (mine_graphs) differ "
                                        "from compiled_graphs_baseline_0 too (FAIL)"));
 }
 
@@ -131,7 +131,7 @@ static void graphs_drawing_random_numbers_are_never_rounding(void **state)
     run_record_set_attr(&f.runs[MINE], "compile.random_ops", 2);
     struct impl_result res = judge(&f);
     assert_int_equal(res.verdict, V_FAIL);
-    assert_non_null(strstr(res.reason, "[not told apart from Inductor's rounding: its graphs draw random numbers (2 "
+    assert_non_null(strstr(text_str(&res.reason), "[not told apart from Inductor's rounding: its graphs draw random numbers (2 "
                                        "op(s))"));
 }
 
@@ -147,7 +147,7 @@ static void random_numbers_drawn_as_the_kernels_draw_them_leave_the_rule_to_appl
     run_record_set_attr(&f.runs[GRAPHS], "compile.random_unmatched", 0);
     struct impl_result res = judge(&f);
     assert_int_equal(res.verdict, V_NOISE);
-    assert_non_null(strstr(res.reason, "; its graphs' 3 random op(s) drawn op by op as Inductor's kernels draw them "
+    assert_non_null(strstr(text_str(&res.reason), "; its graphs' 3 random op(s) drawn op by op as Inductor's kernels draw them "
                                        "(the same Philox numbers from the same seeds)"));
 }
 
@@ -161,7 +161,7 @@ static void random_numbers_one_twin_does_not_draw_alike_are_never_rounding(void 
     run_record_set_attr(&f.runs[GRAPHS], "compile.random_unmatched", 1); /* randn, or a GPU's generator */
     struct impl_result res = judge(&f);
     assert_int_equal(res.verdict, V_FAIL);
-    assert_non_null(strstr(res.reason, "[not told apart from Inductor's rounding: its graphs draw random numbers (3 "
+    assert_non_null(strstr(text_str(&res.reason), "[not told apart from Inductor's rounding: its graphs draw random numbers (3 "
                                        "op(s))"));
 }
 
@@ -173,7 +173,7 @@ static void without_the_twin_the_fail_says_what_is_missing(void **state)
     f.n = TWIN; /* the report has no mine_graphs */
     struct impl_result res = judge(&f);
     assert_int_equal(res.verdict, V_FAIL);
-    assert_non_null(strstr(res.reason, "[Inductor's rounding cannot be told apart: the report has no mine_graphs]"));
+    assert_non_null(strstr(text_str(&res.reason), "[Inductor's rounding cannot be told apart: the report has no mine_graphs]"));
 }
 
 static void a_bitwise_run_is_pass_whatever_the_rounding(void **state)
@@ -183,7 +183,7 @@ static void a_bitwise_run_is_pass_whatever_the_rounding(void **state)
     setup(&f, 11, 0, 0);
     struct impl_result res = judge(&f);
     assert_int_equal(res.verdict, V_PASS);
-    assert_null(strstr(res.reason, "Inductor"));
+    assert_null(strstr(text_str(&res.reason), "Inductor"));
 }
 
 /* The fixture as XLA's: the family's baselines and the run ran XLA's fused HLO. */
@@ -202,9 +202,9 @@ static void within_xlas_own_rounding_of_the_plain_step_is_noise_naming_xla(void 
     as_xla(&f);
     struct impl_result res = judge(&f);
     assert_int_equal(res.verdict, V_NOISE);
-    assert_non_null(strstr(res.reason, "XLA's rounding, not the checkpoint: the same HLO compiled without XLA's "
+    assert_non_null(strstr(text_str(&res.reason), "XLA's rounding, not the checkpoint: the same HLO compiled without XLA's "
                                        "fusion (mine_graphs) is bitwise identical to compiled_graphs_baseline_0"));
-    assert_null(strstr(res.reason, "Inductor"));
+    assert_null(strstr(text_str(&res.reason), "Inductor"));
 }
 
 static void xla_hlo_without_fusion_differing_stays_fail(void **state)
@@ -215,7 +215,7 @@ static void xla_hlo_without_fusion_differing_stays_fail(void **state)
     as_xla(&f);
     struct impl_result res = judge(&f);
     assert_int_equal(res.verdict, V_FAIL);
-    assert_non_null(strstr(res.reason, "; not XLA's rounding: the same HLO compiled without XLA's fusion "
+    assert_non_null(strstr(text_str(&res.reason), "; not XLA's rounding: the same HLO compiled without XLA's fusion "
                                        "(mine_graphs) differs from compiled_graphs_baseline_0 too (FAIL)"));
 }
 
@@ -238,7 +238,7 @@ static void a_run_of_another_compiler_than_its_baseline_is_not_rounding(void **s
     run_record_set_attr(&f.runs[MINE], "compile.codegen", 2); /* the baselines ran Inductor's kernels */
     struct impl_result res = judge(&f);
     assert_int_equal(res.verdict, V_FAIL);
-    assert_null(strstr(res.reason, "rounding"));
+    assert_null(strstr(text_str(&res.reason), "rounding"));
 }
 
 int main(void)

@@ -81,7 +81,7 @@ static void recompute_dropped_by_the_partitioner_is_memfail_naming_torch_compile
     setup(&f, 4, 0, 0, 24, 2629632);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "gradients right, but torch.compile saved 24 activation tensor(s) / 2629632 "
+    assert_non_null(strstr(text_str(&r.reason), "gradients right, but torch.compile saved 24 activation tensor(s) / 2629632 "
                                      "bytes for backward (the compiled baseline's 2629632) and recomputed nothing: "
                                      "the recompute of 4 of 4 checkpoint region(s) was dropped by the partitioner "
                                      "(activation_memory_budget 1, CSE on)"));
@@ -94,7 +94,7 @@ static void recompute_dropped_is_memfail_even_when_fewer_bytes_are_saved(void **
     setup(&f, 2, 0, 0, 10, 1000000);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "the recompute of 2 of 2 checkpoint region(s) was dropped"));
+    assert_non_null(strstr(text_str(&r.reason), "the recompute of 2 of 2 checkpoint region(s) was dropped"));
 }
 
 static void saved_bytes_no_fewer_than_the_compiled_baseline_is_memfail(void **state)
@@ -104,7 +104,7 @@ static void saved_bytes_no_fewer_than_the_compiled_baseline_is_memfail(void **st
     setup(&f, 4, 2, 20, 26, 2629632);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "torch.compile saved 26 activation tensor(s) / 2629632 bytes for backward, "
+    assert_non_null(strstr(text_str(&r.reason), "torch.compile saved 26 activation tensor(s) / 2629632 bytes for backward, "
                                      "no fewer than the compiled baseline's 2629632: the recompute of 2 of 4 "
                                      "checkpoint region(s) was dropped by the partitioner, 20 op(s) recomputed in "
                                      "the rest"));
@@ -117,10 +117,10 @@ static void kept_recompute_that_saves_passes_with_its_figures(void **state)
     setup(&f, 4, 4, 39, 3, 196608);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_PASS);
-    assert_non_null(strstr(r.reason, "; torch.compile recomputed 39 op(s) in 4 of 4 checkpoint region(s) and saved 3 "
+    assert_non_null(strstr(text_str(&r.reason), "; torch.compile recomputed 39 op(s) in 4 of 4 checkpoint region(s) and saved 3 "
                                      "activation tensor(s) / 196608 bytes for backward, compiled baseline 24 / "
                                      "2629632 (activation_memory_budget 1, CSE on)"));
-    assert_null(strstr(r.reason, "finding"));
+    assert_null(strstr(text_str(&r.reason), "finding"));
 }
 
 static void partly_dropped_recompute_that_saves_is_a_finding(void **state)
@@ -130,7 +130,7 @@ static void partly_dropped_recompute_that_saves_is_a_finding(void **state)
     setup(&f, 4, 3, 30, 9, 800000);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_PASS);
-    assert_non_null(strstr(r.reason, "[finding: the recompute of 1 of 4 checkpoint region(s) was dropped by "
+    assert_non_null(strstr(text_str(&r.reason), "[finding: the recompute of 1 of 4 checkpoint region(s) was dropped by "
                                      "torch.compile's partitioner]"));
 }
 
@@ -143,7 +143,7 @@ static void compiled_run_without_checkpoint_regions_keeps_its_verdict(void **sta
     run_record_set_attr(&f.runs[1], "compile.graph_breaks", 3);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_PASS);
-    assert_non_null(strstr(r.reason, "torch.compile: no checkpoint region in its 4 graph(s); 24 activation "
+    assert_non_null(strstr(text_str(&r.reason), "torch.compile: no checkpoint region in its 4 graph(s); 24 activation "
                                      "tensor(s) / 2629632 bytes saved for backward (activation_memory_budget 1, CSE "
                                      "on, 3 graph break(s))"));
 }
@@ -157,7 +157,7 @@ static void without_a_compiled_baseline_only_a_dropped_recompute_is_judged(void 
     make_run(&f.runs[0], "compiled_baseline_0"); /* an eager baseline's kind of run: no compile.* */
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_PASS);
-    assert_non_null(strstr(r.reason, "torch.compile recomputed 39 op(s) in 4 of 4 checkpoint region(s)"));
+    assert_non_null(strstr(text_str(&r.reason), "torch.compile recomputed 39 op(s) in 4 of 4 checkpoint region(s)"));
 }
 
 static void must_save_op_recomputed_is_memfail_naming_the_policy(void **state)
@@ -169,7 +169,7 @@ static void must_save_op_recomputed_is_memfail_naming_the_policy(void **state)
     run_record_set_attr(&f.runs[1], "compile.policy_must_save_recomputed", 8);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "gradients right, but torch.compile's partitioner does not hold the "
+    assert_non_null(strstr(text_str(&r.reason), "gradients right, but torch.compile's partitioner does not hold the "
                                      "checkpoint's policy: it recomputes 8 of the 8 op(s) the policy marks "
                                      "MUST_SAVE"));
 }
@@ -183,7 +183,7 @@ static void policy_held_keeps_the_verdict(void **state)
     run_record_set_attr(&f.runs[1], "compile.policy_must_save_recomputed", 0);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_PASS);
-    assert_non_null(strstr(r.reason, "torch.compile recomputed 35 op(s) in 4 of 4 checkpoint region(s)"));
+    assert_non_null(strstr(text_str(&r.reason), "torch.compile recomputed 35 op(s) in 4 of 4 checkpoint region(s)"));
 }
 
 static void hooks_agreeing_with_the_graphs_add_nothing(void **state)
@@ -197,7 +197,7 @@ static void hooks_agreeing_with_the_graphs_add_nothing(void **state)
     run_record_set_attr(&f.runs[1], "compile.hooked_saved_bytes", 858368);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_PASS);
-    assert_null(strstr(r.reason, "saved_tensors_hooks"));
+    assert_null(strstr(text_str(&r.reason), "saved_tensors_hooks"));
 }
 
 static void hooks_seeing_fewer_bytes_than_the_graphs_are_a_finding(void **state)
@@ -211,7 +211,7 @@ static void hooks_seeing_fewer_bytes_than_the_graphs_are_a_finding(void **state)
     run_record_set_attr(&f.runs[1], "compile.hooked_saved_bytes", 131072);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_PASS);
-    assert_non_null(strstr(r.reason, "[finding: saved_tensors_hooks saw 2 tensor(s) / 131072 bytes packed, the "
+    assert_non_null(strstr(text_str(&r.reason), "[finding: saved_tensors_hooks saw 2 tensor(s) / 131072 bytes packed, the "
                                      "graphs save 42 / 3090432: hooks around the compiled code (a checkpoint) hold "
                                      "them]"));
 }
@@ -225,7 +225,7 @@ static void measured_end_of_forward_bytes_go_beside_the_evidence(void **state)
     run_record_set_attr(&f.runs[1], "memory.end_forward_bytes", 2695168);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "dropped by the partitioner (activation_memory_budget 1, CSE on); end of "
+    assert_non_null(strstr(text_str(&r.reason), "dropped by the partitioner (activation_memory_budget 1, CSE on); end of "
                                      "forward held 2695168 bytes (meter), compiled_baseline_0 2695168"));
 }
 
@@ -240,7 +240,7 @@ static void run_without_compile_evidence_is_judged_as_before(void **state)
     make_run(&f.runs[1], "mine");
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_PASS);
-    assert_null(strstr(r.reason, "torch.compile"));
+    assert_null(strstr(text_str(&r.reason), "torch.compile"));
 }
 
 static void a_failing_run_stays_fail_whatever_the_partitioner_did(void **state)
@@ -263,7 +263,7 @@ static void preserve_rng_state_false_inside_compiled_code_is_said_harmless(void 
     run_record_set_attr(&f.runs[1], "compile.ckpt_regions_without_rng_state", 2);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_PASS);
-    assert_non_null(strstr(r.reason, " [preserve_rng_state=False in 2 checkpoint region(s) that draw random numbers, "
+    assert_non_null(strstr(text_str(&r.reason), " [preserve_rng_state=False in 2 checkpoint region(s) that draw random numbers, "
                                      "inside compiled code: harmless, the partitioner saves each random op's output "
                                      "or recomputes it from the seed it saved"));
 }
@@ -278,7 +278,7 @@ static void preserve_rng_state_false_is_not_called_harmless_on_a_fail(void **sta
     ((float *)w->t.data)[2] = 3.5f;
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_FAIL);
-    assert_null(strstr(r.reason, "harmless"));
+    assert_null(strstr(text_str(&r.reason), "harmless"));
 }
 
 /* "mine" ran Inductor's kernels (codegen 1) and FAILs against a baseline
@@ -302,7 +302,7 @@ static void compiled_run_failing_against_the_eager_baseline_says_what_to_pass(vo
     (void)state;
     struct impl_result r = compiled_fail_against(-1);
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, " [compiled, and judged against the eager baseline only: the compiler's rounding "
+    assert_non_null(strstr(text_str(&r.reason), " [compiled, and judged against the eager baseline only: the compiler's rounding "
                                      "cannot be told apart from the checkpoint here; pass baselines={\"compiled\": "
                                      "Run(prepare=<the plain model compiled the same way>)} and Run(..., "
                                      "against=\"compiled\")"));
@@ -313,7 +313,7 @@ static void compiled_run_failing_against_its_compiled_family_says_nothing_of_it(
     (void)state;
     struct impl_result r = compiled_fail_against(1);
     assert_int_equal(r.verdict, V_FAIL);
-    assert_null(strstr(r.reason, "judged against the eager baseline only"));
+    assert_null(strstr(text_str(&r.reason), "judged against the eager baseline only"));
 }
 
 int main(void)

@@ -24,7 +24,7 @@ static void bitwise_identical_run_passes(void **state)
     add(&f, "mine", &g);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_PASS);
-    assert_non_null(strstr(r.reason, "bitwise identical to baseline_0"));
+    assert_non_null(strstr(text_str(&r.reason), "bitwise identical to baseline_0"));
     assert_true(r.expected);
     fixture_free(&f);
 }
@@ -43,8 +43,8 @@ static void tensor_whose_baselines_agree_bitwise_must_match_bitwise(void **state
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
     assert_true(r.outside_envelope);
-    assert_non_null(strstr(r.reason, "steps/1/grads/l0.weight: its 2 baselines agree bitwise"));
-    assert_non_null(strstr(r.first_divergence, "steps/1/grads/l0.weight [5]"));
+    assert_non_null(strstr(text_str(&r.reason), "steps/1/grads/l0.weight: its 2 baselines agree bitwise"));
+    assert_non_null(strstr(text_str(&r.first_divergence), "steps/1/grads/l0.weight [5]"));
     fixture_free(&f);
 }
 
@@ -82,8 +82,8 @@ static void weight_moved_by_1e_4_relative_fails_despite_sign_flip_noise(void **s
     add(&f, "mine", &mine);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "steps/1/grads/l0.weight lies outside its noise envelope"));
-    assert_non_null(strstr(r.first_divergence, "steps/1/grads/l0.weight"));
+    assert_non_null(strstr(text_str(&r.reason), "steps/1/grads/l0.weight lies outside its noise envelope"));
+    assert_non_null(strstr(text_str(&r.first_divergence), "steps/1/grads/l0.weight"));
     assert_false(r.expected);
     fixture_free(&f);
 }
@@ -109,9 +109,9 @@ static void a_run_outside_fails_though_a_rerun_lies_within(void **state)
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
     assert_true(r.outside_envelope);
-    assert_non_null(strstr(r.reason, "differs in 1 of 2 attempts (the run and 1 re-run(s); the worst, mine): "
+    assert_non_null(strstr(text_str(&r.reason), "differs in 1 of 2 attempts (the run and 1 re-run(s); the worst, mine): "
                                      "steps/1/grads/l0.weight lies outside its noise envelope"));
-    assert_non_null(strstr(r.first_divergence, "steps/1/grads/l0.weight [40]"));
+    assert_non_null(strstr(text_str(&r.first_divergence), "steps/1/grads/l0.weight [40]"));
     fixture_free(&f);
 }
 
@@ -131,10 +131,10 @@ static void a_flaky_bug_fails_though_a_rerun_reproduces_baseline_0(void **state)
     add(&f, "mine_rerun_1", &g);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "differs in 1 of 2 attempts"));
-    assert_non_null(strstr(r.reason, "steps/1/grads/l0.weight: its 2 baselines agree bitwise, mine differs by 2.9e+06 "
+    assert_non_null(strstr(text_str(&r.reason), "differs in 1 of 2 attempts"));
+    assert_non_null(strstr(text_str(&r.reason), "steps/1/grads/l0.weight: its 2 baselines agree bitwise, mine differs by 2.9e+06 "
                                      "scaled ULP"));
-    assert_string_equal(r.first_divergence, "steps/1/grads/l0.weight [40] (0.0700000003 vs 0.0916000009; 1 of 64 "
+    assert_string_equal(text_str(&r.first_divergence), "steps/1/grads/l0.weight [40] (0.0700000003 vs 0.0916000009; 1 of 64 "
                                             "elements differ)");
     fixture_free(&f);
 }
@@ -155,8 +155,8 @@ static void a_one_ulp_flake_fails_where_the_baselines_never_spread(void **state)
     add(&f, "mine_rerun_1", &g);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "differs in 1 of 2 attempts"));
-    assert_non_null(strstr(r.reason, "steps/1/grads/l0.bias: its 2 baselines agree bitwise"));
+    assert_non_null(strstr(text_str(&r.reason), "differs in 1 of 2 attempts"));
+    assert_non_null(strstr(text_str(&r.reason), "steps/1/grads/l0.bias: its 2 baselines agree bitwise"));
     fixture_free(&f);
 }
 
@@ -176,8 +176,8 @@ static void a_rerun_outside_fails_though_the_run_lies_within(void **state)
     add(&f, "mine_rerun_1", &rerun);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "differs in 1 of 2 attempts (the run and 1 re-run(s); the worst, mine_rerun_1)"));
-    assert_non_null(strstr(r.first_divergence, "mine_rerun_1: steps/1/grads/l0.weight [40]"));
+    assert_non_null(strstr(text_str(&r.reason), "differs in 1 of 2 attempts (the run and 1 re-run(s); the worst, mine_rerun_1)"));
+    assert_non_null(strstr(text_str(&r.first_divergence), "mine_rerun_1: steps/1/grads/l0.weight [40]"));
     fixture_free(&f);
 }
 
@@ -195,7 +195,7 @@ static void a_rerun_that_differs_from_a_bitwise_run_fails(void **state)
     add(&f, "mine_rerun_1", &rerun);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "its 2 baselines agree bitwise, mine_rerun_1 differs"));
+    assert_non_null(strstr(text_str(&r.reason), "its 2 baselines agree bitwise, mine_rerun_1 differs"));
     fixture_free(&f);
 }
 
@@ -216,8 +216,8 @@ static void a_rerun_missing_a_tensor_fails_naming_it(void **state)
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
     assert_false(r.outside_envelope); /* no more samples make a tensor appear */
-    assert_non_null(strstr(r.reason, "steps/1/grads/l0.bias is recorded by baseline_0 but not by mine_rerun_1"));
-    assert_string_equal(r.first_divergence, "mine_rerun_1: steps/1/grads/l0.bias missing in mine_rerun_1");
+    assert_non_null(strstr(text_str(&r.reason), "steps/1/grads/l0.bias is recorded by baseline_0 but not by mine_rerun_1"));
+    assert_string_equal(text_str(&r.first_divergence), "mine_rerun_1: steps/1/grads/l0.bias missing in mine_rerun_1");
     fixture_free(&f);
 }
 
@@ -236,7 +236,7 @@ static void every_attempt_outside_is_counted(void **state)
     add(&f, "mine_rerun_2", &g);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "differs in 2 of 3 attempts (the run and 2 re-run(s)"));
+    assert_non_null(strstr(text_str(&r.reason), "differs in 2 of 3 attempts (the run and 2 re-run(s)"));
     fixture_free(&f);
 }
 
@@ -257,8 +257,8 @@ static void the_farthest_attempt_gives_the_first_divergence(void **state)
     add(&f, "mine_rerun_1", &far);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "the worst, mine_rerun_1"));
-    assert_non_null(strstr(r.first_divergence, "mine_rerun_1: steps/1/grads/l0.weight [41]"));
+    assert_non_null(strstr(text_str(&r.reason), "the worst, mine_rerun_1"));
+    assert_non_null(strstr(text_str(&r.first_divergence), "mine_rerun_1: steps/1/grads/l0.weight [41]"));
     fixture_free(&f);
 }
 
@@ -280,7 +280,7 @@ static void kernel_noise_within_in_every_attempt_is_noise(void **state)
     add(&f, "mine_rerun_1", &rerun);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_NOISE);
-    assert_non_null(strstr(r.reason, "over 2 baselines in all 2 attempts (the run and 1 re-run(s))"));
+    assert_non_null(strstr(text_str(&r.reason), "over 2 baselines in all 2 attempts (the run and 1 re-run(s))"));
     fixture_free(&f);
 }
 
@@ -296,7 +296,7 @@ static void a_run_and_reruns_all_bitwise_pass(void **state)
     add(&f, "mine_rerun_1", &g);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_PASS);
-    assert_non_null(strstr(r.reason, "in all 2 attempts"));
+    assert_non_null(strstr(text_str(&r.reason), "in all 2 attempts"));
     fixture_free(&f);
 }
 
@@ -338,7 +338,7 @@ static void impl_samples_that_disagree_make_a_bitwise_tensor_noisy_where_the_bas
     add(&f, "mine_rerun_1", &rerun);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_NOISE);
-    assert_non_null(strstr(r.reason, "1 vary between this impl's own runs"));
+    assert_non_null(strstr(text_str(&r.reason), "1 vary between this impl's own runs"));
     fixture_free(&f);
 }
 
@@ -401,7 +401,7 @@ static void tensor_after_a_noisy_step_gets_the_least_envelope(void **state)
     nudge(&f.runs[2], "final_params/l0.weight", 9); /* computed after that step */
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_NOISE);
-    assert_non_null(strstr(r.reason, "1 come after a step where noise showed"));
+    assert_non_null(strstr(text_str(&r.reason), "1 come after a step where noise showed"));
     nudge(&f.runs[2], "steps/1/grads/l0.weight", 9); /* the noisy step itself: still strict */
     assert_int_equal(judge(&f, "mine").verdict, V_FAIL);
     fixture_free(&f);
@@ -422,8 +422,8 @@ static void tensor_on_one_side_only_fails_naming_the_side(void **state)
     f.n++;
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_string_equal(r.first_divergence, "steps/1/grads/l0.bias missing in mine");
-    assert_non_null(strstr(r.reason, "recorded by baseline_0 but not by mine"));
+    assert_string_equal(text_str(&r.first_divergence), "steps/1/grads/l0.bias missing in mine");
+    assert_non_null(strstr(text_str(&r.reason), "recorded by baseline_0 but not by mine"));
     fixture_free(&f);
 }
 
@@ -566,14 +566,14 @@ static void run_outcomes_become_error_and_fail(void **state)
     add(&f, "crashed", &g);
     add(&f, "checked", &g);
     snprintf(f.runs[1].outcome, sizeof f.runs[1].outcome, RUN_OUTCOME_ERROR);
-    snprintf(f.runs[1].message, sizeof f.runs[1].message, "out of memory");
+    text_setf(&f.runs[1].message, "out of memory");
     snprintf(f.runs[2].outcome, sizeof f.runs[2].outcome, RUN_OUTCOME_CHECK_FAILED);
-    snprintf(f.runs[2].message, sizeof f.runs[2].message, "recomputed tensor #0 differs");
+    text_setf(&f.runs[2].message, "recomputed tensor #0 differs");
     struct impl_result crashed = judge(&f, "crashed"), checked = judge(&f, "checked");
     assert_int_equal(crashed.verdict, V_ERROR);
-    assert_string_equal(crashed.reason, "out of memory");
+    assert_string_equal(text_str(&crashed.reason), "out of memory");
     assert_int_equal(checked.verdict, V_FAIL);
-    assert_non_null(strstr(checked.reason, "the checkpoint's own check failed: recomputed tensor #0 differs"));
+    assert_non_null(strstr(text_str(&checked.reason), "the checkpoint's own check failed: recomputed tensor #0 differs"));
     assert_true(isnan(checked.memory_saved)); /* a FAIL's figures are not savings */
     fixture_free(&f);
 }
@@ -589,11 +589,11 @@ static void a_planted_bug_recorded_as_not_observable_that_matched_is_not_observa
     add(&f, "no_rng_stash", &g);
     struct run_record *bug = &f.runs[f.n - 1];
     snprintf(bug->role, sizeof bug->role, "%s", RUN_ROLE_PLANTED_BUG);
-    snprintf(bug->not_observable, sizeof bug->not_observable, "dropout = 0: nothing to replay");
+    text_setf(&bug->not_observable, "dropout = 0: nothing to replay");
     struct impl_result r = judge(&f, "no_rng_stash");
     assert_int_equal(r.verdict, V_NOT_OBSERVABLE);
     assert_true(r.expected);
-    assert_non_null(strstr(r.reason, "planted bug cannot show here (dropout = 0: nothing to replay)"));
+    assert_non_null(strstr(text_str(&r.reason), "planted bug cannot show here (dropout = 0: nothing to replay)"));
     /* The same run with no role recorded is a checkpoint that matched. */
     bug->role[0] = '\0';
     assert_int_equal(judge(&f, "no_rng_stash").verdict, V_PASS);
@@ -716,7 +716,7 @@ static void run_is_judged_against_the_baseline_family_it_names(void **state)
     snprintf(f.runs[4].baselines, sizeof f.runs[4].baselines, "torch_baseline");
     struct impl_result r = judge(&f, "torch_reentrant");
     assert_int_equal(r.verdict, V_PASS);
-    assert_non_null(strstr(r.reason, "bitwise identical to torch_baseline_0"));
+    assert_non_null(strstr(text_str(&r.reason), "bitwise identical to torch_baseline_0"));
     f.runs[4].baselines[0] = '\0'; /* against ours it differs */
     assert_int_equal(judge(&f, "torch_reentrant").verdict, V_FAIL);
     struct case_result *out = calloc(1, sizeof *out);
@@ -791,11 +791,11 @@ static void an_integer_buffer_that_differs_is_described_as_values_not_ulps(void 
     counted_runs(&f, 2, NULL);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "steps/1/buffers/bn.num_batches_tracked: its 2 baselines agree bitwise, "
+    assert_non_null(strstr(text_str(&r.reason), "steps/1/buffers/bn.num_batches_tracked: its 2 baselines agree bitwise, "
                                      "mine's values differ: 1 vs 2 (1 of 1 elements differ, by up to 1; an integer "
                                      "tensor, compared as values)"));
-    assert_null(strstr(r.reason, "ULP"));
-    assert_non_null(strstr(r.first_divergence, "steps/1/buffers/bn.num_batches_tracked [] (1 vs 2;"));
+    assert_null(strstr(text_str(&r.reason), "ULP"));
+    assert_non_null(strstr(text_str(&r.first_divergence), "steps/1/buffers/bn.num_batches_tracked [] (1 vs 2;"));
     assert_true(r.max_scaled_ulp == 0 && r.max_ulp == 0);
     assert_int_equal(r.n_tensor_distances, 1);
     assert_true(r.tensor_distances[0].values);
@@ -815,7 +815,7 @@ static void an_integer_buffer_beside_a_moved_weight_keeps_the_two_measures_apart
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
     assert_true(r.max_scaled_ulp > 1000);
-    assert_non_null(strstr(r.reason, "an integer tensor, compared as values); floating tensors: max scaled ULP "));
+    assert_non_null(strstr(text_str(&r.reason), "an integer tensor, compared as values); floating tensors: max scaled ULP "));
     fixture_free(&f);
 }
 
@@ -849,7 +849,7 @@ static void a_twin_whose_run_fails_is_not_judged(void **state)
     assert_true(twin->expected);
     assert_true(twin->not_judged); /* reports show n/j, not the FAIL measured */
     assert_false(out->results[0].not_judged);
-    assert_string_equal(twin->reason, "not judged: mine is itself FAIL against baseline_0 (unexpected), which "
+    assert_string_equal(text_str(&twin->reason), "not judged: mine is itself FAIL against baseline_0 (unexpected), which "
                                       "explains any difference from this family (measured here: FAIL)");
     free(out);
     fixture_free(&f);
@@ -875,7 +875,7 @@ static void a_judged_twins_fail_opens_with_what_it_compares(void **state)
     const char *want = "mine, itself PASS against baseline_0, judged again against compiled_or_eager_baseline_<k> "
                        "(the plain runs of its family and of another), further from them than they are from each "
                        "other: differs in 1 of 1 attempts: steps/1/grads/l0.weight";
-    assert_true(strncmp(twin->reason, want, strlen(want)) == 0);
+    assert_true(strncmp(text_str(&twin->reason), want, strlen(want)) == 0);
     free(out);
     fixture_free(&f);
 }

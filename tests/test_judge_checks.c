@@ -83,9 +83,9 @@ static void a_user_run_growing_on_two_consecutive_step_starts_leaks(void **state
     int64_t growing[3] = {4096, 4096 + 512, 4096 + 1024};
     struct impl_result r = judge_user_start_bytes(growing);
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "leak: mine's live bytes at step start grew on two consecutive steps beyond "
+    assert_non_null(strstr(text_str(&r.reason), "leak: mine's live bytes at step start grew on two consecutive steps beyond "
                                      "baseline_0's growth: +512 bytes by step 2, +512 by step 3"));
-    assert_non_null(strstr(r.first_divergence, "checks/step_start_bytes [2] = 5120"));
+    assert_non_null(strstr(text_str(&r.first_divergence), "checks/step_start_bytes [2] = 5120"));
 }
 
 /* The same over `steps` steps (at most 8), the baselines flat. */
@@ -112,7 +112,7 @@ static void a_user_run_whose_state_fills_over_two_steps_then_holds_still_is_no_l
     int64_t fills[5] = {4096, 4096 + 10112, 4096 + 20224, 4096 + 20224, 4096 + 20224};
     struct impl_result r = judge_user_steps(5, fills);
     assert_int_equal(r.verdict, V_PASS);
-    assert_null(strstr(r.reason, "too few steps"));
+    assert_null(strstr(text_str(&r.reason), "too few steps"));
 }
 
 static void a_user_run_growing_up_to_its_last_step_leaks(void **state)
@@ -121,7 +121,7 @@ static void a_user_run_growing_up_to_its_last_step_leaks(void **state)
     int64_t grows[5] = {4096, 4096, 4096, 4096 + 10112, 4096 + 20224};
     struct impl_result r = judge_user_steps(5, grows);
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "+10112 bytes by step 4, +10112 by step 5, its last"));
+    assert_non_null(strstr(text_str(&r.reason), "+10112 bytes by step 4, +10112 by step 5, its last"));
 }
 
 static void a_user_run_growing_at_its_last_step_alone_says_too_few_steps_to_tell(void **state)
@@ -130,7 +130,7 @@ static void a_user_run_growing_at_its_last_step_alone_says_too_few_steps_to_tell
     int64_t late[2] = {4096, 4096 + 65536};
     struct impl_result r = judge_user_steps(2, late);
     assert_int_equal(r.verdict, V_PASS);
-    assert_non_null(strstr(r.reason, "grew +65536 B by step 2, its last, beyond baseline_0's growth: too few steps "
+    assert_non_null(strstr(text_str(&r.reason), "grew +65536 B by step 2, its last, beyond baseline_0's growth: too few steps "
                                      "to tell bounded state from a leak"));
 }
 
@@ -153,8 +153,8 @@ static void a_hook_that_fires_twice_fails_a_run_whose_gradients_match(void **sta
     add_checks(&f.runs[f.n - 1], 2, 4096);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "parameter l0.weight fired 2 time(s) in backward call 1 of step 2"));
-    assert_non_null(strstr(r.first_divergence, "checks/hook_fires/l0.weight"));
+    assert_non_null(strstr(text_str(&r.reason), "parameter l0.weight fired 2 time(s) in backward call 1 of step 2"));
+    assert_non_null(strstr(text_str(&r.first_divergence), "checks/hook_fires/l0.weight"));
     fixture_free(&f);
 }
 
@@ -170,7 +170,7 @@ static void a_hook_that_never_fires_fails_too(void **state)
     add_checks(&f.runs[f.n - 1], 0, 4096);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "fired 0 time(s)"));
+    assert_non_null(strstr(text_str(&r.reason), "fired 0 time(s)"));
     fixture_free(&f);
 }
 
@@ -187,8 +187,8 @@ static void a_step_starting_with_more_live_bytes_than_step_1_fails_as_a_leak(voi
     predicted_exactly(&f.runs[f.n - 1]);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "leak: step 2 started with 4608 live bytes, step 1 with 4096 (+512 bytes"));
-    assert_non_null(strstr(r.first_divergence, "checks/step_start_bytes [1] = 4608"));
+    assert_non_null(strstr(text_str(&r.reason), "leak: step 2 started with 4608 live bytes, step 1 with 4096 (+512 bytes"));
+    assert_non_null(strstr(text_str(&r.first_divergence), "checks/step_start_bytes [1] = 4608"));
     fixture_free(&f);
 }
 
@@ -238,9 +238,9 @@ static void a_hook_firing_fewer_times_than_the_baselines_fails(void **state)
     add_checks(&f.runs[f.n - 1], 1, 4096);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "parameter l0.weight fired 1 time(s) in backward call 1 of step 2 (1 call(s) per "
+    assert_non_null(strstr(text_str(&r.reason), "parameter l0.weight fired 1 time(s) in backward call 1 of step 2 (1 call(s) per "
                                      "step), where baseline_0's fired 2: what hangs on it runs less often"));
-    assert_string_equal(r.first_divergence, "checks/hook_fires/l0.weight [1, 0] = 1 (baseline_0: 2)");
+    assert_string_equal(text_str(&r.first_divergence), "checks/hook_fires/l0.weight [1, 0] = 1 (baseline_0: 2)");
     fixture_free(&f);
 }
 
@@ -264,10 +264,10 @@ static void a_ranks_hook_count_is_held_to_the_same_rank_of_the_baseline(void **s
     add_i64(&f.runs[f.n - 1], "ranks/1/checks/hook_fires/l0.weight", 2, shape, twice);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "gradients bitwise identical to baseline_0, but the gradient hook of parameter "
+    assert_non_null(strstr(text_str(&r.reason), "gradients bitwise identical to baseline_0, but the gradient hook of parameter "
                                      "l0.weight fired 2 time(s) on rank 1 in backward call 1 of step 2 (1 call(s) per "
                                      "step), where baseline_0's fired 1 on rank 1: what hangs on it runs more often"));
-    assert_string_equal(r.first_divergence, "ranks/1/checks/hook_fires/l0.weight [1, 0] = 2 (baseline_0: 1)");
+    assert_string_equal(text_str(&r.first_divergence), "ranks/1/checks/hook_fires/l0.weight [1, 0] = 2 (baseline_0: 1)");
     fixture_free(&f);
 }
 
@@ -283,10 +283,10 @@ static void a_hook_count_fail_says_the_gradients_are_right_and_what_breaks(void 
     add_checks(&f.runs[f.n - 1], 2, 4096);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "gradients bitwise identical to baseline_0, but the gradient hook of parameter "
+    assert_non_null(strstr(text_str(&r.reason), "gradients bitwise identical to baseline_0, but the gradient hook of parameter "
                                      "l0.weight fired 2 time(s)"));
-    assert_non_null(strstr(r.reason, "where baseline_0's fired 1"));
-    assert_non_null(strstr(r.reason, "a gradient-scaling register_hook scales again; DDP without static_graph=True "
+    assert_non_null(strstr(text_str(&r.reason), "where baseline_0's fired 1"));
+    assert_non_null(strstr(text_str(&r.reason), "a gradient-scaling register_hook scales again; DDP without static_graph=True "
                                      "marks the parameter ready twice"));
     fixture_free(&f);
 }
@@ -307,7 +307,7 @@ static void a_hook_count_fail_within_noise_says_the_gradients_are_within_it(void
     add_checks(&f.runs[f.n - 1], 2, 4096);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "gradients within the kernels' noise of baseline_0, but the gradient hook"));
+    assert_non_null(strstr(text_str(&r.reason), "gradients within the kernels' noise of baseline_0, but the gradient hook"));
     fixture_free(&f);
 }
 
@@ -349,7 +349,7 @@ static void a_hook_count_the_baseline_lacks_is_held_to_once(void **state)
     add_checks(&f.runs[f.n - 1], 1, 4096);
     struct impl_result r = judge(&f, "twice");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "baseline_0 records no count for it, so it must fire exactly once per backward"));
+    assert_non_null(strstr(text_str(&r.reason), "baseline_0 records no count for it, so it must fire exactly once per backward"));
     assert_int_equal(judge(&f, "once").verdict, V_PASS);
     fixture_free(&f);
 }
@@ -387,7 +387,7 @@ static void a_run_growing_more_than_its_baseline_fails_naming_both(void **state)
     predicted_exactly(&f.runs[f.n - 1]);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_FAIL);
-    assert_non_null(strstr(r.reason, "leak: step 2 started +4608 live bytes from step 1 (8704 vs 4096), where "
+    assert_non_null(strstr(text_str(&r.reason), "leak: step 2 started +4608 live bytes from step 1 (8704 vs 4096), where "
                                      "baseline_0's step 2 started +4096 from its step 1"));
     fixture_free(&f);
 }

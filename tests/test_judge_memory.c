@@ -21,7 +21,7 @@ static void memory_below_the_required_saving_is_memfail(void **state)
     f.c.min_memory_saving = 0.2;
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "peak memory saved 10.0% < required 20.0%"));
+    assert_non_null(strstr(text_str(&r.reason), "peak memory saved 10.0% < required 20.0%"));
     f.c.min_memory_saving = 0.05;
     assert_int_equal(judge(&f, "mine").verdict, V_PASS);
     fixture_free(&f);
@@ -41,7 +41,7 @@ static void held_bytes_cut_below_min_held_cut_is_memfail(void **state)
     f.c.min_held_cut = 0.5;
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "bytes held at the end of forward cut 30.0% < required 50.0% (min_held_cut"));
+    assert_non_null(strstr(text_str(&r.reason), "bytes held at the end of forward cut 30.0% < required 50.0% (min_held_cut"));
     f.c.min_held_cut = 0.25;
     assert_int_equal(judge(&f, "mine").verdict, V_PASS);
     fixture_free(&f);
@@ -75,8 +75,8 @@ static void holding_more_than_predicted_on_the_cpu_is_memfail_naming_the_excess(
     struct fixture f;
     struct impl_result r = judge_held(&f, "cpu", 2560, 1536);
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "mine holds 2560 bytes at the end of forward, predicted 1536: 1024 bytes (+66.7%) more"));
-    assert_non_null(strstr(r.first_divergence, "/runs/mine/memory.end_forward_bytes: mine holds 2560 bytes"));
+    assert_non_null(strstr(text_str(&r.reason), "mine holds 2560 bytes at the end of forward, predicted 1536: 1024 bytes (+66.7%) more"));
+    assert_non_null(strstr(text_str(&r.first_divergence), "/runs/mine/memory.end_forward_bytes: mine holds 2560 bytes"));
     fixture_free(&f);
 }
 
@@ -86,7 +86,7 @@ static void holding_fewer_than_predicted_is_memfail_naming_the_shortfall(void **
     struct fixture f;
     struct impl_result r = judge_held(&f, "cpu", 1535, 1536);
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "1 bytes (-0.1%) fewer"));
+    assert_non_null(strstr(text_str(&r.reason), "1 bytes (-0.1%) fewer"));
     fixture_free(&f);
 }
 
@@ -107,7 +107,7 @@ static void on_cuda_the_gap_may_reach_the_stated_fraction_and_no_further(void **
     fixture_free(&f);
     struct impl_result r = judge_held(&f, "cuda:1", 10501, 10000);
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "beyond the tolerance of 500 bytes on cuda:1"));
+    assert_non_null(strstr(text_str(&r.reason), "beyond the tolerance of 500 bytes on cuda:1"));
     fixture_free(&f);
 }
 
@@ -121,7 +121,7 @@ static void on_cuda_holding_fewer_than_the_fraction_allows_is_memfail(void **sta
     fixture_free(&f);
     struct impl_result r = judge_held(&f, "cuda:0", 9499, 10000);
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "501 bytes (-5.0%) fewer, beyond the tolerance of 500 bytes on cuda:0"));
+    assert_non_null(strstr(text_str(&r.reason), "501 bytes (-5.0%) fewer, beyond the tolerance of 500 bytes on cuda:0"));
     fixture_free(&f);
 }
 
@@ -136,8 +136,8 @@ static void a_baseline_off_its_prediction_makes_memfail_naming_the_baseline(void
     set_held(&f.runs[0], 5120, 4096);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "baseline_0 holds 5120 bytes"));
-    assert_non_null(strstr(r.first_divergence, "/runs/baseline_0/"));
+    assert_non_null(strstr(text_str(&r.reason), "baseline_0 holds 5120 bytes"));
+    assert_non_null(strstr(text_str(&r.first_divergence), "/runs/baseline_0/"));
     fixture_free(&f);
 }
 
@@ -155,7 +155,7 @@ static void a_run_without_a_prediction_is_not_judged_on_held_bytes_and_says_so(v
     run_record_set_attr(&f.runs[1], "memory.end_forward_bytes", 99999);
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_PASS);
-    assert_non_null(strstr(r.reason, "held bytes not judged: mine records no prediction"));
+    assert_non_null(strstr(text_str(&r.reason), "held bytes not judged: mine records no prediction"));
     fixture_free(&f);
 }
 

@@ -165,7 +165,7 @@ static void check_case(const struct variant *v, const char *out_dir)
     for (int i = 0; i < r.n_results; i++) {
         const struct impl_result *x = &r.results[i];
         if (x->verdict != V_PASS && x->verdict != V_NOISE)
-            fail_msg("%s: %s is %s: %s", c.name, x->impl, verdict_name(x->verdict), x->reason);
+            fail_msg("%s: %s is %s: %s", c.name, x->impl, verdict_name(x->verdict), text_str(&x->reason));
         if (x->end_forward_bytes != x->predicted_end_forward_bytes)
             fail_msg("%s: %s held %.0f bytes at the end of forward, predicted %.0f", c.name, x->impl,
                      x->end_forward_bytes, x->predicted_end_forward_bytes);

@@ -24,7 +24,7 @@ static void add_result(struct case_result *r, const char *impl, enum verdict v, 
     x->timing_stable = 1;
     x->memory_saved = 0.25;
     x->end_forward_saved = 0.5;
-    snprintf(x->reason, sizeof x->reason, "bitwise identical");
+    text_setf(&x->reason, "bitwise identical");
 }
 
 static char *print(const struct case_result *r)

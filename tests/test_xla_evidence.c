@@ -71,7 +71,7 @@ static void recompute_merged_by_cse_is_memfail_naming_xla(void **state)
     setup(&f, 393216, 4, 4, 0);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "the recompute of 4 of 4 region(s) was merged into the forward by XLA (CSE): "
+    assert_non_null(strstr(text_str(&r.reason), "the recompute of 4 of 4 region(s) was merged into the forward by XLA (CSE): "
                                      "84 recompute op(s) traced, 0 left after optimization; XLA temp buffers 1.00x "
                                      "baseline (393216 vs 393216 bytes"));
 }
@@ -86,10 +86,10 @@ static void kept_recompute_saving_nothing_is_memfail_naming_the_schedule(void **
     run_record_set_attr(&f.runs[1], "xla.barriers_optimized", 0);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "the recompute survives XLA's optimization (32 op(s) marked as "
+    assert_non_null(strstr(text_str(&r.reason), "the recompute survives XLA's optimization (32 op(s) marked as "
                                      "recompute after it, 84 traced), but nothing is saved: XLA temp buffers 1.08x "
                                      "baseline"));
-    assert_non_null(strstr(r.reason, "scheduled the recompute of 3 region(s) ahead of the backward that makes its "
+    assert_non_null(strstr(text_str(&r.reason), "scheduled the recompute of 3 region(s) ahead of the backward that makes its "
                                      "incoming gradient (opt-barriers: 4 before optimization, 0 after)"));
 }
 
@@ -105,7 +105,7 @@ static void step_no_bigger_than_plain_is_memfail_naming_cse(void **state)
     run_record_set_attr(&f.runs[1], "xla.ops_optimized", 325);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_non_null(strstr(r.reason, "XLA merged the recompute of 4 region(s) into the forward (CSE): the optimized "
+    assert_non_null(strstr(text_str(&r.reason), "XLA merged the recompute of 4 region(s) into the forward (CSE): the optimized "
                                      "step has 325 instructions, no more than the plain baseline's 325 (84 recompute "
                                      "op(s) traced, 8 still marked after optimization); XLA temp buffers 1.00x"));
 }
@@ -119,8 +119,8 @@ static void step_bigger_than_plain_saving_nothing_is_not_called_a_merge(void **s
     run_record_set_attr(&f.runs[1], "xla.ops_optimized", 326);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_MEMFAIL);
-    assert_null(strstr(r.reason, "CSE"));
-    assert_non_null(strstr(r.reason, "(8 op(s) marked as recompute after it, 84 traced), but nothing is saved"));
+    assert_null(strstr(text_str(&r.reason), "CSE"));
+    assert_non_null(strstr(text_str(&r.reason), "(8 op(s) marked as recompute after it, 84 traced), but nothing is saved"));
 }
 
 static void kept_recompute_that_saves_passes_with_its_figures(void **state)
@@ -130,8 +130,8 @@ static void kept_recompute_that_saves_passes_with_its_figures(void **state)
     setup(&f, 131280, 4, 0, 36);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_PASS);
-    assert_non_null(strstr(r.reason, "bitwise identical"));
-    assert_non_null(strstr(r.reason, "recompute kept by XLA in 4 region(s): 36 op(s) marked as recompute "
+    assert_non_null(strstr(text_str(&r.reason), "bitwise identical"));
+    assert_non_null(strstr(text_str(&r.reason), "recompute kept by XLA in 4 region(s): 36 op(s) marked as recompute "
                                      "after optimization, 84 traced, XLA temp buffers 0.33x"));
 }
 
@@ -145,7 +145,7 @@ static void barriers_beyond_the_recompute_inputs_are_a_finding_with_their_bytes(
     run_record_set_attr(&f.runs[1], "xla.barrier_other_bytes", 401408);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_PASS);
-    assert_non_null(strstr(r.reason, "[finding: opt-barriers beyond the recompute inputs: 52 held value(s) no "
+    assert_non_null(strstr(text_str(&r.reason), "[finding: opt-barriers beyond the recompute inputs: 52 held value(s) no "
                                      "recompute op reads (16 recompute input(s) besides), 401408 bytes"));
 }
 
@@ -159,7 +159,7 @@ static void run_without_xla_evidence_is_judged_as_before(void **state)
     make_run(&f.runs[1], "mine", 393216);
     struct impl_result r = judge(&f);
     assert_int_equal(r.verdict, V_PASS);
-    assert_null(strstr(r.reason, "XLA"));
+    assert_null(strstr(text_str(&r.reason), "XLA"));
 }
 
 static void a_failing_run_stays_fail_whatever_xla_did(void **state)

@@ -539,8 +539,8 @@ void case_format_words(const char (*words)[CASE_WORD_MAX], int count, char *buf,
     buf[0] = '\0';
     for (int i = 0; i < count; i++) {
         if (i)
-            text_append(buf, n, ",");
-        text_append(buf, n, words[i]);
+            text_buf_append(buf, n, ",");
+        text_buf_append(buf, n, words[i]);
     }
 }
 
@@ -561,13 +561,13 @@ static void format_expect(const struct ckpt_case *c, const struct key_spec *spec
     (void)spec;
     buf[0] = '\0';
     for (int i = 0; i < c->n_expect; i++) {
-        text_append(buf, n, i ? "," : "");
-        text_append(buf, n, c->expect[i].impl);
+        text_buf_append(buf, n, i ? "," : "");
+        text_buf_append(buf, n, c->expect[i].impl);
         const char *sep = ":";
         for (int v = 0; v < V_COUNT; v++) {
             if (c->expect[i].verdict_mask & (1u << v)) {
-                text_append(buf, n, sep);
-                text_append(buf, n, verdict_name((enum verdict)v));
+                text_buf_append(buf, n, sep);
+                text_buf_append(buf, n, verdict_name((enum verdict)v));
                 sep = "|";
             }
         }

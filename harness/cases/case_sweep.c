@@ -148,8 +148,8 @@ static void axis_names(const struct sweep_plan *plan, char *buf, size_t n)
 {
     buf[0] = '\0';
     for (int a = 0; a < plan->n_axes; a++) {
-        text_append(buf, n, a ? ", " : "");
-        text_append(buf, n, plan->axes[a].spec->name);
+        text_buf_append(buf, n, a ? ", " : "");
+        text_buf_append(buf, n, plan->axes[a].spec->name);
     }
 }
 

@@ -153,10 +153,10 @@ void text_format_suggestions(char *buf, size_t len, const char *const *near, int
 {
     buf[0] = '\0';
     for (int k = 0; k < n; k++) {
-        text_append(buf, len, k ? ", " : " (did you mean: ");
-        text_append(buf, len, near[k]);
+        text_buf_append(buf, len, k ? ", " : " (did you mean: ");
+        text_buf_append(buf, len, near[k]);
     }
-    text_append(buf, len, n ? "?)" : otherwise);
+    text_buf_append(buf, len, n ? "?)" : otherwise);
 }
 
 /* Whole-string decimal integer in [min, max]: no '+', no blanks, no tail. */
@@ -206,7 +206,7 @@ int text_name_index(const char *const *names, const char *name)
     return -1;
 }
 
-void text_append(char *buf, size_t n, const char *text)
+void text_buf_append(char *buf, size_t n, const char *text)
 {
     size_t used = strlen(buf);
     if (used + 1 < n)

@@ -61,6 +61,6 @@ int text_name_index(const char *const *names, const char *name);
 const char *text_format_bytes(double v, char *buf, size_t len);
 /* Appends to a NUL-terminated buffer, truncating quietly (the buffers are
  * sized for the largest list a case can hold). */
-void text_append(char *buf, size_t n, const char *text);
+void text_buf_append(char *buf, size_t n, const char *text);
 
 #endif

@@ -42,6 +42,14 @@ static int compare_summary(struct summary *summary, const char *prev_dir, int *f
     return st;
 }
 
+/* Each file's results own their texts (judge.h case_result_free). */
+static void free_results(struct case_result *results, int n)
+{
+    for (int i = 0; i < n; i++)
+        case_result_free(&results[i]);
+    free(results);
+}
+
 int cli_judge(int argc, char **argv)
 {
     cli_keep_freed_memory();
@@ -96,7 +104,7 @@ int cli_judge(int argc, char **argv)
     char runs_torch[64] = "";
     struct read_budget budget;
     if ((st = cli_read_budget(&budget))) {
-        free(results);
+        free_results(results, n);
         return cli_fail(st);
     }
     for (int i = 0; i < n; i++) {
@@ -132,7 +140,7 @@ int cli_judge(int argc, char **argv)
         }
     }
     if (bad || st) {
-        free(results);
+        free_results(results, n);
         return st ? EXIT_INTERNAL : EXIT_USAGE;
     }
     struct summary_torch torch = {runs_torch, NULL, NULL};
@@ -140,7 +148,7 @@ int cli_judge(int argc, char **argv)
     if ((st = summary_create(&summary, CKPT_GIT_REV, CKPT_VERSION, &torch)) ||
         (st = summary_set_run(summary, "judge", 1, 1))) {
         summary_free(summary);
-        free(results);
+        free_results(results, n);
         return cli_fail(st);
     }
     int errors = 0;
@@ -159,7 +167,7 @@ int cli_judge(int argc, char **argv)
     if (!st && out_dir &&
         ((st = cli_make_dirs(out_dir)) || (st = junit_write_with_summary(summary_json(summary), out_dir, NULL)))) {
         summary_free(summary);
-        free(results);
+        free_results(results, n);
         return cli_fail(st);
     }
     if (!st && out_dir)
@@ -173,7 +181,7 @@ int cli_judge(int argc, char **argv)
                out_dir ? "; report in " : "", out_dir ? out_dir : "");
     }
     summary_free(summary);
-    free(results);
+    free_results(results, n);
     if (st)
         return cli_fail(st);
     return unexpected || errors || regressions ? EXIT_UNEXPECTED : 0;

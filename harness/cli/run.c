@@ -436,7 +436,7 @@ int cli_run(int argc, char **argv)
                                     .default_threads = aten_get_threads(),
                                     .fit_threads_to_size = getenv("OMP_NUM_THREADS") == NULL};
     int unexpected = 0, worst = 0;
-    struct case_result *result = malloc(sizeof *result);
+    struct case_result *result = calloc(1, sizeof *result);
     struct progress bar;
     progress_init(&bar, stderr,
                   isatty(STDERR_FILENO) ? PROGRESS_TERMINAL : progress_lines ? PROGRESS_LINES : PROGRESS_QUIET, n_run);
@@ -455,14 +455,19 @@ int cli_run(int argc, char **argv)
         }
         /* The case's own status: it decides this case's records, never
          * the run's exit code directly. */
+        case_result_free(result); /* the previous case's texts */
         int case_st = runner_run_case(&c, &settings, result);
         if (!case_st && external && result->h5_path[0]) {
             /* Another producer's runs, judged with the harness's. */
-            struct case_result *with_external = malloc(sizeof *with_external);
-            if (!with_external)
+            struct case_result *with_external = calloc(1, sizeof *with_external);
+            if (!with_external) {
                 case_st = error_set(ST_INTERNAL, "out of memory");
-            else if (!(case_st = external_append_runs(external, external_timeout, result->h5_path, with_external)))
+            } else if (!(case_st = external_append_runs(external, external_timeout, result->h5_path, with_external))) {
+                case_result_free(result); /* result takes with_external's texts */
                 *result = *with_external;
+            } else {
+                case_result_free(with_external);
+            }
             free(with_external);
         }
         if (case_st && !result->status) {
@@ -555,6 +560,8 @@ int cli_run(int argc, char **argv)
     json_decref(stale);
     json_decref(previous);
     free(index_of);
+    if (result)
+        case_result_free(result);
     free(result);
     summary_free(summary);
     free(run);

@@ -100,12 +100,6 @@ static int measure(const struct run_record *base, const struct run_record *const
     return ST_OK;
 }
 
-static void append(struct impl_result *res, const char *text)
-{
-    size_t len = strlen(res->reason);
-    if (len + 1 < sizeof res->reason)
-        snprintf(res->reason + len, sizeof res->reason - len, "%s", text);
-}
 
 static const char *num(double v, char *buf, size_t len)
 {
@@ -117,12 +111,11 @@ int codegen_rounding_judge(const struct run_record *base, const struct run_recor
                            const struct run_record *twin, const struct impl_result *twin_res,
                            const struct run_record *graphs_base, struct impl_result *res)
 {
-    char text[RESULT_TEXT_MAX], a[32], b[32], c[32];
+    char a[32], b[32], c[32];
     struct compiler_words w = words_of(samples[0]);
     if (!twin || !graphs_base) {
-        snprintf(text, sizeof text, " [%s's rounding cannot be told apart: the report has no %s_graphs%s]", w.name,
+        text_appendf(&res->reason, " [%s's rounding cannot be told apart: the report has no %s_graphs%s]", w.name,
                  samples[0]->name, twin ? "'s baselines" : "");
-        append(res, text);
         return ST_OK;
     }
     double random = run_record_attr(samples[0], "compile.random_ops");
@@ -132,16 +125,14 @@ int codegen_rounding_judge(const struct run_record *base, const struct run_recor
     int drawn_alike = run_record_attr(twin, "compile.random_unmatched") == 0 &&
                       run_record_attr(graphs_base, "compile.random_unmatched") == 0;
     if (run_record_attr(samples[0], "compile.codegen") == CODEGEN_INDUCTOR && !(random == 0) && !drawn_alike) {
-        snprintf(text, sizeof text, " [not told apart from Inductor's rounding: its graphs draw random numbers (%s "
+        text_appendf(&res->reason, " [not told apart from Inductor's rounding: its graphs draw random numbers (%s "
                  "op(s)), which Inductor's kernels draw from a generator of their own, not reproduced op by op "
                  "here (it is on CPU)]", num(random, a, sizeof a));
-        append(res, text);
         return ST_OK;
     }
     if (twin_res->verdict != V_PASS) {
-        snprintf(text, sizeof text, "; not %s's rounding: %s (%s) differ%s from %s too (%s)", w.name, w.twin,
+        text_appendf(&res->reason, "; not %s's rounding: %s (%s) differ%s from %s too (%s)", w.name, w.twin,
                  twin->name, strstr(w.twin, "graphs") ? "" : "s", graphs_base->name, verdict_name(twin_res->verdict));
-        append(res, text);
         return ST_OK;
     }
     struct rounding r;
@@ -149,12 +140,11 @@ int codegen_rounding_judge(const struct run_record *base, const struct run_recor
     if (st)
         return st;
     if (r.outside) {
-        snprintf(text, sizeof text,
+        text_appendf(&res->reason,
                  "; beyond %s's rounding: %s differs by %s scaled ULP, more than %gx max(rho, 1), rho = %s "
                  "scaled ULP being %s's own rounding of the plain step there (%s against %s)",
                  w.name, r.path, num(r.distance, a, sizeof a), JUDGE_NOISE_MARGIN, num(r.rho, b, sizeof b), w.name,
                  base->name, graphs_base->name);
-        append(res, text);
         return ST_OK;
     }
     char attempts[80] = "";
@@ -162,7 +152,7 @@ int codegen_rounding_judge(const struct run_record *base, const struct run_recor
         snprintf(attempts, sizeof attempts, " in all %d attempts", n_samples);
     res->verdict = V_NOISE;
     res->outside_envelope = 0;
-    snprintf(res->reason, sizeof res->reason,
+    text_setf(&res->reason,
              "%s's rounding, not the checkpoint: %s (%s) %s bitwise identical to %s, and every tensor lies within "
              "%gx max(rho, 1) of %s%s, rho being %s's own rounding of the plain step (%s against %s): max scaled "
              "ULP %s; nearest its limit %s, %s scaled ULP, rho %s",
@@ -170,9 +160,8 @@ int codegen_rounding_judge(const struct run_record *base, const struct run_recor
              JUDGE_NOISE_MARGIN, base->name, attempts, w.name, base->name, graphs_base->name,
              num(r.max_scaled, a, sizeof a), r.path, num(r.distance, b, sizeof b), num(r.rho, c, sizeof c));
     if (random > 0) {
-        snprintf(text, sizeof text, "; its graphs' %s random op(s) drawn op by op as Inductor's kernels draw them "
+        text_appendf(&res->reason, "; its graphs' %s random op(s) drawn op by op as Inductor's kernels draw them "
                  "(the same Philox numbers from the same seeds)", num(random, a, sizeof a));
-        append(res, text);
     }
     return ST_OK;
 }

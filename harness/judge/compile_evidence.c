@@ -8,12 +8,7 @@ static double attr(const struct run_record *r, const char *key) { return run_rec
 
 static double or_zero(double v) { return isnan(v) ? 0 : v; }
 
-static void append(struct impl_result *res, const char *text)
-{
-    size_t len = strlen(res->reason);
-    if (len + 1 < sizeof res->reason)
-        snprintf(res->reason + len, sizeof res->reason - len, "%s", text);
-}
+static void append(struct impl_result *res, const char *text) { text_append(&res->reason, text); }
 
 /* "(activation_memory_budget 1, CSE on, 2 graph break(s))" */
 static void settings(const struct run_record *run, char *buf, size_t len)
@@ -35,13 +30,11 @@ static void measured(const struct run_record *run, struct impl_result *res)
     double saved = or_zero(attr(run, "compile.saved_tensors")), bytes = or_zero(attr(run, "compile.saved_bytes"));
     if (isnan(hooked) || isnan(hooked_bytes) || (hooked == saved && hooked_bytes == bytes))
         return;
-    char text[RESULT_TEXT_MAX];
-    snprintf(text, sizeof text,
+    text_appendf(&res->reason,
              " [finding: saved_tensors_hooks saw %.0f tensor(s) / %.0f bytes packed, the graphs save %.0f / %.0f: %s]",
              hooked, hooked_bytes, saved, bytes,
              hooked_bytes < bytes ? "hooks around the compiled code (a checkpoint) hold them"
                                   : "eager ops around the compiled code save their own");
-    append(res, text);
 }
 
 static void judge_rules(const struct run_record *base, const struct run_record *run, struct impl_result *res)
@@ -57,7 +50,7 @@ static void judge_rules(const struct run_record *base, const struct run_record *
     double base_bytes = attr(base, "compile.saved_activation_bytes");
     int has_base = !isnan(base_bytes) && base != run;
     int judged_ok = res->verdict == V_PASS || res->verdict == V_NOISE;
-    char set[160], cmp[200], text[RESULT_TEXT_MAX];
+    char set[160], cmp[200];
     settings(run, set, sizeof set);
     if (has_base)
         snprintf(cmp, sizeof cmp, "the compiled baseline's %.0f", base_bytes);
@@ -67,7 +60,7 @@ static void judge_rules(const struct run_record *base, const struct run_record *
     double must_save_recomputed = or_zero(attr(run, "compile.policy_must_save_recomputed"));
     if (judged_ok && must_save_recomputed > 0) {
         res->verdict = V_MEMFAIL;
-        snprintf(res->reason, sizeof res->reason,
+        text_setf(&res->reason,
                  "gradients right, but torch.compile's partitioner does not hold the checkpoint's policy: it "
                  "recomputes %.0f of the %.0f op(s) the policy marks MUST_SAVE (%.0f op(s) recomputed in %.0f of "
                  "%.0f checkpoint region(s); saved %.0f activation tensor(s) / %.0f bytes for backward, %s; %s)",
@@ -76,14 +69,14 @@ static void judge_rules(const struct run_record *base, const struct run_record *
     }
     if (judged_ok && regions > 0 && recomputed == 0) {
         res->verdict = V_MEMFAIL;
-        snprintf(res->reason, sizeof res->reason,
+        text_setf(&res->reason,
                  "gradients right, but torch.compile saved %.0f activation tensor(s) / %.0f bytes for backward "
                  "(%s) and recomputed nothing: the recompute of %.0f of %.0f checkpoint region(s) was dropped by the "
                  "partitioner (%s)",
                  tensors, bytes, cmp, regions, regions, set);
     } else if (judged_ok && regions > 0 && has_base && bytes >= base_bytes) {
         res->verdict = V_MEMFAIL;
-        snprintf(res->reason, sizeof res->reason,
+        text_setf(&res->reason,
                  "gradients right, but torch.compile saved %.0f activation tensor(s) / %.0f bytes for backward, no "
                  "fewer than the compiled baseline's %.0f: the recompute of %.0f of %.0f checkpoint region(s) was "
                  "dropped by the partitioner, %.0f op(s) recomputed in the rest (%s)",
@@ -92,24 +85,21 @@ static void judge_rules(const struct run_record *base, const struct run_record *
         char vs[160] = "";
         if (has_base)
             snprintf(vs, sizeof vs, ", compiled baseline %.0f / %.0f", or_zero(base_tensors), base_bytes);
-        snprintf(text, sizeof text,
+        text_appendf(&res->reason,
                  "; torch.compile recomputed %.0f op(s) in %.0f of %.0f checkpoint region(s) and saved %.0f "
                  "activation tensor(s) / %.0f bytes for backward%s (%s)",
                  ops, recomputed, regions, tensors, bytes, vs, set);
-        append(res, text);
         if (recomputed < regions) {
-            snprintf(text, sizeof text,
+            text_appendf(&res->reason,
                      " [finding: the recompute of %.0f of %.0f checkpoint region(s) was dropped by torch.compile's "
                      "partitioner]",
                      regions - recomputed, regions);
-            append(res, text);
         }
     } else {
-        snprintf(text, sizeof text,
+        text_appendf(&res->reason,
                  "; torch.compile: no checkpoint region in its %.0f graph(s); %.0f activation tensor(s) / %.0f "
                  "bytes saved for backward (%s)",
                  or_zero(attr(run, "compile.regions")), tensors, bytes, set);
-        append(res, text);
     }
 }
 
@@ -121,9 +111,7 @@ static void held(const struct run_record *base, const struct run_record *run, st
     double mine = attr(run, "memory.end_forward_bytes"), theirs = attr(base, "memory.end_forward_bytes");
     if (isnan(mine) || isnan(theirs) || base == run)
         return;
-    char text[200];
-    snprintf(text, sizeof text, "; end of forward held %.0f bytes (meter), %s %.0f", mine, base->name, theirs);
-    append(res, text);
+    text_appendf(&res->reason, "; end of forward held %.0f bytes (meter), %s %.0f", mine, base->name, theirs);
 }
 
 /* Compiled regions that ran without this evidence: said, never silent. */
@@ -132,13 +120,11 @@ static void unrecorded(const struct run_record *run, struct impl_result *res)
     double calls = attr(run, "compile.unrecorded_region_calls");
     if (isnan(calls) || calls <= 0)
         return;
-    char text[RESULT_TEXT_MAX];
-    snprintf(text, sizeof text,
+    text_appendf(&res->reason,
              " [torch.compile: %.0f compiled region call(s) ran with a backend whose graphs are not read (only "
              "Inductor's, torch.compile's default, and aot_eager's are): what its partitioner saved and recomputed "
              "is not judged]",
              calls);
-    append(res, text);
 }
 
 /* A checkpoint Dynamo traced with preserve_rng_state=False around random
@@ -149,13 +135,11 @@ static void rng_state(const struct run_record *run, struct impl_result *res)
     double regions = attr(run, "compile.ckpt_regions_without_rng_state");
     if (isnan(regions) || regions <= 0 || !(res->verdict == V_PASS || res->verdict == V_NOISE))
         return;
-    char text[RESULT_TEXT_MAX];
-    snprintf(text, sizeof text,
+    text_appendf(&res->reason,
              " [preserve_rng_state=False in %.0f checkpoint region(s) that draw random numbers, inside compiled "
              "code: harmless, the partitioner saves each random op's output or recomputes it from the seed it "
              "saved, so the recompute draws no new numbers]",
              regions);
-    append(res, text);
 }
 
 /* A compiled run judged against the eager baseline alone: its compiler's

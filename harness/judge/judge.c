@@ -102,6 +102,41 @@ static void describe_tensor(const struct run_record *base, const char *path, con
         snprintf(buf, len, "%s: %s", path, d->why);
 }
 
+/* A tensor's place and what differs there (describe_tensor): its path
+ * (RUN_PATH_MAX), index and two values or a compare.h why; bounded by
+ * construction. */
+#define TENSOR_WHERE_MAX 1024
+/* What the judge's own checks write (run_checks, held_check,
+ * policy_statement, the case's memory requirements): figures and names
+ * from the harness's case (each within its case.h limit), bounded by
+ * construction; whatever comes from a run's texts goes through struct text. */
+#define FIGURES_MAX 8192
+
+void impl_result_free(struct impl_result *r)
+{
+    struct text *texts[] = {&r->reason, &r->first_divergence, &r->op_log, &r->memory_judged,
+                            &r->memory_extra, &r->memory_state, &r->memory_statement};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
+        text_free(texts[i]);
+}
+
+void case_result_free(struct case_result *r)
+{
+    for (int i = 0; i < r->n_results; i++)
+        impl_result_free(&r->results[i]);
+    r->n_results = 0;
+}
+
+int impl_result_check(const struct impl_result *r)
+{
+    const struct text *texts[] = {&r->reason, &r->first_divergence, &r->op_log, &r->memory_judged,
+                                  &r->memory_extra, &r->memory_state, &r->memory_statement};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
+        if (texts[i]->failed)
+            return text_check(texts[i], "a verdict's texts");
+    return ST_OK;
+}
+
 /* ---- one run ------------------------------------------------------------- */
 
 /* The verdicts expected of run `name` (its record `run`, or NULL for a run
@@ -133,18 +168,14 @@ static unsigned expected_mask(const struct ckpt_case *c, const struct run_record
  * wrong. */
 static void apply_observability(const struct run_record *run, struct impl_result *res)
 {
-    const char *why = run->not_observable;
+    const char *why = text_str(&run->not_observable);
     if (strcmp(run->role, RUN_ROLE_PLANTED_BUG) != 0 || !why[0])
         return;
-    size_t len = strlen(res->reason);
     if (res->verdict == V_PASS || res->verdict == V_NOISE) {
-        char was[RESULT_TEXT_MAX];
-        snprintf(was, sizeof was, "%s", res->reason);
         res->verdict = V_NOT_OBSERVABLE;
-        snprintf(res->reason, sizeof res->reason, "planted bug cannot show here (%s); the run matched: %s", why,
-                 was);
+        text_prependf(&res->reason, "planted bug cannot show here (%s); the run matched: ", why);
     } else if (res->verdict == V_FAIL) {
-        snprintf(res->reason + len, sizeof res->reason - len, " [its rule said it could not show here: %s]", why);
+        text_appendf(&res->reason, " [its rule said it could not show here: %s]", why);
     }
 }
 
@@ -197,15 +228,15 @@ static void user_figures(const struct run_record *run, struct impl_result *res)
     double step = run_record_attr(run, "memory.judged_step"), ops = run_record_attr(run, "memory.recomputed_ops");
     res->memory_step = isnan(step) ? (isnan(res->stated_end_forward_bytes) ? -1 : 1) : (int)step;
     res->memory_recomputed_ops = isnan(ops) ? -1 : (int)ops;
-    snprintf(res->memory_extra, sizeof res->memory_extra, "%s", run->memory_extra);
-    snprintf(res->memory_state, sizeof res->memory_state, "%s", run->memory_state);
-    snprintf(res->memory_statement, sizeof res->memory_statement, "%s", run->memory_statement);
+    text_set(&res->memory_extra, text_str(&run->memory_extra));
+    text_set(&res->memory_state, text_str(&run->memory_state));
+    text_set(&res->memory_statement, text_str(&run->memory_statement));
     if (run_record_attr(run, "memory.control") == 1)
-        snprintf(res->memory_judged, sizeof res->memory_judged, "control");
+        text_set(&res->memory_judged, "control");
     else if (!isnan(res->stated_end_forward_bytes))
-        snprintf(res->memory_judged, sizeof res->memory_judged, "judged");
-    else if (strncmp(run->memory_statement, USER_MEMORY_NOT_JUDGED, strlen(USER_MEMORY_NOT_JUDGED)) == 0)
-        snprintf(res->memory_judged, sizeof res->memory_judged, "%s", run->memory_statement);
+        text_set(&res->memory_judged, "judged");
+    else if (strncmp(text_str(&run->memory_statement), USER_MEMORY_NOT_JUDGED, strlen(USER_MEMORY_NOT_JUDGED)) == 0)
+        text_set(&res->memory_judged, text_str(&run->memory_statement));
 }
 
 static void run_figures(const struct run_record *runs, int n, const char *family, const struct run_record *base,
@@ -346,7 +377,7 @@ static void attempts_fail(const struct spread_table *tab, int n, int outside, co
 {
     const struct run_record *base = tab->baselines[0];
     const struct envelope_check *env = &worst->env;
-    char a[32], b[32], e[32], f[32], intro[160], where[RESULT_TEXT_MAX];
+    char a[32], b[32], e[32], f[32], intro[160], where[TENSOR_WHERE_MAX];
     res->verdict = V_FAIL;
     /* More baselines may widen an envelope; none makes a missing tensor appear. */
     res->outside_envelope = !worst->broken;
@@ -361,11 +392,11 @@ static void attempts_fail(const struct spread_table *tab, int n, int outside, co
         int in_it = run_record_find(worst->run, worst->d.first_missing) != NULL;
         const char *has = in_it ? worst->run->name : base->name, *lacks = in_it ? base->name : worst->run->name;
         snprintf(where, sizeof where, "%s missing in %s", worst->d.first_missing, lacks);
-        snprintf(res->reason, sizeof res->reason, "%s: %s is recorded by %s but not by %s (%d tensor(s) on one side "
+        text_setf(&res->reason, "%s: %s is recorded by %s but not by %s (%d tensor(s) on one side "
                  "only)", intro, worst->d.first_missing, has, lacks, worst->d.n_missing);
     } else if (worst->broken) {
         snprintf(where, sizeof where, "%s: %s", worst->d.incomparable_path, worst->d.incomparable_why);
-        snprintf(res->reason, sizeof res->reason, "%s: %s differs in dtype or shape: %s", intro,
+        text_setf(&res->reason, "%s: %s differs in dtype or shape: %s", intro,
                  worst->d.incomparable_path, worst->d.incomparable_why);
     } else if (env->diff.integer) {
         /* Counts (num_batches_tracked, a step counter, a mask): values, not ULPs. */
@@ -375,13 +406,13 @@ static void attempts_fail(const struct spread_table *tab, int n, int outside, co
             snprintf(floats, sizeof floats, "; floating tensors: max scaled ULP %s",
                      scaled_format(max_scaled, b, sizeof b));
         if (env->baselines_bitwise)
-            snprintf(res->reason, sizeof res->reason,
+            text_setf(&res->reason,
                      "%s: %s: its %d baselines agree bitwise, %s's values differ: %.0f vs %.0f (%zu of %zu "
                      "elements differ, by up to %llu; an integer tensor, compared as values)%s",
                      intro, env->path, tab->nb, worst->run->name, env->diff.first_a, env->diff.first_b,
                      env->diff.n_differ, env->diff.count, (unsigned long long)env->diff.max_value_diff, floats);
         else
-            snprintf(res->reason, sizeof res->reason,
+            text_setf(&res->reason,
                      "%s: %s lies outside its noise envelope: its values differ by up to %llu vs its baselines' "
                      "spread %.0f over %d runs, NOISE allows %gx max(spread, 1) (an integer tensor, compared as "
                      "values)%s",
@@ -390,13 +421,13 @@ static void attempts_fail(const struct spread_table *tab, int n, int outside, co
     } else {
         describe_tensor(base, env->path, &env->diff, where, sizeof where);
         if (env->baselines_bitwise)
-            snprintf(res->reason, sizeof res->reason,
+            text_setf(&res->reason,
                      "%s: %s: its %d baselines agree bitwise, %s differs by %s scaled ULP (max |x| %.3g; its raw max "
                      "ULP %s); max scaled ULP %s",
                      intro, env->path, tab->nb, worst->run->name, scaled_format(env->distance, a, sizeof a),
                      env->scale, ulp_format(env->diff.max_ulp, e, sizeof e), scaled_format(max_scaled, b, sizeof b));
         else
-            snprintf(res->reason, sizeof res->reason,
+            text_setf(&res->reason,
                      "%s: %s lies outside its noise envelope: %s scaled ULP (max |x| %.3g; its raw max ULP %s) vs its "
                      "baselines' spread %s over %d runs, NOISE allows %gx max(spread, 1); max scaled ULP %s",
                      intro, env->path, scaled_format(env->distance, a, sizeof a), env->scale,
@@ -404,9 +435,9 @@ static void attempts_fail(const struct spread_table *tab, int n, int outside, co
                      JUDGE_NOISE_MARGIN, scaled_format(max_scaled, f, sizeof f));
     }
     if (worst->run == run)
-        snprintf(res->first_divergence, sizeof res->first_divergence, "%s", where);
+        text_set(&res->first_divergence, where);
     else
-        snprintf(res->first_divergence, sizeof res->first_divergence, "%s: %.400s", worst->run->name, where);
+        text_setf(&res->first_divergence, "%s: %s", worst->run->name, where);
 }
 
 /* PASS, NOISE or FAIL over every attempt (samples[0] is the run, the rest
@@ -430,11 +461,10 @@ static int judge_attempts(const struct ckpt_case *c, const struct spread_table *
         attempts_merge(&all, &max_ulp, &max_ulp_path, &cur);
         any_broken |= cur.broken;
         any_counts |= cur.d.n_integer_differ > 0;
-        if (cur.d.has_divergence && !res->first_divergence[0]) {
-            char where[RESULT_TEXT_MAX];
+        if (cur.d.has_divergence && !text_len(&res->first_divergence)) {
+            char where[TENSOR_WHERE_MAX];
             describe_tensor(base, cur.d.first_path, &cur.d.first, where, sizeof where);
-            snprintf(res->first_divergence, sizeof res->first_divergence, "%s%s%.400s", k ? cur.run->name : "",
-                     k ? ": " : "", where);
+            text_setf(&res->first_divergence, "%s%s%s", k ? cur.run->name : "", k ? ": " : "", where);
         }
         if (cur.outside && (!outside || cur.badness > worst.badness))
             worst = cur;
@@ -448,7 +478,7 @@ static int judge_attempts(const struct ckpt_case *c, const struct spread_table *
     /* A tolerance is in ULPs: it never covers integer values that differ. */
     if (c->tolerance > 0 && !any_broken && !any_counts && (double)max_ulp <= c->tolerance) {
         res->verdict = V_PASS;
-        snprintf(res->reason, sizeof res->reason,
+        text_setf(&res->reason,
                  "within the case's tolerance: raw max ULP %s <= %g (%s%s); max scaled ULP %s",
                  ulp_format(max_ulp, a, sizeof a), c->tolerance, max_ulp_path ? max_ulp_path : "",
                  n > 1 ? ", over all attempts" : "", scaled_format(all.max_scaled, b, sizeof b));
@@ -464,23 +494,24 @@ static int judge_attempts(const struct ckpt_case *c, const struct spread_table *
         snprintf(attempts, sizeof attempts, " in all %d attempts (the run and %d re-run(s))", n, n - 1);
     /* A twin's family spreads by what it mixes (run_record.h noise_cause),
      * said first: the figures after it are what a long reason may lose. */
-    int len = run->noise_cause[0]
-                  ? snprintf(res->reason, sizeof res->reason,
+    if (text_len(&run->noise_cause))
+        text_setf(&res->reason,
                              "%s; every tensor within %gx its own spread over %d baselines%s: max scaled ULP %s; "
                              "nearest its limit %s, %s scaled ULP, %.3gx its spread; raw max ULP %s",
-                             run->noise_cause, JUDGE_NOISE_MARGIN, tab->nb, attempts,
+                             text_str(&run->noise_cause), JUDGE_NOISE_MARGIN, tab->nb, attempts,
                              scaled_format(all.max_scaled, e, sizeof e), all.worst_path,
                              scaled_format(all.worst_distance, b, sizeof b), all.worst_ratio,
-                             ulp_format(max_ulp, a, sizeof a))
-                  : snprintf(res->reason, sizeof res->reason,
+                             ulp_format(max_ulp, a, sizeof a));
+    else
+        text_setf(&res->reason,
                              "every tensor within %gx its own spread over %d baselines%s: max scaled ULP %s; "
                              "nearest its limit %s, %s scaled ULP, %.3gx its spread; raw max ULP %s: kernel "
                              "non-determinism, not the checkpoint",
                              JUDGE_NOISE_MARGIN, tab->nb, attempts, scaled_format(all.max_scaled, e, sizeof e),
                              all.worst_path, scaled_format(all.worst_distance, b, sizeof b), all.worst_ratio,
                              ulp_format(max_ulp, a, sizeof a));
-    if ((all.impl_varies || all.downstream_of_noise) && len > 0 && (size_t)len < sizeof res->reason)
-        snprintf(res->reason + len, sizeof res->reason - (size_t)len,
+    if (all.impl_varies || all.downstream_of_noise)
+        text_appendf(&res->reason,
                  " (the baselines drew %d differing tensor(s) alike: %d vary between this impl's own runs, %d "
                  "come after a step where noise showed)",
                  all.impl_varies + all.downstream_of_noise, all.impl_varies, all.downstream_of_noise);
@@ -506,18 +537,16 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
         int in_run = run_record_find(run, d.first_missing) != NULL;
         res->verdict = V_FAIL;
         snprintf(res->decided_by, sizeof res->decided_by, "missing tensor");
-        snprintf(res->first_divergence, sizeof res->first_divergence, "%s missing in %s", d.first_missing,
-                 in_run ? base->name : run->name);
-        snprintf(res->reason, sizeof res->reason, "%s is recorded by %s but not by %s (%d tensor(s) on one side only)",
+        text_setf(&res->first_divergence, "%s missing in %s", d.first_missing, in_run ? base->name : run->name);
+        text_setf(&res->reason, "%s is recorded by %s but not by %s (%d tensor(s) on one side only)",
                  d.first_missing, in_run ? run->name : base->name, in_run ? base->name : run->name, d.n_missing);
         return ST_OK;
     }
     if (d.incomparable) {
         res->verdict = V_FAIL;
         snprintf(res->decided_by, sizeof res->decided_by, "dtype/shape");
-        snprintf(res->first_divergence, sizeof res->first_divergence, "%s: %s", d.incomparable_path,
-                 d.incomparable_why);
-        snprintf(res->reason, sizeof res->reason, "%s differs in dtype or shape: %s", d.incomparable_path,
+        text_setf(&res->first_divergence, "%s: %s", d.incomparable_path, d.incomparable_why);
+        text_setf(&res->reason, "%s differs in dtype or shape: %s", d.incomparable_path,
                  d.incomparable_why);
         return ST_OK;
     }
@@ -541,17 +570,16 @@ static int judge_tensors(const struct ckpt_case *c, const struct run_record *con
             buffers += strncmp(base->items[i].path, "steps/", 6) == 0 && strstr(base->items[i].path, "/buffers/");
         }
         res->verdict = V_PASS;
-        int len;
         if (buffers)
-            len = snprintf(res->reason, sizeof res->reason,
+            text_setf(&res->reason,
                            "bitwise identical to %s: %d per-step tensors (losses, gradients), %d per-step buffers "
                            "and %d final parameters", base->name, per_step - buffers, buffers, d.n_tensors - per_step);
         else
-            len = snprintf(res->reason, sizeof res->reason,
+            text_setf(&res->reason,
                            "bitwise identical to %s: %d per-step tensors (losses, gradients) and %d final parameters",
                            base->name, per_step, d.n_tensors - per_step);
-        if (n_samples > 1 && len > 0 && (size_t)len < sizeof res->reason)
-            snprintf(res->reason + len, sizeof res->reason - (size_t)len, ", in all %d attempts (the run and %d "
+        if (n_samples > 1)
+            text_appendf(&res->reason, ", in all %d attempts (the run and %d "
                      "re-run(s))", n_samples, n_samples - 1);
         return ST_OK;
     }
@@ -583,17 +611,16 @@ static int memory_judged(const struct impl_result *res)
  * and adds it as what it would also be ("; also MEMFAIL: ..."). */
 static void memory_finding(struct impl_result *res, const char *why, const char *where)
 {
-    size_t len = strlen(res->reason);
     if (res->verdict == V_FAIL) {
-        snprintf(res->reason + len, sizeof res->reason - len, "; also MEMFAIL: %s", why);
+        text_appendf(&res->reason, "; also MEMFAIL: %s", why);
     } else if (res->verdict == V_MEMFAIL) {
-        if (!strstr(res->reason, why)) /* already the verdict (a leak it caused, judge_run) */
-            snprintf(res->reason + len, sizeof res->reason - len, "; and %s", why);
+        if (!strstr(text_str(&res->reason), why)) /* already the verdict (a leak it caused, judge_run) */
+            text_appendf(&res->reason, "; and %s", why);
     } else {
         res->verdict = V_MEMFAIL;
-        snprintf(res->reason, sizeof res->reason, "gradients right, but %s", why);
+        text_setf(&res->reason, "gradients right, but %s", why);
         if (where)
-            snprintf(res->first_divergence, sizeof res->first_divergence, "%s", where);
+            text_set(&res->first_divergence, where);
     }
 }
 
@@ -601,7 +628,7 @@ static void memory_requirement(const struct ckpt_case *c, double base_peak, stru
 {
     if (!memory_judged(res) || res->verdict == V_MEMFAIL)
         return;
-    char why[RESULT_TEXT_MAX];
+    char why[FIGURES_MAX];
     if (c->min_memory_saving >= 0 && !(res->memory_saved >= c->min_memory_saving)) {
         snprintf(why, sizeof why,
                  "peak memory saved %.1f%% < required %.1f%% (min_memory_saving; peak %.0f bytes vs baseline %.0f "
@@ -630,28 +657,32 @@ static void held_requirement(const struct ckpt_case *c, const struct run_record 
 {
     if (!memory_judged(res))
         return;
-    char why[RESULT_TEXT_MAX], note[RESULT_TEXT_MAX] = "", where[RESULT_TEXT_MAX];
+    char why[FIGURES_MAX], note[FIGURES_MAX] = "", where[FIGURES_MAX + 200];
     const struct run_record *off = NULL;
     const char *what = "memory.end_forward_bytes";
     /* A user's run: its statement, drawn from the baseline's memory map. */
-    enum user_memory_outcome user = user_memory_check(base, run, why, sizeof why, where, sizeof where);
+    struct text user_why = {0}, user_where = {0};
+    enum user_memory_outcome user = user_memory_check(base, run, &user_why, &user_where);
+    const char *uw = text_str(&user_why);
+    res->reason.failed |= user_why.failed | user_where.failed;
+    int user_said = user == USER_MEMORY_FAIL || user == USER_MEMORY_OK || uw[0];
     if (user == USER_MEMORY_FAIL) {
-        memory_finding(res, why, where);
-        return;
-    }
-    if (user == USER_MEMORY_OK || why[0]) {
-        size_t len = strlen(res->reason);
+        memory_finding(res, uw, text_str(&user_where));
+    } else if (user == USER_MEMORY_OK || uw[0]) {
         /* Memory that could not be judged says so in the verdict line, never
          * silently; a control run, marked so by its user, in brackets. */
-        if (user == USER_MEMORY_UNJUDGED && strncmp(why, "memory not judged", 17) == 0)
-            snprintf(res->reason + len, sizeof res->reason - len, "; %s", why);
+        if (user == USER_MEMORY_UNJUDGED && strncmp(uw, "memory not judged", 17) == 0)
+            text_appendf(&res->reason, "; %s", uw);
         else if (user == USER_MEMORY_UNJUDGED)
-            snprintf(res->reason + len, sizeof res->reason - len, " [%s]", why);
-        else if (strstr(why, "above its statement") || strstr(why, "too small to tell"))
+            text_appendf(&res->reason, " [%s]", uw);
+        else if (strstr(uw, "above its statement") || strstr(uw, "too small to tell"))
             /* a PASS holding more than stated says how much and what; one too small to judge, that */
-            snprintf(res->reason + len, sizeof res->reason - len, " [memory: %s]", why);
-        return;
+            text_appendf(&res->reason, " [memory: %s]", uw);
     }
+    text_free(&user_why);
+    text_free(&user_where);
+    if (user_said)
+        return;
     enum held_outcome own = held_check_run(run, c->device, why, sizeof why);
     if (own == HELD_OFF)
         off = run;
@@ -669,12 +700,11 @@ static void held_requirement(const struct ckpt_case *c, const struct run_record 
         }
     }
     if (off) {
-        snprintf(where, sizeof where, "/runs/%s/%s: %.400s", off->name, what, why);
+        snprintf(where, sizeof where, "/runs/%s/%s: %s", off->name, what, why);
         memory_finding(res, why, where);
     }
-    size_t len = strlen(res->reason);
     if (note[0])
-        snprintf(res->reason + len, sizeof res->reason - len, " [%s]", note);
+        text_appendf(&res->reason, " [%s]", note);
 }
 
 /* codegen_rounding.h's rule for a run FAILed by its envelope whose code a
@@ -689,14 +719,15 @@ static int judge_rounding(const struct ckpt_case *c, const struct run_record *ru
     const struct run_record *twin = judge_find_run(runs, n, twin_name), *graphs_base = NULL;
     struct impl_result twin_res; /* a twin without codegen: judge_run does not come back here */
     memset(&twin_res, 0, sizeof twin_res);
+    int st = ST_OK;
     if (twin && twin->baselines[0]) {
         snprintf(graphs_name, sizeof graphs_name, "%s_0", twin->baselines);
         graphs_base = judge_find_run(runs, n, graphs_name);
     }
-    if (twin && graphs_base && !(run_record_attr(twin, "compile.codegen") >= CODEGEN_INDUCTOR)) {
-        int st = judge_run(c, runs, n, twin_name, &twin_res);
-        if (st)
-            return st;
+    if (twin && graphs_base && !(run_record_attr(twin, "compile.codegen") >= CODEGEN_INDUCTOR) &&
+        (st = judge_run(c, runs, n, twin_name, &twin_res))) {
+        impl_result_free(&twin_res);
+        return st;
     }
     const struct run_record *samples[65];
     int n_samples = 0;
@@ -704,7 +735,9 @@ static int judge_rounding(const struct ckpt_case *c, const struct run_record *ru
     for (int k = 0; k < n_reruns && n_samples < 65; k++)
         if (!reruns[k]->outcome[0])
             samples[n_samples++] = reruns[k];
-    return codegen_rounding_judge(base, samples, n_samples, twin, &twin_res, graphs_base, res);
+    st = codegen_rounding_judge(base, samples, n_samples, twin, &twin_res, graphs_base, res);
+    impl_result_free(&twin_res);
+    return st;
 }
 
 int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, const char *name,
@@ -733,9 +766,9 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
     }
     if (base->outcome[0])
         return error_set(ST_INPUT, "/runs/%s: the baseline itself did not complete (%s: %s)", base_name,
-                         base->outcome, base->message);
+                         base->outcome, text_str(&base->message));
     int violated;
-    char why[RESULT_TEXT_MAX], where[RESULT_TEXT_MAX];
+    char why[FIGURES_MAX], where[FIGURES_MAX];
     /* Its hooks; its bytes are the reference (a file's baseline may allocate lazily). */
     int st = run_checks_judge(base, base, &violated, why, sizeof why, where, sizeof where);
     if (st)
@@ -744,12 +777,12 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
         return error_set(ST_INPUT, "/runs/%s: the baseline itself fails a run check: %s", base_name, why);
     if (strcmp(run->outcome, RUN_OUTCOME_ERROR) == 0) {
         res->verdict = V_ERROR;
-        snprintf(res->reason, sizeof res->reason, "%s", run->message);
+        text_set(&res->reason, text_str(&run->message));
     } else if (strcmp(run->outcome, RUN_OUTCOME_CHECK_FAILED) == 0) {
         res->verdict = V_FAIL;
-        snprintf(res->reason, sizeof res->reason, "the checkpoint's own check failed: %s", run->message);
-        snprintf(res->first_divergence, sizeof res->first_divergence, "%s", run->message);
-        snprintf(res->op_log, sizeof res->op_log, "%s", run->op_log);
+        text_setf(&res->reason, "the checkpoint's own check failed: %s", text_str(&run->message));
+        text_set(&res->first_divergence, text_str(&run->message));
+        text_set(&res->op_log, text_str(&run->op_log));
     } else if ((st = judge_tensors(c, baselines, nb, reruns, n_reruns, run, res))) {
         return st;
     } else if (codegen_rounding_applies(base, run, res) && (st = judge_rounding(c, runs, n, base, run, reruns, n_reruns,
@@ -761,32 +794,33 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
     if (!run->outcome[0] && (res->verdict == V_PASS || res->verdict == V_NOISE)) {
         if ((st = run_checks_judge(run, base, &violated, why, sizeof why, where, sizeof where)))
             return st;
-        char mem[RESULT_TEXT_MAX], at[RESULT_TEXT_MAX];
+        struct text mem = {0}, at = {0};
+        char undecided[FIGURES_MAX];
         if (violated && strncmp(why, "leak", 4) == 0 &&
-            user_memory_check(base, run, mem, sizeof mem, at, sizeof at) == USER_MEMORY_FAIL) {
+            user_memory_check(base, run, &mem, &at) == USER_MEMORY_FAIL) {
             /* A user's run whose memory names what it holds: that finding is
              * the verdict, the step-start growth it causes its consequence. */
-            snprintf(res->reason, sizeof res->reason, "gradients right, but %s; and %s", mem, why);
-            snprintf(res->first_divergence, sizeof res->first_divergence, "%s", at);
+            text_setf(&res->reason, "gradients right, but %s; and %s", text_str(&mem), why);
+            text_set(&res->first_divergence, text_str(&at));
             res->verdict = V_MEMFAIL;
             res->gradients_right = 1;
         } else if (violated) {
             /* The same work with the right gradients: what breaks is what
              * hangs on the run beyond them, and its figures stand. */
-            snprintf(res->reason, sizeof res->reason, "gradients %s %s, but %s",
+            text_setf(&res->reason, "gradients %s %s, but %s",
                      res->verdict == V_PASS ? "bitwise identical to" : "within the kernels' noise of", base_name, why);
-            snprintf(res->first_divergence, sizeof res->first_divergence, "%s", where);
+            text_set(&res->first_divergence, where);
             res->verdict = V_FAIL;
             res->gradients_right = 1;
-        } else if (run_checks_leak_undecided(run, base, mem, sizeof mem)) {
-            size_t len = strlen(res->reason);
-            snprintf(res->reason + len, sizeof res->reason - len, " [%s]", mem);
+        } else if (run_checks_leak_undecided(run, base, undecided, sizeof undecided)) {
+            text_appendf(&res->reason, " [%s]", undecided);
         }
+        res->reason.failed |= mem.failed | at.failed;
+        text_free(&mem);
+        text_free(&at);
     }
-    if (run->warning[0] && res->verdict != V_PASS) {
-        size_t len = strlen(res->reason);
-        snprintf(res->reason + len, sizeof res->reason - len, " [warning: %s]", run->warning);
-    }
+    if (text_len(&run->warning) && res->verdict != V_PASS)
+        text_appendf(&res->reason, " [warning: %s]", text_str(&run->warning));
     run_figures(runs, n, family, base, run, res);
     /* FAIL and ERROR runs did not do the same work: their figures would
      * mislead, so they are left out of savings and overheads; a FAIL of a
@@ -800,28 +834,21 @@ int judge_run(const struct ckpt_case *c, const struct run_record *runs, int n, c
     apply_observability(run, res);
     /* What the baseline itself warned of (parameters that require grad
      * but got none) qualifies every verdict judged against it, PASS too. */
-    if (base->warning[0]) {
-        size_t len = strlen(res->reason);
-        snprintf(res->reason + len, sizeof res->reason - len, " [baseline warning: %s]", base->warning);
-    }
+    if (text_len(&base->warning))
+        text_appendf(&res->reason, " [baseline warning: %s]", text_str(&base->warning));
     if (res->input_grads_only_in_run) {
         char more[48] = "";
         if (res->input_grads_only_in_run > 1)
             snprintf(more, sizeof more, " and %d more", res->input_grads_only_in_run - 1);
-        size_t len = strlen(res->reason);
-        snprintf(res->reason + len, sizeof res->reason - len, " [input gradient computed by %s only, not by %s, "
-                 "so not compared: %s%s]", name, base_name, res->first_input_grad_only_in_run, more);
+        text_appendf(&res->reason, " [input gradient computed by %s only, not by %s, so not compared: %s%s]", name, base_name, res->first_input_grad_only_in_run, more);
     }
     /* A run that patched the model's classes is named whatever its
-     * verdict: said first, so no long reason cuts it off. */
-    if (run->class_patches[0]) {
-        char reason[RESULT_TEXT_MAX];
-        snprintf(reason, sizeof reason, "%s", res->reason);
-        snprintf(res->reason, sizeof res->reason, "%.300s; %s", run->class_patches, reason);
-    }
+     * verdict, first: what it changed frames everything after. */
+    if (text_len(&run->class_patches))
+        text_prependf(&res->reason, "%s; ", text_str(&run->class_patches));
     res->expected_mask = expected_mask(c, run);
     res->expected = (res->expected_mask >> res->verdict) & 1u;
-    return ST_OK;
+    return impl_result_check(res);
 }
 
 /* ---- a whole case --------------------------------------------------------- */
@@ -917,8 +944,8 @@ static void gone_result(const struct gone_run *g, struct impl_result *res)
     snprintf(res->impl, sizeof res->impl, "%s", g->name);
     res->verdict = V_ERROR;
     res->expected = 0;
-    snprintf(res->reason, sizeof res->reason, "%s", g->reason);
-    snprintf(res->first_divergence, sizeof res->first_divergence, "%s", g->first_missing);
+    text_set(&res->reason, g->reason);
+    text_set(&res->first_divergence, g->first_missing);
     res->memory_saved = res->end_forward_saved = res->overhead = res->noise_ratio = NAN;
     res->baseline_step_ms = res->baseline_peak_bytes = res->baseline_end_forward_bytes = NAN;
     res->stated_end_forward_bytes = res->judged_held_bytes = NAN;
@@ -935,14 +962,12 @@ static void gone_result(const struct gone_run *g, struct impl_result *res)
 static void twin_fail_says_what_it_compares(const struct run_record *twin_run, const struct impl_result *of,
                                             const char *own, struct impl_result *twin)
 {
-    char was[RESULT_TEXT_MAX];
-    snprintf(was, sizeof was, "%s", twin->reason);
-    snprintf(twin->reason, sizeof twin->reason,
-             "%s, itself %s against %s_0, judged again against %s_<k> (the plain runs of its family and of another)"
-             "%s: %s",
-             twin_run->twin_of, verdict_name(of->verdict), own,
-             twin_run->baselines[0] ? twin_run->baselines : "baseline",
-             twin->outside_envelope ? ", further from them than they are from each other" : "", was);
+    text_prependf(&twin->reason,
+                  "%s, itself %s against %s_0, judged again against %s_<k> (the plain runs of its family and of "
+                  "another)%s: ",
+                  twin_run->twin_of, verdict_name(of->verdict), own,
+                  twin_run->baselines[0] ? twin_run->baselines : "baseline",
+                  twin->outside_envelope ? ", further from them than they are from each other" : "");
 }
 
 /* A twin (run_record.h twin_of) is its run judged again against a mixed
@@ -974,7 +999,7 @@ static void twins_follow_their_runs(const struct run_record *runs, int n, struct
                 twin_fail_says_what_it_compares(r, of, own, twin);
             continue;
         }
-        snprintf(twin->reason, sizeof twin->reason,
+        text_setf(&twin->reason,
                  "not judged: %s is itself %s against %s_0 (%s), which explains any difference from this family "
                  "(measured here: %s)",
                  r->twin_of, verdict_name(of->verdict), own, of->expected ? "expected" : "unexpected",
@@ -1010,12 +1035,14 @@ int judge_listed(const struct ckpt_case *c, const struct run_record *runs, int n
                 res->expected_mask = expected_mask_of(c, name, judge_find_run(runs, n, name));
             } else {
                 int st = judge_run(c, runs, n, name, res);
-                if (st)
+                if (st) {
+                    impl_result_free(res); /* what it had composed */
                     return st;
+                }
                 /* A record always says why (a run may end in an error it
                  * gave no message for). */
-                if (!res->reason[0])
-                    snprintf(res->reason, sizeof res->reason, "%s",
+                if (!text_len(&res->reason))
+                    text_set(&res->reason,
                              res->verdict == V_ERROR ? "the run ended in an error (outcome=error) and recorded no "
                                                        "message"
                                                      : "no reason recorded");

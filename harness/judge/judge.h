@@ -33,17 +33,8 @@
  * agree): each stored tensor may load at most budget / this many bytes. */
 #define JUDGE_TENSORS_HELD 4
 
-/* A verdict's reason joins texts of its own (figures, findings, notes),
- * the run's message and the report's strings (RUN_TEXT_MAX each): room
- * for all of them, so no reason is ever cut (summary.json, JUnit,
- * report.html and ckpt_verify's Verdict.reason carry it whole). */
-#define RESULT_TEXT_MAX 8192
-/* A user's run's memory lists and statement as a result keeps them: the
- * Python producer writes each within 1 KB (memory_map.describe: 400
- * characters of names, the statement's modules 140), so none is cut. */
-#define RESULT_MEMORY_TEXT_MAX 2048
-/* first_divergence: a tensor's path and what differs there. */
-#define RESULT_WHERE_MAX 512
+/* A case that could not run at all: the error slot's message. */
+#define RESULT_ERROR_MAX 2048
 
 /* One tensor that differs from baseline_0, as the envelope judged it: its
  * distance at its scale (scaled ULP; INFINITY for NaN/Inf or a broken
@@ -66,11 +57,16 @@ struct impl_result {
     /* A twin (run_record.h twin_of) its run's own verdict explains: not
      * judged, `verdict` kept as measured; reports show "n/j" for it. */
     int not_judged;
-    char reason[RESULT_TEXT_MAX];
-    char first_divergence[RESULT_WHERE_MAX]; /* "steps/1/grads/l0.weight [3, 5] (...)" or "" */
+    /* A result's texts are heap texts (text.h), whole at any length, owned
+     * by the result (impl_result_free): a verdict's reason joins its own
+     * figures and findings with the run's message, warnings and memory
+     * lists, and summary.json, JUnit, report.html and ckpt_verify's
+     * Verdict.reason carry it whole. */
+    struct text reason;
+    struct text first_divergence; /* "steps/1/grads/l0.weight [3, 5] (...)" or "" */
     /* The run's op_log when the checkpoint's own check failed (run_record.h):
      * forward's and recompute's ops side by side, several lines; or "". */
-    char op_log[RUN_OP_LOG_MAX];
+    struct text op_log;
     uint64_t max_ulp;             /* raw element-wise max over every tensor */
     double max_scaled_ulp;        /* max over tensors of the distance at the tensor's scale */
     double noise_ratio;           /* max over differing tensors whose baselines differ of distance / envelope */
@@ -125,9 +121,9 @@ struct impl_result {
      * "control", "not judged: <why>", or "" (not a user's run). */
     double stated_end_forward_bytes, judged_held_bytes;
     int memory_step, memory_recomputed_ops;
-    char memory_judged[RESULT_TEXT_MAX];
-    char memory_extra[RESULT_MEMORY_TEXT_MAX], memory_state[RESULT_MEMORY_TEXT_MAX];
-    char memory_statement[RESULT_MEMORY_TEXT_MAX];
+    struct text memory_judged;
+    struct text memory_extra, memory_state;
+    struct text memory_statement;
     /* Every tensor that differs from baseline_0 (tensors_differing of them,
      * counted per path over the attempts), the RESULT_TENSORS_MAX farthest
      * kept, farthest first: what a report shows per tensor and step. Filled
@@ -163,8 +159,15 @@ struct case_result {
      * harness's defaults filled in). */
     int definition_from_producer;
     int status;                   /* ST_OK, or the case could not run at all */
-    char error[RESULT_TEXT_MAX];
+    char error[RESULT_ERROR_MAX];
 };
+
+/* Frees a result's texts (zeroed after; a zeroed result needs none). */
+void impl_result_free(struct impl_result *r);
+/* Frees every result's texts (out->n_results of them). */
+void case_result_free(struct case_result *r);
+/* ST_OK, or ST_INTERNAL when composing one of r's texts ran out of memory. */
+int impl_result_check(const struct impl_result *r);
 
 /* 1 for "baseline_<k>" or "<prefix>_baseline_<k>": the runs that set an
  * envelope. A run is judged against the family its `baselines` attribute

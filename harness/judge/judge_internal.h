@@ -12,7 +12,9 @@
  * part of it: its ERROR record (judge_file). */
 struct gone_run {
     char name[64];
-    char reason[RESULT_TEXT_MAX];
+    /* Run names, the report's path (PATH_MAX, 4096) and a tensor's path:
+     * bounded by construction. */
+    char reason[8192];
     char first_missing[RUN_PATH_MAX + 16];
 };
 

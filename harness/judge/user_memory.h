@@ -33,8 +33,9 @@ enum user_memory_outcome {
     USER_MEMORY_FAIL,     /* why says what is held, where names the attribute */
 };
 
-/* run against its statement; base is the baseline it is judged against. */
-enum user_memory_outcome user_memory_check(const struct run_record *base, const struct run_record *run, char *why,
-                                           size_t why_len, char *where, size_t where_len);
+/* run against its statement; base is the baseline it is judged against.
+ * why and where are set (emptied first), whole at any length. */
+enum user_memory_outcome user_memory_check(const struct run_record *base, const struct run_record *run,
+                                           struct text *why, struct text *where);
 
 #endif

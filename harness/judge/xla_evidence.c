@@ -6,12 +6,7 @@
 
 static double attr(const struct run_record *r, const char *key) { return run_record_attr(r, key); }
 
-static void append(struct impl_result *res, const char *text)
-{
-    size_t len = strlen(res->reason);
-    if (len + 1 < sizeof res->reason)
-        snprintf(res->reason + len, sizeof res->reason - len, "%s", text);
-}
+static void append(struct impl_result *res, const char *text) { text_append(&res->reason, text); }
 
 /* "temp 1.00x baseline (a vs b bytes)", or the total when temps are absent. */
 static void bytes_ratio(const struct run_record *base, const struct run_record *run, char *buf, size_t len,
@@ -41,13 +36,13 @@ void xla_evidence_judge(const struct run_record *base, const struct run_record *
     double merged = attr(run, "xla.regions_merged"), other = attr(run, "xla.barrier_other_values");
     double other_bytes = attr(run, "xla.barrier_other_bytes"), inputs = attr(run, "xla.barrier_recompute_inputs");
     double ops = attr(run, "xla.ops_optimized"), base_ops = attr(base, "xla.ops_optimized");
-    char bytes[200], text[RESULT_TEXT_MAX];
+    char bytes[200];
     double ratio;
     bytes_ratio(base, run, bytes, sizeof bytes, &ratio);
     int judged_ok = res->verdict == V_PASS || res->verdict == V_NOISE;
     if (judged_ok && traced > 0 && merged > 0) {
         res->verdict = V_MEMFAIL;
-        snprintf(res->reason, sizeof res->reason,
+        text_setf(&res->reason,
                  "gradients right, but the recompute of %.0f of %.0f region(s) was merged into the forward by XLA "
                  "(CSE): %.0f recompute op(s) traced, %.0f left after optimization; %s",
                  merged, regions, traced, left, bytes);
@@ -57,7 +52,7 @@ void xla_evidence_judge(const struct run_record *base, const struct run_record *
          * ops with no forward twin left: the compiled step is no bigger than
          * the plain one, so the recompute went into the forward's ops. */
         res->verdict = V_MEMFAIL;
-        snprintf(res->reason, sizeof res->reason,
+        text_setf(&res->reason,
                  "gradients right, but XLA merged the recompute of %.0f region(s) into the forward (CSE): the "
                  "optimized step has %.0f instructions, no more than the plain baseline's %.0f (%.0f recompute "
                  "op(s) traced, %.0f still marked after optimization); %s",
@@ -72,28 +67,26 @@ void xla_evidence_judge(const struct run_record *base, const struct run_record *
                      "gradient (opt-barriers: %.0f before optimization, %.0f after)",
                      early, isnan(barriers) ? 0 : barriers, isnan(kept) ? 0 : kept);
         res->verdict = V_MEMFAIL;
-        snprintf(res->reason, sizeof res->reason,
+        text_setf(&res->reason,
                  "gradients right and the recompute survives XLA's optimization (%.0f op(s) marked as recompute "
                  "after it, %.0f traced), but nothing is saved: %s%s",
                  left, traced, bytes, sched);
     } else if (judged_ok && traced > 0) {
         /* Two counts, not a fraction: the optimized program can mark more
          * ops than were traced (XLA splits and copies ops into fusions). */
-        snprintf(text, sizeof text,
+        text_appendf(&res->reason,
                  "; recompute kept by XLA in %.0f region(s): %.0f op(s) marked as recompute after optimization, "
                  "%.0f traced, %s",
                  regions, left, traced, bytes);
-        append(res, text);
     }
     if (attr(run, "xla.graph_hash_as_baseline") == 1)
         append(res, " [finding: torch_xla's graph hash of this step equals the plain baseline's: in one process its "
                     "compilation cache would run the baseline's program, recompute dropped; each run here is salted to "
                     "compile its own]");
     if (other > 0) {
-        snprintf(text, sizeof text,
+        text_appendf(&res->reason,
                  " [finding: opt-barriers beyond the recompute inputs: %.0f held value(s) no recompute op reads "
                  "(%.0f recompute input(s) besides), %.0f bytes kept live up to the barrier]",
                  other, isnan(inputs) ? 0 : inputs, other_bytes);
-        append(res, text);
     }
 }

@@ -49,7 +49,7 @@ static void append(char *buf, size_t len, const char *text)
 
 void progress_case_text(char *buf, size_t len, int index, int total, const struct case_result *r, double seconds)
 {
-    char part[RESULT_TEXT_MAX + 64];
+    char part[RESULT_ERROR_MAX + 64];
     snprintf(buf, len, "[%d/%d] %s:", index + 1, total, r->name);
     if (r->n_results == 0) {
         snprintf(part, sizeof part, " ERROR (%s)", r->error);

@@ -71,8 +71,8 @@ static void print_memory_line(FILE *out, int width, const char *what, double hel
 static void print_user_memory_line(FILE *out, int width, const struct impl_result *x)
 {
     char a[32], b[32], c[32], d[32], e[32];
-    if (strcmp(x->memory_judged, "judged") != 0) {
-        fprintf(out, "  %-*s   memory %s; peak %s, step %s (forward %s)\n", width, "", x->memory_judged,
+    if (strcmp(text_str(&x->memory_judged), "judged") != 0) {
+        fprintf(out, "  %-*s   memory %s; peak %s, step %s (forward %s)\n", width, "", text_str(&x->memory_judged),
                 bytes_cell(x->peak_bytes, c, sizeof c), ms_cell(x->step_ms, d, sizeof d),
                 ms_cell(x->forward_ms, e, sizeof e));
         return;
@@ -106,9 +106,30 @@ double report_verdict_distance(const struct impl_result *x)
  * error with no message, a case that judged nothing) is named as such. */
 static const char *reason_text(const struct impl_result *x)
 {
-    if (x->reason[0])
-        return x->reason;
+    if (text_len(&x->reason))
+        return text_str(&x->reason);
     return x->verdict == V_ERROR ? "the run ended in an error and recorded no message" : "no reason recorded";
+}
+
+/* The reason under a row: whole, or shortened (report.h) past
+ * REPORT_TABLE_REASON_MAX bytes, so one long reason does not bury the table. */
+static void print_reason(FILE *out, int width, const char *reason)
+{
+    size_t len = strlen(reason), shown = len;
+    if (len > REPORT_TABLE_REASON_MAX) {
+        shown = REPORT_TABLE_REASON_MAX;
+        /* At the last space within the limit; else never inside a UTF-8 character. */
+        while (shown > REPORT_TABLE_REASON_MAX / 2 && reason[shown] != ' ')
+            shown--;
+        if (reason[shown] != ' ')
+            for (shown = REPORT_TABLE_REASON_MAX; shown > 0 && ((unsigned char)reason[shown] & 0xC0) == 0x80;)
+                shown--;
+    }
+    fprintf(out, "  %-*s   %.*s", width, "", (int)shown, reason);
+    if (shown < len)
+        fprintf(out, " ... [%zu more bytes; the whole reason is in summary.json, report.html and junit.xml]",
+                len - shown);
+    fputc('\n', out);
 }
 
 static const char *case_error_text(const struct case_result *r)
@@ -184,15 +205,15 @@ void report_print_case(FILE *out, const struct case_result *r)
                 x->not_judged && !r->status ? "-" : x->expected && !r->status ? "yes" : "NO",
                 distance_cell(x, ulp, sizeof ulp),
                 percent_cell(x->end_forward_saved, held, sizeof held), percent_cell(x->memory_saved, saved, sizeof saved),
-                over, x->first_divergence[0] ? x->first_divergence : "-");
-        fprintf(out, "  %-*s   %s\n", w, "", reason_text(x));
+                over, text_len(&x->first_divergence) ? text_str(&x->first_divergence) : "-");
+        print_reason(out, w, reason_text(x));
         /* PyTorch's debug=True log under the reason, one row a line. */
-        for (const char *row = x->op_log; *row;) {
+        for (const char *row = text_str(&x->op_log); *row;) {
             size_t len = strcspn(row, "\n");
             fprintf(out, "  %-*s     %.*s\n", w, "", (int)len, row);
             row += len + (row[len] == '\n');
         }
-        if (x->memory_judged[0] && strcmp(x->memory_judged, "control") != 0)
+        if (text_len(&x->memory_judged) && strcmp(text_str(&x->memory_judged), "control") != 0)
             print_user_memory_line(out, w, x);
         else
             print_memory_line(out, w, "", x->end_forward_bytes, x->predicted_end_forward_bytes, x->peak_bytes,
@@ -349,18 +370,18 @@ static json_t *tensor_list(const char *text)
  * holds beyond its baseline (extras) and as state, as lists. */
 static void add_user_memory(json_t *rec, const struct impl_result *x)
 {
-    if (!x->memory_judged[0])
+    if (!text_len(&x->memory_judged))
         return;
-    json_object_set_new(rec, "memory", json_string(x->memory_judged));
-    if (strcmp(x->memory_judged, "judged") != 0)
+    json_object_set_new(rec, "memory", json_string(text_str(&x->memory_judged)));
+    if (strcmp(text_str(&x->memory_judged), "judged") != 0)
         return;
     json_object_set_new(rec, "stated_end_forward_bytes", json_number(x->stated_end_forward_bytes));
     json_object_set_new(rec, "judged_held_bytes", json_number(x->judged_held_bytes));
     json_object_set_new(rec, "memory_step", json_integer(x->memory_step));
     json_object_set_new(rec, "recomputed_ops", json_integer(x->memory_recomputed_ops));
-    json_object_set_new(rec, "memory_statement", json_string(x->memory_statement));
-    json_object_set_new(rec, "memory_extras", tensor_list(x->memory_extra));
-    json_object_set_new(rec, "memory_state", tensor_list(x->memory_state));
+    json_object_set_new(rec, "memory_statement", json_string(text_str(&x->memory_statement)));
+    json_object_set_new(rec, "memory_extras", tensor_list(text_str(&x->memory_extra)));
+    json_object_set_new(rec, "memory_state", tensor_list(text_str(&x->memory_state)));
 }
 
 /* The judge's per-tensor distances (judge.h tensor_distances), as it
@@ -399,12 +420,18 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
             /* Judged, but the report could not be written (a full disk):
              * an error the run must not publish as green, whatever the
              * gradients said. The judged verdict stays, under its name. */
-            char why[RESULT_TEXT_MAX * 2 + 64];
-            snprintf(why, sizeof why, "report not written: %s (judged %s: %s)", case_error_text(r),
-                     verdict_name(x->verdict), reason_text(x));
+            struct text why = {0};
+            text_setf(&why, "report not written: %s (judged %s: %s)", case_error_text(r), verdict_name(x->verdict),
+                      reason_text(x));
             json_object_set_new(rec, "verdict", json_string("ERROR"));
             json_object_set_new(rec, "expected", json_false());
-            json_object_set_new(rec, "reason", json_string(why));
+            json_object_set_new(rec, "reason", json_string(text_str(&why)));
+            int st = text_check(&why, "a summary's reason");
+            text_free(&why);
+            if (st) {
+                json_decref(rec);
+                return st;
+            }
             json_object_set_new(rec, "judged_verdict", json_string(verdict_name(x->verdict)));
         } else {
             json_object_set_new(rec, "verdict", json_string(verdict_name(x->verdict)));
@@ -418,7 +445,7 @@ int summary_add_case_run(struct summary *s, const struct case_result *r, int cas
         json_object_set_new(rec, "expected_verdicts",
                             json_string(verdict_mask_text(x->expected_mask, wanted, sizeof wanted)));
         json_object_set_new(rec, "judged", json_boolean(!x->not_judged));
-        json_object_set_new(rec, "first_divergence", json_string(x->first_divergence));
+        json_object_set_new(rec, "first_divergence", json_string(text_str(&x->first_divergence)));
         /* The verdict's distance (null: infinite; absent: none measured)
          * and, labelled raw, the element-wise max ULP (null: infinite). */
         double distance = report_verdict_distance(x);

@@ -10,6 +10,11 @@
 
 #include "judge.h"
 
+/* The table shows a reason whole up to REPORT_TABLE_REASON_MAX bytes; a
+ * longer one is shortened at a word boundary, ending in a marker that says
+ * how many bytes were left out and that summary.json, report.html and
+ * JUnit carry it whole. */
+#define REPORT_TABLE_REASON_MAX 1000
 void report_print_case(FILE *out, const struct case_result *r);
 /* The one distance a verdict shows everywhere: the largest distance of any
  * tensor from baseline_0 in scaled ULP (ULPs of its dtype at its max |x|);

@@ -53,6 +53,9 @@ int h5store_path_exists(hid_t file, const char *path);
  * Returns 1 on success, 0 if it is not a single string, -1 on HDF5
  * failure, -2 if it does not fit in buf. */
 int h5store_attr_string(hid_t attr, char *buf, size_t len);
+/* The same at any length: *out (malloc'd, the caller frees it; NULL unless
+ * 1) holds the whole string. 1, 0 and -1 as above; -3 out of memory. */
+int h5store_attr_string_alloc(hid_t attr, char **out);
 
 /* An attribute opened with its type and dataspace; any of the three is
  * negative when it could not be had. h5store_attr_close closes what opened. */

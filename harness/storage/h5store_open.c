@@ -42,8 +42,9 @@ int h5store_path_exists(hid_t file, const char *path)
  * variable-length (what h5py writes for a Python str). Returns 1 on
  * success, 0 if it is not a single string, -1 on HDF5 failure, -2 if it
  * does not fit in buf. */
-int h5store_attr_string(hid_t attr, char *buf, size_t len)
+int h5store_attr_string_alloc(hid_t attr, char **out)
 {
+    *out = NULL;
     hid_t ftype = H5Aget_type(attr);
     hid_t space = H5Aget_space(attr);
     hid_t mtype = H5I_INVALID_HID;
@@ -61,24 +62,24 @@ int h5store_attr_string(hid_t attr, char *buf, size_t len)
         char *v = NULL;
         if (H5Tset_size(mtype, H5T_VARIABLE) < 0 || H5Aread(attr, mtype, &v) < 0)
             goto done;
-        const char *value = v ? v : "";
-        rc = strlen(value) < len ? 1 : -2;
-        if (rc == 1)
-            strcpy(buf, value);
+        *out = strdup(v ? v : "");
         H5free_memory(v);
+        rc = *out ? 1 : -3;
     } else {
         size_t n = H5Tget_size(ftype);
         char *tmp = malloc(n + 1);
-        if (!tmp || H5Tset_size(mtype, n + 1) < 0 || H5Tset_strpad(mtype, H5T_STR_NULLTERM) < 0 ||
+        if (!tmp) {
+            rc = -3;
+            goto done;
+        }
+        if (H5Tset_size(mtype, n + 1) < 0 || H5Tset_strpad(mtype, H5T_STR_NULLTERM) < 0 ||
             H5Aread(attr, mtype, tmp) < 0) {
             free(tmp);
             goto done;
         }
         tmp[n] = '\0';
-        rc = strlen(tmp) < len ? 1 : -2;
-        if (rc == 1)
-            strcpy(buf, tmp);
-        free(tmp);
+        *out = tmp;
+        rc = 1;
     }
 done:
     if (mtype >= 0)
@@ -88,6 +89,19 @@ done:
     if (ftype >= 0)
         H5Tclose(ftype);
     return rc;
+}
+
+int h5store_attr_string(hid_t attr, char *buf, size_t len)
+{
+    char *value;
+    int rc = h5store_attr_string_alloc(attr, &value);
+    if (rc == 1) {
+        rc = strlen(value) < len ? 1 : -2;
+        if (rc == 1)
+            strcpy(buf, value);
+    }
+    free(value);
+    return rc == -3 ? -1 : rc;
 }
 
 /* Opens a report for reading after the checks that give each kind of bad

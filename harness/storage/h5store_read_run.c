@@ -243,53 +243,55 @@ static herr_t visit_attr(hid_t loc, const char *name, const H5A_info_t *info, vo
         v->status = h5store_fail(ST_INPUT, v->file, where, "unreadable attribute %s", name);
     } else {
         H5T_class_t cls = H5Tget_class(t);
-        char *text = NULL;
-        size_t text_len = 0;
+        /* Short words into their fixed fields; every other text whole,
+         * at any length (run_record.h). */
+        char *word = NULL;
+        size_t word_len = 0;
+        struct text *text = NULL;
+        struct run_record *rec = v->rec;
         if (!v->prefix && cls == H5T_STRING) {
+            static const char *const text_names[] = {"message", "warning", "noise_cause", "op_log",
+                                                     "memory_statement", "memory_still_held", "memory_kept",
+                                                     "not_observable", "class_patches", "memory_extra",
+                                                     "memory_declared", "memory_state"};
+            struct text *texts[] = {&rec->message, &rec->warning, &rec->noise_cause, &rec->op_log,
+                                    &rec->memory_statement, &rec->memory_still_held, &rec->memory_kept,
+                                    &rec->not_observable, &rec->class_patches, &rec->memory_extra,
+                                    &rec->memory_declared, &rec->memory_state};
+            for (size_t i = 0; i < sizeof texts / sizeof *texts && !text; i++)
+                if (strcmp(name, text_names[i]) == 0)
+                    text = texts[i];
             if (strcmp(name, "outcome") == 0)
-                text = v->rec->outcome, text_len = sizeof v->rec->outcome;
-            else if (strcmp(name, "message") == 0)
-                text = v->rec->message, text_len = sizeof v->rec->message;
-            else if (strcmp(name, "warning") == 0)
-                text = v->rec->warning, text_len = sizeof v->rec->warning;
+                word = rec->outcome, word_len = sizeof rec->outcome;
             else if (strcmp(name, "baselines") == 0)
-                text = v->rec->baselines, text_len = sizeof v->rec->baselines;
+                word = rec->baselines, word_len = sizeof rec->baselines;
             else if (strcmp(name, "twin_of") == 0)
-                text = v->rec->twin_of, text_len = sizeof v->rec->twin_of;
-            else if (strcmp(name, "noise_cause") == 0)
-                text = v->rec->noise_cause, text_len = sizeof v->rec->noise_cause;
-            else if (strcmp(name, "op_log") == 0)
-                text = v->rec->op_log, text_len = sizeof v->rec->op_log;
-            else if (strcmp(name, "memory_statement") == 0)
-                text = v->rec->memory_statement, text_len = sizeof v->rec->memory_statement;
-            else if (strcmp(name, "memory_still_held") == 0)
-                text = v->rec->memory_still_held, text_len = sizeof v->rec->memory_still_held;
-            else if (strcmp(name, "memory_kept") == 0)
-                text = v->rec->memory_kept, text_len = sizeof v->rec->memory_kept;
+                word = rec->twin_of, word_len = sizeof rec->twin_of;
             else if (strcmp(name, "role") == 0)
-                text = v->rec->role, text_len = sizeof v->rec->role;
-            else if (strcmp(name, "not_observable") == 0)
-                text = v->rec->not_observable, text_len = sizeof v->rec->not_observable;
-            else if (strcmp(name, "class_patches") == 0)
-                text = v->rec->class_patches, text_len = sizeof v->rec->class_patches;
-            else if (strcmp(name, "memory_extra") == 0)
-                text = v->rec->memory_extra, text_len = sizeof v->rec->memory_extra;
-            else if (strcmp(name, "memory_declared") == 0)
-                text = v->rec->memory_declared, text_len = sizeof v->rec->memory_declared;
-            else if (strcmp(name, "memory_state") == 0)
-                text = v->rec->memory_state, text_len = sizeof v->rec->memory_state;
+                word = rec->role, word_len = sizeof rec->role;
         }
         if (text) {
-            int got = h5store_attr_string(a, text, text_len);
+            char *value = NULL;
+            int got = h5store_attr_string_alloc(a, &value);
+            if (got == -1)
+                v->status = h5store_fail(ST_INPUT, v->file, where, "unreadable attribute %s", name);
+            else if (got == -3)
+                v->status = error_set(ST_INTERNAL, "%s: %s: out of memory reading attribute %s", v->file, where,
+                                      name);
+            else if (got == 1)
+                v->status = text_set(text, value);
+            free(value);
+        } else if (word) {
+            int got = h5store_attr_string(a, word, word_len);
             if (got == -1)
                 v->status = h5store_fail(ST_INPUT, v->file, where, "unreadable attribute %s", name);
             else if (got == -2)
                 v->status = error_set(ST_INPUT, "%s: %s: attribute %s longer than %zu bytes", v->file, where, name,
-                                      text_len - 1);
-            else if (strcmp(name, "outcome") == 0 && text[0] && strcmp(text, RUN_OUTCOME_ERROR) &&
-                     strcmp(text, RUN_OUTCOME_CHECK_FAILED))
+                                      word_len - 1);
+            else if (strcmp(name, "outcome") == 0 && word[0] && strcmp(word, RUN_OUTCOME_ERROR) &&
+                     strcmp(word, RUN_OUTCOME_CHECK_FAILED))
                 v->status = error_set(ST_INPUT, "%s: %s: attribute outcome is '%s', expected '%s' or '%s'", v->file,
-                                      where, text, RUN_OUTCOME_ERROR, RUN_OUTCOME_CHECK_FAILED);
+                                      where, word, RUN_OUTCOME_ERROR, RUN_OUTCOME_CHECK_FAILED);
         } else if ((cls == H5T_INTEGER || cls == H5T_FLOAT) && H5Sget_simple_extent_npoints(sp) == 1) {
             double value;
             int n = snprintf(key, sizeof key, "%s%s%s", v->prefix ? v->prefix : "",

@@ -572,11 +572,13 @@ static int write_run(struct h5store *s, const struct run_record *r)
     }
     /* How the run ended, when it did not simply complete (run_record.h). */
     const struct { const char *key, *value; } texts[] = {
-        {"outcome", r->outcome}, {"message", r->message}, {"warning", r->warning}, {"baselines", r->baselines},
-        {"twin_of", r->twin_of}, {"noise_cause", r->noise_cause}, {"op_log", r->op_log}, {"memory_statement", r->memory_statement},
-        {"memory_still_held", r->memory_still_held}, {"memory_kept", r->memory_kept}, {"role", r->role},
-        {"not_observable", r->not_observable}, {"memory_extra", r->memory_extra},
-        {"memory_declared", r->memory_declared}, {"memory_state", r->memory_state}};
+        {"outcome", r->outcome}, {"message", text_str(&r->message)}, {"warning", text_str(&r->warning)},
+        {"baselines", r->baselines}, {"twin_of", r->twin_of}, {"noise_cause", text_str(&r->noise_cause)},
+        {"op_log", text_str(&r->op_log)}, {"memory_statement", text_str(&r->memory_statement)},
+        {"memory_still_held", text_str(&r->memory_still_held)}, {"memory_kept", text_str(&r->memory_kept)},
+        {"role", r->role}, {"not_observable", text_str(&r->not_observable)},
+        {"class_patches", text_str(&r->class_patches)}, {"memory_extra", text_str(&r->memory_extra)},
+        {"memory_declared", text_str(&r->memory_declared)}, {"memory_state", text_str(&r->memory_state)}};
     snprintf(full, cap, "/runs/%s", r->name);
     for (size_t i = 0; i < sizeof texts / sizeof *texts && rc == ST_OK; i++)
         if (texts[i].value[0])

@@ -222,5 +222,10 @@ void run_record_free(struct run_record *r)
     free(r->items);
     free(r->attrs);
     free(r->source);
+    struct text *texts[] = {&r->message, &r->warning, &r->noise_cause, &r->op_log, &r->memory_statement,
+                            &r->memory_still_held, &r->memory_kept, &r->not_observable, &r->class_patches,
+                            &r->memory_extra, &r->memory_declared, &r->memory_state};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
+        text_free(texts[i]);
     memset(r, 0, sizeof *r);
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "host_tensor.h"
+#include "text.h"
 
 #define RUN_PATH_MAX 160
 #define RUN_ATTR_KEY_MAX 64
@@ -35,25 +36,23 @@ struct run_attr {
 
 /* How a run ended, beside what it recorded: "" (it completed), "error"
  * (it could not run: ERROR verdict) or "check_failed" (the checkpoint's own
- * check found recompute != forward: FAIL). Stored as string attributes
+ * check found recompute != forward: FAIL). A run's texts (message,
+ * warning, noise cause, memory lists ...) are heap texts (text.h), read and
+ * written at any length, owned by the record. Stored as string attributes
  * outcome, message and warning on the run group; so is `baselines`, the
  * family of baseline runs (<family>_0, <family>_1, ...) the run is judged
  * against, for producers whose plain runs differ from the harness's. */
 #define RUN_OUTCOME_ERROR "error"
 #define RUN_OUTCOME_CHECK_FAILED "check_failed"
-/* A run's strings (message, warning, noise cause, memory statement ...)
- * as its producer wrote them: room enough that none is cut (issue 48). */
-#define RUN_TEXT_MAX 8192
 #define RUN_ROLE_PLAIN "plain"
 #define RUN_ROLE_REFERENCE "reference"
 #define RUN_ROLE_PLANTED_BUG "planted_bug"
-#define RUN_OP_LOG_MAX 2048
 
 struct run_record {
     char name[64];              /* "baseline_0", "reentrant", ... */
     char outcome[16];           /* "", RUN_OUTCOME_ERROR, RUN_OUTCOME_CHECK_FAILED */
-    char message[RUN_TEXT_MAX]; /* why, for an outcome */
-    char warning[RUN_TEXT_MAX]; /* a warning the run raised ("" if none) */
+    struct text message; /* why, for an outcome */
+    struct text warning; /* a warning the run raised ("" if none) */
     char baselines[64];         /* the baseline family it is judged against ("": "baseline") */
     /* A twin (a distributed run's <run>_vs_single, a compiled run's
      * <run>_vs_eager): the run whose tensors it is, judged again against a
@@ -63,18 +62,18 @@ struct run_record {
     /* What a NOISE verdict's spread stands for, where it is not the
      * kernels' run-to-run noise (a twin's family: what distribution or
      * compiling does to the numbers); "" says kernel non-determinism. */
-    char noise_cause[RUN_TEXT_MAX];
+    struct text noise_cause;
     /* With check_failed from a non-reentrant check: the saved tensors' ops
      * in forward and in recompute side by side, up to the first difference
      * (several lines; "" otherwise). */
-    char op_log[RUN_OP_LOG_MAX];
+    struct text op_log;
     /* A user's run with a memory statement (the Python frontend's memory
      * map, docs/schema.md): the statement's basis, the run's tensors the
      * statement says it should not hold, and the recomputed tensors it
      * kept after backward ("" when none; names for the judge's reasons). */
-    char memory_statement[RUN_TEXT_MAX];
-    char memory_still_held[RUN_TEXT_MAX];
-    char memory_kept[RUN_TEXT_MAX];
+    struct text memory_statement;
+    struct text memory_still_held;
+    struct text memory_kept;
     /* What the producer says the run is, so that a judge with no knowledge
      * of the producer's code (the torch-free judge) decides as the producer
      * would: RUN_ROLE_PLAIN (the harness's `none`), RUN_ROLE_REFERENCE (a
@@ -83,14 +82,14 @@ struct run_record {
     char role[16];
     /* A planted bug whose own rule says it cannot show in this case: why
      * ("dropout = 0: nothing random to replay"); "" otherwise. */
-    char not_observable[RUN_TEXT_MAX];
+    struct text not_observable;
     /* A user's run that changed the model's classes (the Python frontend's
      * class_patches: "run X patched Block.forward on the class ..."), said
      * first in its reason whatever its verdict; "" otherwise. */
-    char class_patches[RUN_TEXT_MAX];
-    char memory_extra[RUN_TEXT_MAX];    /* a user's run: tensors its baseline does not hold (docs/memory.md) */
-    char memory_declared[RUN_TEXT_MAX]; /* ... what its selective policy declared saved */
-    char memory_state[RUN_TEXT_MAX];    /* ... state: born before the step, or kept from step to step */
+    struct text class_patches;
+    struct text memory_extra;    /* a user's run: tensors its baseline does not hold (docs/memory.md) */
+    struct text memory_declared; /* ... what its selective policy declared saved */
+    struct text memory_state;    /* ... state: born before the step, or kept from step to step */
     int n, cap;
     struct run_tensor *items;
     char *source; /* the report stored tensors are read from (malloc'd), or NULL */

@@ -566,10 +566,11 @@ int bench_run(const struct bench_options *o, FILE *out, int *targets_met)
                          "timing it again, attempt %d of %d\n",
                     res->name, res->baseline_step_ms, res->slowest_baseline_step_ms, case_worst_ratio(res), attempt,
                     MAX_ATTEMPTS);
-            if (!again && !(again = malloc(sizeof *again))) {
+            if (!again && !(again = calloc(1, sizeof *again))) {
                 st = error_set(ST_RUN, "bench: out of memory");
                 goto out;
             }
+            case_result_free(again); /* an earlier attempt's, not kept */
             int st2 = runner_run_case(&cases.items[i], &settings, again);
             if (st2 == ST_INPUT) {
                 st = st2;
@@ -579,8 +580,12 @@ int bench_run(const struct bench_options *o, FILE *out, int *targets_met)
             fprintf(out, "  attempt %d: baselines %.1f..%.1f ms, worst overhead / ideal %.3f: %s\n", attempt,
                     again->baseline_step_ms, again->slowest_baseline_step_ms, case_worst_ratio(again),
                     keep ? "kept" : "the earlier attempt stays");
-            if (keep)
+            if (keep) {
+                /* res takes again's texts: again is left empty, not freed twice. */
+                case_result_free(res);
                 *res = *again;
+                memset(again, 0, sizeof *again);
+            }
         }
         report_print_case(out, res);
         fflush(out);
@@ -620,7 +625,11 @@ int bench_run(const struct bench_options *o, FILE *out, int *targets_met)
     *targets_met = (overhead_met || o->quick) && prediction_met && depth != 0 && selective != 0 && !unexpected;
     st = ST_OK;
 out:
+    if (again)
+        case_result_free(again);
     free(again);
+    for (int j = 0; results && j < n; j++)
+        case_result_free(&results[j]);
     free(results);
     summary_free(summary);
     case_list_free(&cases);

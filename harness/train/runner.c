@@ -722,7 +722,7 @@ static void record_role(const struct ckpt_case *c, const struct checkpoint_impl 
         snprintf(r->role, sizeof r->role, "%s", impl->is_reference ? RUN_ROLE_REFERENCE : RUN_ROLE_PLANTED_BUG);
     char why[200];
     if (!impl->is_reference && impl->observable && !impl->observable(c, why, sizeof why))
-        snprintf(r->not_observable, sizeof r->not_observable, "%s", why);
+        text_set(&r->not_observable, why);
 }
 
 static int add_run(struct case_state *cs, const struct checkpoint_impl *impl, const char *name,
@@ -738,13 +738,15 @@ static int add_run(struct case_state *cs, const struct checkpoint_impl *impl, co
     int st = run_once(&cs->setup, impl, r, stats);
     if (st) {
         snprintf(r->outcome, sizeof r->outcome, "%s", st == ST_MISMATCH ? RUN_OUTCOME_CHECK_FAILED : RUN_OUTCOME_ERROR);
-        snprintf(r->message, sizeof r->message, "%s", error_message());
-        if (st == ST_MISMATCH)
-            snprintf(r->op_log, sizeof r->op_log, "%s", stats->op_log);
+        int text_st = text_set(&r->message, error_message());
+        if (st == ST_MISMATCH && !text_st)
+            text_st = text_set(&r->op_log, stats->op_log);
+        if (text_st)
+            return text_st;
         error_clear();
     }
-    if (stats->warnings)
-        snprintf(r->warning, sizeof r->warning, "%s", stats->warning);
+    if (stats->warnings && (st = text_set(&r->warning, stats->warning)))
+        return st;
     run_record_sort(r); /* the order a reader of the file sees */
     record_predictions(&cs->setup, impl, r);
     record_role(cs->setup.c, impl, r);
@@ -765,9 +767,10 @@ static int add_baseline(struct case_state *cs)
         return st;
     const struct run_record *r = &cs->runs[cs->n_runs - 1];
     if (r->outcome[0])
-        return error_set(ST_RUN, "baseline run %s: %s", name, r->message);
+        return error_set(ST_RUN, "baseline run %s: %s", name, text_str(&r->message));
     int violated;
-    char why[RUN_TEXT_MAX], where[RUN_TEXT_MAX];
+    /* run_checks' figures and tensor paths: bounded by construction. */
+    char why[8192], where[8192];
     /* The harness's own models allocate nothing lazily: a baseline's steps all start alike. */
     if ((st = run_checks_judge(r, NULL, &violated, why, sizeof why, where, sizeof where)))
         return st;
@@ -826,7 +829,10 @@ static int run_impl(struct case_state *cs, const char *name)
     int st = add_run(cs, impl, name, &stats), reruns = 0;
     while (!st) {
         struct impl_result res;
-        if ((st = judge_run(c, cs->runs, cs->n_runs, name, &res)) || !res.outside_envelope)
+        st = judge_run(c, cs->runs, cs->n_runs, name, &res);
+        int outside = res.outside_envelope;
+        impl_result_free(&res);
+        if (st || !outside)
             break;
         if (cs->baselines < 2 + c->noise_runs && cs->n_runs < MAX_RUNS) {
             st = add_baseline(cs);
@@ -921,8 +927,8 @@ static int write_verdict(struct h5store *h5, const struct impl_result *r)
     snprintf(group, sizeof group, "/verdicts/%s", r->impl);
     int st;
     if ((st = h5store_attr_str(h5, group, "verdict", verdict_name(r->verdict))) ||
-        (st = h5store_attr_str(h5, group, "reason", r->reason)) ||
-        (st = h5store_attr_str(h5, group, "first_divergence", r->first_divergence)) ||
+        (st = h5store_attr_str(h5, group, "reason", text_str(&r->reason))) ||
+        (st = h5store_attr_str(h5, group, "first_divergence", text_str(&r->first_divergence))) ||
         (st = h5store_attr_int(h5, group, "expected", r->expected)) ||
         (st = h5store_attr_double(h5, group, "max_ulp", r->max_ulp == ULP_INFINITE ? INFINITY : (double)r->max_ulp)) ||
         (st = h5store_attr_double(h5, group, "memory_saved", r->memory_saved)) ||
