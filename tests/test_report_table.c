@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
+#include "error.h"
 #include "judge.h"
 #include "report.h"
 
@@ -27,7 +29,8 @@ static void add_result(struct case_result *r, const char *impl, enum verdict v, 
     text_setf(&x->reason, "bitwise identical");
 }
 
-static char *print(const struct case_result *r)
+/* Not inlined: GCC takes the memstream's buffer for a local that dies here. */
+__attribute__((noinline)) static char *print(const struct case_result *r)
 {
     char *text = NULL;
     size_t len = 0;
@@ -90,6 +93,7 @@ static void a_long_impl_name_keeps_every_column_in_line(void **state)
     free(a);
     free(b);
     free(text);
+    case_result_free(&r);
 }
 
 /* A twin its run's own verdict explains is not judged: its row shows "n/j"
@@ -112,6 +116,74 @@ static void a_twin_not_judged_shows_n_j_in_the_verdict_column(void **state)
     free(header);
     free(twin);
     free(text);
+    case_result_free(&r);
+}
+
+/* words of 8 bytes and a space ("w0000001 w0000002 ...") up to n bytes,
+ * then the marker: a reason whose every part can be found. */
+static void long_reason(struct text *t, size_t n, const char *marker)
+{
+    text_clear(t);
+    for (int i = 1; text_len(t) + 9 <= n; i++)
+        text_appendf(t, "w%07d ", i);
+    text_append(t, marker);
+}
+
+/* Past REPORT_TABLE_REASON_MAX bytes the table shows the reason's start, up
+ * to a word, and a marker naming how many bytes it left out and where the
+ * whole is; summary.json carries it whole. */
+static void the_table_shortens_a_long_reason_and_summary_json_has_it_whole(void **state)
+{
+    (void)state;
+    static struct case_result r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.name, sizeof r.name, "k");
+    r.baseline_runs = 2;
+    add_result(&r, "mine", V_FAIL, NAN);
+    long_reason(&r.results[0].reason, 5000, "LAST-WORDS-OF-THE-REASON");
+    const char *whole = text_str(&r.results[0].reason);
+    char *text = print(&r);
+    assert_null(strstr(text, "LAST-WORDS-OF-THE-REASON"));
+    const char *at = strstr(text, "w0000001 w0000002");
+    assert_non_null(at);
+    const char *cut = strstr(at, " ... [");
+    assert_non_null(cut);
+    size_t shown = (size_t)(cut - at);
+    assert_true(shown <= REPORT_TABLE_REASON_MAX && shown > REPORT_TABLE_REASON_MAX / 2);
+    assert_memory_equal(at, whole, shown);
+    assert_int_equal(whole[shown], ' '); /* at a word boundary */
+    char marker[160];
+    snprintf(marker, sizeof marker,
+             " ... [%zu more bytes; the whole reason is in summary.json, report.html and junit.xml]\n",
+             strlen(whole) - shown);
+    assert_memory_equal(cut, marker, strlen(marker));
+
+    struct summary *s = NULL;
+    struct summary_torch torch = {NULL, NULL, NULL};
+    assert_int_equal(summary_create(&s, "rev", "0", &torch), ST_OK);
+    assert_int_equal(summary_add_case(s, &r), ST_OK);
+    json_t *rec = json_array_get(json_object_get((json_t *)summary_json(s), "records"), 0);
+    assert_string_equal(json_string_value(json_object_get(rec, "reason")), whole);
+    summary_free(s);
+    free(text);
+    case_result_free(&r);
+}
+
+/* A reason within the limit is shown whole, with no marker. */
+static void a_reason_within_the_limit_is_shown_whole(void **state)
+{
+    (void)state;
+    static struct case_result r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.name, sizeof r.name, "k");
+    add_result(&r, "mine", V_FAIL, NAN);
+    long_reason(&r.results[0].reason, REPORT_TABLE_REASON_MAX - 8, "THE-END");
+    assert_true(text_len(&r.results[0].reason) <= REPORT_TABLE_REASON_MAX);
+    char *text = print(&r);
+    assert_non_null(strstr(text, text_str(&r.results[0].reason)));
+    assert_null(strstr(text, " more bytes; the whole reason is in"));
+    free(text);
+    case_result_free(&r);
 }
 
 int main(void)
@@ -119,6 +191,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_long_impl_name_keeps_every_column_in_line),
         cmocka_unit_test(a_twin_not_judged_shows_n_j_in_the_verdict_column),
+        cmocka_unit_test(the_table_shortens_a_long_reason_and_summary_json_has_it_whole),
+        cmocka_unit_test(a_reason_within_the_limit_is_shown_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
