@@ -1,20 +1,26 @@
 """pytest: a verdict's reason is never cut (issue 48). A run that raises
-with a message of more than 2 KB is ERROR with that whole message as its
-reason, in Verdict.reason, summary.json, junit.xml and report.html alike;
-before, the judge kept 511 bytes of a run's message and of a reason."""
+with a message of more than 8 KB is ERROR with that whole message as its
+reason, in Verdict.reason, summary.json, the JUnit error's message and
+report.html alike; a user's run whose memory could not be judged, for a
+reason longer than 8000 characters (a meter's build log), carries that
+reason whole in summary.json. Before, the judge read a run's strings up to
+8191 bytes and refused a longer one, so the producer cut them at 8000."""
 import html
 import json
 import os
 import sys
+import xml.etree.ElementTree as ET
 
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import ckpt_verify  # noqa: E402
+from ckpt_verify.memory import NoMeter  # noqa: E402
 
-# 3000 characters of words, and a tail that must survive to every output.
-LONG = " ".join(f"part{i:04d}" for i in range(330)) + " THE-END-OF-THE-REASON"
+# 12,000 characters of words, and a tail that must survive to every output.
+LONG = " ".join(f"part{i:06d}" for i in range(1100)) + " THE-END-OF-THE-REASON"
 
 
 class Tiny(torch.nn.Module):
@@ -30,18 +36,43 @@ def raising_step(model, batch):
     raise RuntimeError(LONG)
 
 
-def test_a_reason_longer_than_2_kb_reaches_every_output_whole(tmp_path):
-    assert len(LONG) > 2048
+def checkpointed_step(model, batch):
+    return checkpoint(model, batch, use_reentrant=False)
+
+
+def records_of(report, run):
+    with open(os.path.join(report.judge_dir, "summary.json"), encoding="utf-8") as f:
+        return [r for r in json.load(f)["records"] if r.get("impl") == run or r.get("run") == run]
+
+
+def test_a_reason_longer_than_8_kb_reaches_every_output_whole(tmp_path):
+    assert len(LONG.encode()) > 8192
     out = str(tmp_path / "long.h5")
-    report = ckpt_verify.verify(Tiny, lambda step: torch.randn(2, 4), {"long": raising_step}, out=out,
-                                expect={"long": "ERROR"})
+    # Not expected: the JUnit record is an <error> whose message is the reason.
+    report = ckpt_verify.verify(Tiny, lambda step: torch.randn(2, 4), {"long": raising_step}, out=out)
     v = report.verdicts["long"]
     assert v.verdict == "ERROR"
     assert LONG in v.reason, f"Verdict.reason is {len(v.reason)} characters, cut: ...{v.reason[-80:]!r}"
-    with open(os.path.join(report.judge_dir, "summary.json"), encoding="utf-8") as f:
-        records = [r for r in json.load(f)["records"] if r.get("impl") == "long" or r.get("run") == "long"]
+    records = records_of(report, "long")
     assert records and LONG in records[0]["reason"]
-    with open(os.path.join(report.judge_dir, "junit.xml"), encoding="utf-8") as f:
-        assert LONG in html.unescape(f.read())
+    cases = [c for c in ET.parse(os.path.join(report.judge_dir, "junit.xml")).iter("testcase")
+             if c.get("name", "").endswith("long")]
+    assert cases, "no JUnit testcase for the run"
+    errors = [e for c in cases for e in list(c) if e.tag in ("error", "failure")]
+    assert errors and LONG in errors[0].get("message", ""), "the JUnit error's message lost the reason's end"
     with open(os.path.join(report.judge_dir, "report.html"), encoding="utf-8") as f:
         assert LONG in html.unescape(f.read())
+
+
+def test_a_memory_statement_longer_than_8000_characters_is_whole_in_summary_json(tmp_path, monkeypatch):
+    # What a meter that could not be built says (its compiler's output): long.
+    why = "CPU memory cannot be measured: " + LONG
+    verify_module = sys.modules["ckpt_verify.verify"]
+    monkeypatch.setattr(verify_module, "meter_for", lambda device, judge_path=None: NoMeter(why))
+    out = str(tmp_path / "memory.h5")
+    report = ckpt_verify.verify(Tiny, lambda step: torch.randn(2, 4), {"mine": checkpointed_step}, out=out)
+    records = records_of(report, "mine")
+    assert records, "no summary record for the run"
+    assert records[0].get("memory") == f"not judged: {why}", \
+        f"summary.json's memory is {len(records[0].get('memory') or '')} characters"
+    assert why in records[0]["reason"]

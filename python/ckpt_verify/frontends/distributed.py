@@ -214,15 +214,14 @@ def launch(spec, cfg: Config, run: DistRun, run_name: str) -> RunRecord:
                 record.attrs["message"] = (f"timed out after {cfg.timeout:g} s: " + "; ".join(
                     f"rank {r} still running, its last message {last[r]!r}" for r in hung) + " (ranks killed)")
             record.attrs["outcome"] = "error"
-            record.attrs["message"] = _short(record.attrs["message"])
             return record
         results = [torch.load(done[r], weights_only=False) for r in range(world)]
         changed = [(r, res["changed"]) for r, res in enumerate(results) if res.get("changed")]
         if changed:  # the run's ERROR, named; its tensors are kept as for a run that raised
             rank, what = changed[0]
             record.attrs["outcome"] = "error"
-            record.attrs["message"] = _short(f"run {run_name} changed {what} on rank {rank}: a step must leave its "
-                                             f"batch as it found it (each run had its own copy)")
+            record.attrs["message"] = (f"run {run_name} changed {what} on rank {rank}: a step must leave its "
+                                       f"batch as it found it (each run had its own copy)")
             record.changed_batch = what  # for train_all: a baseline that does this is refused
         return _assemble(record, results, cfg)
     finally:
@@ -243,13 +242,6 @@ def _cause(errors):
     if died:
         return min(died)
     return min(errors, key=lambda r: (errors[r][2] if errors[r][2] is not None else float("inf"), r))
-
-
-def _short(text, limit=8000):
-    """The judge keeps 8191 bytes of a message (run_record.h RUN_TEXT_MAX):
-    the whole text stays in the run's traceback attribute."""
-    raw = text.encode("utf-8")
-    return text if len(raw) <= limit else raw[:limit - 3].decode("utf-8", "ignore") + "..."
 
 
 def _preimport(parallel):
@@ -344,7 +336,7 @@ def _assemble(record, results, cfg):
         _, rank, worst = max(stated, key=lambda s: s[0])
         for key in memory_map.TEXT_ATTRS:
             if worst.get(key):
-                texts[key] = f"rank {rank}: {worst[key]}"[:8000]
+                texts[key] = f"rank {rank}: {worst[key]}"
     record.attrs.update(texts)
     record.attrs["world_size"] = cfg.world_size
     record.attrs["parallel"] = cfg.parallel
@@ -391,7 +383,7 @@ def twin_texts(cfg: Config, run_name: str, dropout: list[str], random_ops: list[
                  f"is; its RNG replay is judged against {family(cfg.parallel)}_0 alone")
     else:
         cause = f"{compared}: what distribution does to the numbers (reduction order, loss scaling), not the checkpoint"
-    return {"twin_of": run_name, "noise_cause": _short(cause, 480)}
+    return {"twin_of": run_name, "noise_cause": cause}
 
 
 def twin_names(runs, against_single):

@@ -677,7 +677,7 @@ def statement_attrs(spec, run, baseline, held_steps, summaries=None):
         return {"memory.control": 1}
     if not held_steps:
         why = getattr(spec.meter, "why", None) or "no bytes measured"
-        return {} if baseline else {"memory_statement": f"not judged: {why}"[:memory_map.TEXT_MAX]}
+        return {} if baseline else {"memory_statement": f"not judged: {why}"}
     if summaries is None and id(run) not in spec.maps:
         return {} if baseline else {
             "memory_statement": f"not judged: no memory map of this run (its step could not run eagerly under "

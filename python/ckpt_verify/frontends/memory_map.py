@@ -51,7 +51,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 ROOT = "(model)"   # ops outside every named module: the step function's own
-TEXT_MAX = 8000    # a string attribute the judge reads holds at most 8191 bytes (run_record.h RUN_TEXT_MAX)
 
 # Bytes a correct checkpoint may hold at the end of forward, per step, beyond
 # its statement, and the least a checkpoint must save to be one: room for
@@ -532,7 +531,7 @@ class Statement:
                 + self.input_bytes + self.state_bytes)
 
     def text(self) -> str:
-        # Within TEXT_MAX (the judge reads a run's strings up to 8191 bytes).
+        # Three modules named, the rest counted: a statement read at a glance.
         mods = ", ".join(self.modules[:3]) + (f" and {len(self.modules) - 3} more" if len(self.modules) > 3 else "")
         if len(mods) > 140:
             mods = mods[:137] + "..."
@@ -542,7 +541,7 @@ class Statement:
                 f"lets go, {self.outside_ops_bytes} B its forward allocated outside every op (RNG stashes) and "
                 f"{self.policy_bytes} B its selective policy declares saved ({len(self.declared)} tensor(s)), "
                 f"{self.state_bytes} B of state it made and keeps from step to step: {self.bytes} B "
-                f"stated")[:TEXT_MAX]
+                f"stated")
 
 
 def statement(baseline: Summary, run: Summary, baseline_held: int) -> Statement:
@@ -683,7 +682,7 @@ def describe(tensors: list[Held], limit: int = 400) -> str:
             parts.append(f"and {len(tensors) - len(parts)} more")
             break
         parts.append(what)
-    return (f"{len(tensors)} tensor(s), {total} B: " + "; ".join(parts))[:TEXT_MAX] if tensors else ""
+    return f"{len(tensors)} tensor(s), {total} B: " + "; ".join(parts) if tensors else ""
 
 
 # Every numeric attribute run_attrs() writes: a distributed run's are
@@ -726,7 +725,7 @@ def run_attrs(findings: list[StepFinding]) -> dict:
              "memory.extra_bytes": j.extra_bytes, "memory.extra_tensors": len(j.extras),
              "memory.still_held_bytes": sum(h.nbytes for h in j.still),
              "memory.state_bytes": sum(h.nbytes for h in j.state),
-             "memory_statement": f"step {j.step}: {j.statement.text()}"[:TEXT_MAX]}
+             "memory_statement": f"step {j.step}: {j.statement.text()}"}
     if not unknown_kept:
         attrs["memory.kept_after_backward_bytes"] = j.kept_bytes
     for key, tensors in (("memory_extra", j.extras), ("memory_still_held", j.still),
