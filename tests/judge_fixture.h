@@ -15,6 +15,7 @@
 
 #include "case.h"
 #include "judge.h"
+#include "kept_results.h"
 #include "test_support.h"
 
 #define N 64
@@ -86,7 +87,7 @@ static inline struct impl_result judge(struct fixture *f, const char *name)
 {
     struct impl_result res;
     assert_ok(judge_run(&f->c, f->runs, f->n, name, &res));
-    return res;
+    return keep_result(res); /* its texts freed with the group (kept_results.h) */
 }
 
 static inline void init(struct fixture *f)

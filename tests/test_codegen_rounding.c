@@ -22,6 +22,7 @@
 
 #include "case.h"
 #include "judge.h"
+#include "kept_results.h"
 #include "test_support.h"
 
 #define ULP_AT_3 (1.0f / 4194304.0f) /* 2^-22 */
@@ -75,7 +76,7 @@ static struct impl_result judge(struct fixture *f)
     assert_ok(judge_run(&f->c, f->runs, f->n, "mine", &res));
     for (int i = 0; i < N_RUNS; i++)
         run_record_free(&f->runs[i]);
-    return res;
+    return keep_result(res); /* its texts freed with the group (kept_results.h) */
 }
 
 static void within_inductors_own_rounding_of_the_plain_step_is_noise(void **state)
@@ -258,5 +259,5 @@ int main(void)
         cmocka_unit_test(xla_random_ops_leave_the_rule_to_the_twin),
         cmocka_unit_test(a_run_of_another_compiler_than_its_baseline_is_not_rounding),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, free_kept_results);
 }

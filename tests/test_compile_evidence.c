@@ -18,6 +18,7 @@
 
 #include "case.h"
 #include "judge.h"
+#include "kept_results.h"
 #include "test_support.h"
 
 struct fixture {
@@ -71,7 +72,7 @@ static struct impl_result judge(struct fixture *f)
     assert_ok(judge_run(&f->c, f->runs, 2, "mine", &res));
     run_record_free(&f->runs[0]);
     run_record_free(&f->runs[1]);
-    return res;
+    return keep_result(res); /* its texts freed with the group (kept_results.h) */
 }
 
 static void recompute_dropped_by_the_partitioner_is_memfail_naming_torch_compile(void **state)
@@ -338,5 +339,5 @@ int main(void)
         cmocka_unit_test(compiled_run_failing_against_the_eager_baseline_says_what_to_pass),
         cmocka_unit_test(compiled_run_failing_against_its_compiled_family_says_nothing_of_it),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, free_kept_results);
 }

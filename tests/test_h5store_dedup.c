@@ -355,8 +355,10 @@ static void test_judge_reads_a_report_through_its_one_handle(void **state)
     assert_string_equal(out->name, "one_handle");
     assert_int_equal(out->n_results, 1);
     assert_true(out->results[0].expected);
+    case_result_free(out);
     assert_int_equal(judge_file(f->path, NULL, out), ST_INPUT);
     assert_non_null(strstr(error_message(), "report.h5"));
+    case_result_free(out);
     free(out);
 }
 

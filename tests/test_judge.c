@@ -655,6 +655,7 @@ static void judging_needs_baseline_0(void **state)
     add(&f, "mine", &g);
     assert_int_equal(judge_run(&f.c, f.runs, f.n, "mine", &r), ST_INPUT);
     assert_non_null(strstr(error_message(), "/runs/baseline_0: run missing"));
+    impl_result_free(&r);
     fixture_free(&f);
 }
 
@@ -674,6 +675,7 @@ static void baselines_that_record_different_tensors_are_input_errors(void **stat
     add(&f, "mine", &mine);
     assert_int_equal(judge_run(&f.c, f.runs, f.n, "mine", &r), ST_INPUT);
     assert_non_null(strstr(error_message(), "/runs/baseline_1/steps/1/loss: missing"));
+    impl_result_free(&r);
     fixture_free(&f);
 }
 
@@ -695,6 +697,7 @@ static void case_judges_each_run_once_in_order_and_not_reruns(void **state)
     assert_string_equal(out->results[0].impl, "second");
     assert_string_equal(out->results[1].impl, "first");
     assert_int_equal(out->baseline_runs, 2);
+    case_result_free(out);
     free(out);
     fixture_free(&f);
 }
@@ -724,6 +727,7 @@ static void run_is_judged_against_the_baseline_family_it_names(void **state)
     assert_ok(judge_case(&f.c, f.runs, f.n, NULL, 0, out));
     assert_int_equal(out->n_results, 1); /* the torch baselines are baselines, not judged */
     assert_int_equal(out->baseline_runs, 2);
+    case_result_free(out);
     free(out);
     fixture_free(&f);
 }
@@ -851,6 +855,7 @@ static void a_twin_whose_run_fails_is_not_judged(void **state)
     assert_false(out->results[0].not_judged);
     assert_string_equal(text_str(&twin->reason), "not judged: mine is itself FAIL against baseline_0 (unexpected), which "
                                       "explains any difference from this family (measured here: FAIL)");
+    case_result_free(out);
     free(out);
     fixture_free(&f);
 }
@@ -876,6 +881,7 @@ static void a_judged_twins_fail_opens_with_what_it_compares(void **state)
                        "(the plain runs of its family and of another), further from them than they are from each "
                        "other: differs in 1 of 1 attempts: steps/1/grads/l0.weight";
     assert_true(strncmp(text_str(&twin->reason), want, strlen(want)) == 0);
+    case_result_free(out);
     free(out);
     fixture_free(&f);
 }
@@ -939,5 +945,5 @@ int main(void)
         cmocka_unit_test(a_judged_twins_fail_opens_with_what_it_compares),
         cmocka_unit_test(run_names_are_classified_exactly),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, free_kept_results);
 }

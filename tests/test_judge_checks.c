@@ -406,6 +406,7 @@ static void a_hook_count_that_is_not_int64_is_an_input_error(void **state)
     add_f32(&f.runs[f.n - 1], "checks/hook_fires/l0.weight", fires, 2);
     assert_int_equal(judge_run(&f.c, f.runs, f.n, "mine", &r), ST_INPUT);
     assert_non_null(strstr(error_message(), "/runs/mine/checks/hook_fires/l0.weight: expected a non-empty int64"));
+    impl_result_free(&r);
     fixture_free(&f);
 }
 
@@ -433,5 +434,5 @@ int main(void)
         cmocka_unit_test(a_user_run_growing_at_its_last_step_alone_says_too_few_steps_to_tell),
         cmocka_unit_test(a_hook_count_that_is_not_int64_is_an_input_error),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, free_kept_results);
 }

@@ -190,5 +190,5 @@ int main(void)
         cmocka_unit_test(a_run_without_a_prediction_is_not_judged_on_held_bytes_and_says_so),
         cmocka_unit_test(a_gap_leaves_a_fail_as_it_is),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, free_kept_results);
 }

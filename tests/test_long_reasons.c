@@ -41,7 +41,6 @@ static void a_message_longer_than_20_kb_is_the_error_reason_whole(void **state)
     struct impl_result r = judge(&f, "mine");
     assert_int_equal(r.verdict, V_ERROR);
     assert_string_equal(text_str(&r.reason), text_str(&run->message));
-    impl_result_free(&r);
     fixture_free(&f);
 }
 
@@ -60,7 +59,6 @@ static void a_failed_checks_long_message_is_whole_in_reason_and_first_divergence
     assert_string_equal(reason + strlen("the checkpoint's own check failed: "), text_str(&run->message));
     assert_string_equal(text_str(&r.first_divergence), text_str(&run->message));
     assert_string_equal(text_str(&r.op_log), text_str(&run->op_log));
-    impl_result_free(&r);
     fixture_free(&f);
 }
 
@@ -86,7 +84,6 @@ static void a_users_long_memory_list_is_whole_in_the_memfail_reason(void **state
     assert_non_null(strstr(text_str(&r.reason), text_str(&run->memory_extra)));
     assert_string_equal(text_str(&r.memory_extra), text_str(&run->memory_extra));
     assert_string_equal(text_str(&r.memory_state), text_str(&run->memory_state));
-    impl_result_free(&r);
     fixture_free(&f);
 }
 
@@ -110,7 +107,6 @@ static void a_reason_of_several_long_parts_is_not_cut(void **state)
     assert_true(text_len(&want) > 40000);
     assert_string_equal(text_str(&r.reason), text_str(&want));
     text_free(&want);
-    impl_result_free(&r);
     fixture_free(&f);
 }
 
@@ -211,5 +207,5 @@ int main(void)
         cmocka_unit_test(a_40_kb_message_from_the_c_writer_reads_back_whole),
         cmocka_unit_test(a_40_kb_variable_length_message_as_h5py_writes_it_reads_back_whole),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, free_kept_results);
 }

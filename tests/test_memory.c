@@ -171,6 +171,7 @@ static void check_case(const struct variant *v, const char *out_dir)
                      x->end_forward_bytes, x->predicted_end_forward_bytes);
     }
     assert_string_equal(r.h5_path, ""); /* skip_h5: no file */
+    case_result_free(&r);
 }
 
 static void test_prediction_is_exact_for_every_model_and_segmenting(void **state)

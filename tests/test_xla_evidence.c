@@ -15,6 +15,7 @@
 
 #include "case.h"
 #include "judge.h"
+#include "kept_results.h"
 #include "test_support.h"
 
 struct fixture {
@@ -61,7 +62,7 @@ static struct impl_result judge(struct fixture *f)
     assert_ok(judge_run(&f->c, f->runs, 2, "mine", &res));
     run_record_free(&f->runs[0]);
     run_record_free(&f->runs[1]);
-    return res;
+    return keep_result(res); /* its texts freed with the group (kept_results.h) */
 }
 
 static void recompute_merged_by_cse_is_memfail_naming_xla(void **state)
@@ -186,5 +187,5 @@ int main(void)
         cmocka_unit_test(run_without_xla_evidence_is_judged_as_before),
         cmocka_unit_test(a_failing_run_stays_fail_whatever_xla_did),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, free_kept_results);
 }
