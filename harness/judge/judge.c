@@ -493,7 +493,7 @@ static int judge_attempts(const struct ckpt_case *c, const struct spread_table *
     if (n > 1)
         snprintf(attempts, sizeof attempts, " in all %d attempts (the run and %d re-run(s))", n, n - 1);
     /* A twin's family spreads by what it mixes (run_record.h noise_cause),
-     * said first: the figures after it are what a long reason may lose. */
+     * said first: it frames the figures after it. */
     if (text_len(&run->noise_cause))
         text_setf(&res->reason,
                              "%s; every tensor within %gx its own spread over %d baselines%s: max scaled ULP %s; "
