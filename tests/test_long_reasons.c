@@ -164,6 +164,33 @@ static void a_40_kb_message_from_the_c_writer_reads_back_whole(void **state)
     report_file_remove(&rf);
 }
 
+/* Past H5STORE_FIXED_STRING_MAX bytes (an object header holds at most 64
+ * KiB) the writer stores a text variable-length: still whole. */
+static void a_100_kb_message_from_the_c_writer_is_variable_length_and_whole(void **state)
+{
+    (void)state;
+    struct report_file rf;
+    report_file_make(&rf);
+    struct text message = {0};
+    words(&message, 100000, "END-OF-A-100-KB-MESSAGE");
+    assert_true(text_len(&message) > H5STORE_FIXED_STRING_MAX);
+    write_run_with_message(rf.path, text_str(&message));
+    hid_t file = H5Fopen(rf.path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(file >= 0);
+    hid_t a = H5Aopen_by_name(file, "/runs/mine", "message", H5P_DEFAULT, H5P_DEFAULT);
+    hid_t type = H5Aget_type(a);
+    assert_true(H5Tis_variable_str(type) > 0);
+    H5Tclose(type);
+    H5Aclose(a);
+    H5Fclose(file);
+    struct run_record back;
+    assert_ok(h5store_read_run(rf.path, "mine", &back));
+    assert_string_equal(text_str(&back.message), text_str(&message));
+    run_record_free(&back);
+    text_free(&message);
+    report_file_remove(&rf);
+}
+
 static void a_40_kb_variable_length_message_as_h5py_writes_it_reads_back_whole(void **state)
 {
     (void)state;
@@ -206,6 +233,7 @@ int main(void)
         cmocka_unit_test(a_reason_of_several_long_parts_is_not_cut),
         cmocka_unit_test(a_40_kb_message_from_the_c_writer_reads_back_whole),
         cmocka_unit_test(a_40_kb_variable_length_message_as_h5py_writes_it_reads_back_whole),
+        cmocka_unit_test(a_100_kb_message_from_the_c_writer_is_variable_length_and_whole),
     };
     return cmocka_run_group_tests(tests, NULL, free_kept_results);
 }

@@ -25,6 +25,10 @@ struct h5store; /* an open file being written */
  * is not writable. A write that fails marks the store: commit then refuses
  * (ST_INTERNAL) and deletes the temporary, so no partial file is published. */
 int h5store_create(struct h5store **out, const char *path);
+/* Strings up to this many bytes are stored fixed-length (the schema's
+ * string type); longer ones variable-length, since HDF5's object header
+ * holds at most 64 KiB of an attribute's value. */
+#define H5STORE_FIXED_STRING_MAX 60000
 /* String / integer / double attribute on a group ("/" for the root,
  * "/case", "/verdicts/reentrant"); missing groups are created. */
 int h5store_attr_str(struct h5store *s, const char *group, const char *key, const char *value);

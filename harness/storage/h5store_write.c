@@ -223,12 +223,23 @@ static herr_t write_attr(hid_t obj, const char *key, hid_t ftype, hid_t mtype, c
     return rc;
 }
 
+/* A string attribute: fixed-length, or variable-length past
+ * H5STORE_FIXED_STRING_MAX bytes, since HDF5 keeps a fixed-length value in
+ * the object header, which holds at most 64 KiB; a variable-length one
+ * keeps its bytes on the file's heap, so a text of any length is written
+ * (every reader accepts both: docs/schema.md). */
 static herr_t write_str_attr(hid_t obj, const char *key, const char *value)
 {
-    hid_t t = h5store_str_type(strlen(value));
+    size_t len = strlen(value);
+    hid_t t = len > H5STORE_FIXED_STRING_MAX ? H5Tcopy(H5T_C_S1) : h5store_str_type(len);
     if (t < 0)
         return -1;
-    herr_t rc = write_attr(obj, key, t, t, value);
+    herr_t rc;
+    if (len > H5STORE_FIXED_STRING_MAX)
+        rc = H5Tset_size(t, H5T_VARIABLE) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0 ? -1
+                                                                                   : write_attr(obj, key, t, t, &value);
+    else
+        rc = write_attr(obj, key, t, t, value);
     H5Tclose(t);
     return rc;
 }

@@ -67,11 +67,22 @@ def _string_type(raw):
     return h5py.Datatype(tid)
 
 
+# Strings up to this many bytes are stored fixed-length; longer ones
+# variable-length, since HDF5 keeps a fixed-length attribute's value in the
+# object header, which holds at most 64 KiB (h5store.h
+# H5STORE_FIXED_STRING_MAX; readers take both).
+FIXED_STRING_MAX = 60000
+
+
 def set_attr(obj, key: str, value) -> None:
-    """Strings as fixed-length UTF-8, whole numbers as int64, others float64."""
+    """Strings as UTF-8 (fixed-length up to FIXED_STRING_MAX bytes,
+    variable-length past it), whole numbers as int64, others float64."""
     if isinstance(value, str):
         raw = value.encode("utf-8")
-        obj.attrs.create(key, np.array(raw, dtype=f"S{len(raw) + 1}"), dtype=_string_type(raw))
+        if len(raw) > FIXED_STRING_MAX:
+            obj.attrs.create(key, value, dtype=h5py.string_dtype("utf-8"))
+        else:
+            obj.attrs.create(key, np.array(raw, dtype=f"S{len(raw) + 1}"), dtype=_string_type(raw))
     elif isinstance(value, (bool, int, np.integer)) or (
             isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53):
         obj.attrs.create(key, np.int64(value))

@@ -1,7 +1,8 @@
 """pytest: a verdict's reason is never cut (issue 48). A run that raises
 with a message of more than 8 KB is ERROR with that whole message as its
 reason, in Verdict.reason, summary.json, the JUnit error's message and
-report.html alike; a user's run whose memory could not be judged, for a
+report.html alike, and so does one of 100 KB (stored variable-length, past
+what an HDF5 object header holds); a user's run whose memory could not be judged, for a
 reason longer than 8000 characters (a meter's build log), carries that
 reason whole in summary.json. Before, the judge read a run's strings up to
 8191 bytes and refused a longer one, so the producer cut them at 8000."""
@@ -62,6 +63,20 @@ def test_a_reason_longer_than_8_kb_reaches_every_output_whole(tmp_path):
     assert errors and LONG in errors[0].get("message", ""), "the JUnit error's message lost the reason's end"
     with open(os.path.join(report.judge_dir, "report.html"), encoding="utf-8") as f:
         assert LONG in html.unescape(f.read())
+
+
+def test_a_message_longer_than_an_hdf5_object_header_reaches_the_reason_whole(tmp_path):
+    # 100 KB: past the 64 KiB HDF5 keeps of a fixed-length attribute's value.
+    huge = " ".join(f"word{i:06d}" for i in range(10000)) + " THE-END-OF-A-100-KB-REASON"
+
+    def raising(model, batch):
+        raise RuntimeError(huge)
+
+    report = ckpt_verify.verify(Tiny, lambda step: torch.randn(2, 4), {"huge": raising},
+                                out=str(tmp_path / "huge.h5"), expect={"huge": "ERROR"})
+    assert len(huge.encode()) > 65536
+    assert huge in report.verdicts["huge"].reason
+    assert huge in records_of(report, "huge")[0]["reason"]
 
 
 def test_a_memory_statement_longer_than_8000_characters_is_whole_in_summary_json(tmp_path, monkeypatch):
