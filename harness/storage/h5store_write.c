@@ -234,12 +234,11 @@ static herr_t write_str_attr(hid_t obj, const char *key, const char *value)
     hid_t t = len > H5STORE_FIXED_STRING_MAX ? H5Tcopy(H5T_C_S1) : h5store_str_type(len);
     if (t < 0)
         return -1;
-    herr_t rc;
-    if (len > H5STORE_FIXED_STRING_MAX)
-        rc = H5Tset_size(t, H5T_VARIABLE) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0 ? -1
-                                                                                   : write_attr(obj, key, t, t, &value);
-    else
+    herr_t rc = -1;
+    if (len <= H5STORE_FIXED_STRING_MAX)
         rc = write_attr(obj, key, t, t, value);
+    else if (H5Tset_size(t, H5T_VARIABLE) >= 0 && H5Tset_cset(t, H5T_CSET_UTF8) >= 0)
+        rc = write_attr(obj, key, t, t, &value); /* a variable-length value is written through its pointer */
     H5Tclose(t);
     return rc;
 }
