@@ -112,31 +112,6 @@ static void describe_tensor(const struct run_record *base, const char *path, con
  * construction; whatever comes from a run's texts goes through struct text. */
 #define FIGURES_MAX 8192
 
-void impl_result_free(struct impl_result *r)
-{
-    struct text *texts[] = {&r->reason, &r->first_divergence, &r->op_log, &r->memory_judged,
-                            &r->memory_extra, &r->memory_state, &r->memory_statement};
-    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
-        text_free(texts[i]);
-}
-
-void case_result_free(struct case_result *r)
-{
-    for (int i = 0; i < r->n_results; i++)
-        impl_result_free(&r->results[i]);
-    r->n_results = 0;
-}
-
-int impl_result_check(const struct impl_result *r)
-{
-    const struct text *texts[] = {&r->reason, &r->first_divergence, &r->op_log, &r->memory_judged,
-                                  &r->memory_extra, &r->memory_state, &r->memory_statement};
-    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
-        if (texts[i]->failed)
-            return text_check(texts[i], "a verdict's texts");
-    return ST_OK;
-}
-
 /* ---- one run ------------------------------------------------------------- */
 
 /* The verdicts expected of run `name` (its record `run`, or NULL for a run
