@@ -39,6 +39,7 @@
 #include <mutex>
 #include <new>
 #include <unordered_map>
+#include <utility>
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -55,8 +56,10 @@ struct counters {
     std::atomic<int64_t> live{0};
     std::atomic<int64_t> peak{0};
     std::atomic<int64_t> count{0};
-    std::mutex mu;                              /* guards sizes */
-    std::unordered_map<void *, size_t> sizes;   /* data pointer -> bytes asked for */
+    std::mutex mu;                              /* guards sizes and next_serial */
+    /* data pointer -> bytes asked for, and the allocation's serial number */
+    std::unordered_map<void *, std::pair<size_t, uint64_t>> sizes;
+    uint64_t next_serial = 1;                   /* 0 means "not a live allocation" */
     std::atomic<bool> installed{false};
 };
 
@@ -87,7 +90,7 @@ void counting_delete(void *ptr)
         std::lock_guard<std::mutex> lock(s.mu);
         auto it = s.sizes.find(ptr);
         if (it != s.sizes.end()) {
-            n = it->second;
+            n = it->second.first;
             s.sizes.erase(it);
         }
     }
@@ -169,7 +172,7 @@ c10::DataPtr counted_allocate(size_t n)
     if (ptr) {
         try {
             std::lock_guard<std::mutex> lock(s.mu);
-            s.sizes.emplace(ptr, n);
+            s.sizes.emplace(ptr, std::make_pair(n, s.next_serial++));
         } catch (...) {
             c10::free_cpu(ptr);
             throw;
@@ -253,6 +256,14 @@ extern "C" int ckpt_memory_refuses(uint64_t bytes, char *why, size_t len)
     if (no && why && len)
         snprintf(why, len, "%s", buf);
     return no;
+}
+
+extern "C" uint64_t ckpt_counting_allocator_serial(const void *ptr)
+{
+    counters &s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.sizes.find(const_cast<void *>(ptr));
+    return it == s.sizes.end() ? 0 : it->second.second;
 }
 
 extern "C" int ckpt_counting_allocator_installed(void)

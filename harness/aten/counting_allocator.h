@@ -28,6 +28,13 @@ int ckpt_counting_allocator_installed(void);
  * (any pointer may be NULL). */
 void ckpt_counting_allocator_stats(int64_t *live, int64_t *peak, int64_t *count);
 void ckpt_counting_allocator_reset_peak(void);
+/* The serial number of the live allocation whose data starts at ptr (1, 2,
+ * ... in the order they were made, never reused), or 0 when no live
+ * allocation of this allocator starts there. (ptr, serial) names a storage
+ * for as long as it lives without holding anything of it: the Python
+ * memory map's identity for CPU storages (a weak reference would keep the
+ * storage's small C++ object, and malloc's heap fragments around it). */
+uint64_t ckpt_counting_allocator_serial(const void *ptr);
 /* The most bytes tensors may hold live on the CPU: physical memory, the
  * cgroup's limit, the address space limit (RLIMIT_AS, ulimit -v) or
  * CKPT_MEMORY_LIMIT ("512M", "8G"), whichever is least; an allocation past

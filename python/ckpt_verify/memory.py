@@ -64,6 +64,12 @@ class CountingMeter:
     def reset_peak(self):
         self.lib.ckpt_counting_allocator_reset_peak()
 
+    def allocation_serial(self, ptr: int) -> int:
+        """The serial number of the live allocation at data pointer `ptr`,
+        0 when none of this allocator's starts there (never reused while
+        the process lives: (ptr, serial) names one storage)."""
+        return self.lib.ckpt_counting_allocator_serial(ptr)
+
 
 class NoMeter:
     def __init__(self, why):
@@ -122,6 +128,8 @@ def _install(path):
     lib.ckpt_install_counting_allocator.restype = ctypes.c_int
     lib.ckpt_counting_allocator_installed.restype = ctypes.c_int
     lib.ckpt_counting_allocator_stats.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 3
+    lib.ckpt_counting_allocator_serial.argtypes = [ctypes.c_void_p]
+    lib.ckpt_counting_allocator_serial.restype = ctypes.c_uint64
     if lib.ckpt_install_counting_allocator() != 0 or not lib.ckpt_counting_allocator_installed():
         return None, f"{path}: could not install the counting allocator"
     _counting[path] = CountingMeter(lib, path)

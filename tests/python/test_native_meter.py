@@ -74,6 +74,47 @@ def test_the_built_meter_counts_exact_bytes(built):
     assert measure(built) == [[4000, 4000], [12000, 12000], [8000, 12000], [8030, 12000], [0, 12000]]
 
 
+# A storage's allocation serial (ckpt_counting_allocator_serial): what the
+# memory map names CPU storages by. Addresses are reused by malloc; the
+# serial says which allocation lives there now.
+SERIAL_SCRIPT = r"""
+import ctypes, json, sys
+import torch
+lib = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+lib.ckpt_counting_allocator_serial.argtypes = [ctypes.c_void_p]
+lib.ckpt_counting_allocator_serial.restype = ctypes.c_uint64
+assert lib.ckpt_install_counting_allocator() == 0
+serial = lambda ptr: lib.ckpt_counting_allocator_serial(ptr)
+out = {}
+a = torch.empty(1 << 16)
+ptr = a.untyped_storage().data_ptr()
+first = serial(ptr)
+out["live"] = first > 0
+out["a_view_names_the_same_allocation"] = serial(a[100:].untyped_storage().data_ptr()) == first
+out["inside_is_not_a_start"] = serial(ptr + 64) == 0
+del a
+out["freed"] = serial(ptr)
+# malloc hands the freed address back for the same size: a new allocation there has its own serial.
+for _ in range(100):
+    b = torch.empty(1 << 16)
+    if b.untyped_storage().data_ptr() == ptr:
+        out["reused_address_new_serial"] = serial(ptr) not in (0, first)
+        break
+    del b
+print(json.dumps(out))
+"""
+
+
+def test_an_allocation_serial_names_one_storage_and_ends_with_it(built):
+    p = subprocess.run([sys.executable, "-c", SERIAL_SCRIPT, built], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    import json
+    assert json.loads(p.stdout) == {"live": True, "a_view_names_the_same_allocation": True,
+                                    "inside_is_not_a_start": True, "freed": 0,
+                                    "reused_address_new_serial": True}
+
+
 def test_the_built_meter_equals_the_harness_library_on_the_pinned_torch(built):
     aten = os.environ.get("CKPT_ATEN_LIB")
     if not aten or not os.path.isfile(aten):

@@ -316,7 +316,8 @@ def train_rank(spec, cfg, run, rank, world, say):
     # warns about those on every call of a torch.compile'd module).
     mapper = memory_map.MemoryMap(modules, [p for _, p in plain_params] + [b for b in model.buffers()]
                                   + list(_tensor_leaves(batch)), saves=bases is None,
-                                  modules=[m for m in model.modules() if id(m) in modules]) if maps else None
+                                  modules=[m for m in model.modules() if id(m) in modules],
+                                  keys=memory_map.StorageKeys.for_meter(meter)) if maps else None
     say("warm-up step: forward")
     if measured:
         settle(meter)

@@ -630,7 +630,8 @@ def map_step(spec, run, run_name, saves):
     model, params, buffers = prepared_model(spec, run, run_name, names, named=named)
     seed_all(spec.seed)
     existing = [t for _, t in params] + [t for _, t in buffers] + list(tensor_leaves(spec.batches[0], "").values())
-    mapper = memory_map.MemoryMap(names, existing, saves=saves, modules=named)
+    mapper = memory_map.MemoryMap(names, existing, saves=saves, modules=named,
+                                  keys=memory_map.StorageKeys.for_meter(meter))
     # Compiled code runs eagerly here: nothing is compiled under the map's
     # dispatch mode, so no compile (or its evidence, compile_evidence.py)
     # sees it; the map is then the eager meaning of the step.
@@ -706,8 +707,8 @@ class StepMaps:
     the following steps what survived. Off (every call a no-op) when
     `on` is false."""
 
-    def __init__(self, on, names, modules, saves):
-        self.on, self.names, self.modules, self.saves = on, names, modules, saves
+    def __init__(self, on, names, modules, saves, keys=None):
+        self.on, self.names, self.modules, self.saves, self.keys = on, names, modules, saves, keys
         self.maps: list[memory_map.MemoryMap] = []
         self.current = None
 
@@ -722,7 +723,7 @@ class StepMaps:
         # Hooks on the plain model's named modules only (no global module
         # hooks: torch.compile(module) warns about those on every call).
         hooked = [m for n, m in self.modules if id(m) in self.names]
-        self.current = memory_map.MemoryMap(self.names, existing, saves=self.saves, modules=hooked)
+        self.current = memory_map.MemoryMap(self.names, existing, saves=self.saves, modules=hooked, keys=self.keys)
         self.current.__enter__()
 
     def forward_ends(self, held, loss):
@@ -801,7 +802,7 @@ def _train(spec, run, sink, baseline):
     owners = modules + [(n, m) for n, m in model.named_modules() if id(m) not in plain_ids]
     maps = StepMaps(measured and spec.device.type in ("cpu", "cuda") and id(run) not in spec.map_once
                     and (not baseline or (run_name == MAPPED_BASELINE and "map" not in spec.baseline_memory)),
-                    names, owners, saves=baseline)
+                    names, owners, saves=baseline, keys=memory_map.StorageKeys.for_meter(meter))
     for step in range(1, spec.steps + 1):
         batch = spec.batches[step - 1]
         for _, p in params:

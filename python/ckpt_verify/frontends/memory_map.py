@@ -89,14 +89,69 @@ class _Made:
         self.declared, self.phase = declared, phase
 
     def alive(self) -> bool:
+        return self.ref.alive()
+
+
+# -- naming storages -------------------------------------------------------------
+# The map names every storage a step makes and later asks whether it still
+# lives. A weak reference does that on any device, but it keeps the
+# storage's small C++ object until the map lets go: on the CPU, thousands
+# of them pinned in malloc's heap between the step's large buffers kept the
+# freed buffers from being reused, and a mapped 124M step's resident memory
+# grew by about 700 MB with the same live tensor bytes (docs/memory.md,
+# "What the map costs"). On the counting CPU allocator a storage is named
+# by its data pointer and its allocation's serial number instead, which
+# holds nothing.
+class _WeakHandle:
+    __slots__ = ("ref", "key")
+
+    def __init__(self, ref):
+        self.ref, self.key = ref, ref.cdata
+
+    def alive(self) -> bool:
         return not self.ref.expired()
 
 
-def _storage_ref(t):
-    try:
-        return StorageWeakRef(t.untyped_storage())
-    except (RuntimeError, NotImplementedError, TypeError):
-        return None  # no storage of its own (sparse, nested, meta): not counted
+class _SerialHandle:
+    __slots__ = ("ptr", "serial", "key", "_serial_of")
+
+    def __init__(self, ptr, serial, serial_of):
+        self.ptr, self.serial, self._serial_of = ptr, serial, serial_of
+        self.key = (ptr, serial)
+
+    def alive(self) -> bool:
+        return self._serial_of(self.ptr) == self.serial
+
+
+class StorageKeys:
+    """handle(t): the storage of tensor t as a handle with .key (hashable,
+    one per storage while it lives) and .alive(), or None for a tensor with
+    no storage of its own (sparse, nested, meta: not counted).
+    serial_of: the counting allocator's allocation_serial (memory.py), or
+    None for weak references only."""
+
+    def __init__(self, serial_of=None):
+        self.serial_of = serial_of
+
+    @classmethod
+    def for_meter(cls, meter) -> "StorageKeys":
+        return cls(getattr(meter, "allocation_serial", None))
+
+    def handle(self, t):
+        try:
+            storage = t.untyped_storage()
+            if self.serial_of is not None and storage.device.type == "cpu":
+                ptr = storage.data_ptr()
+                serial = self.serial_of(ptr) if ptr else 0
+                if serial:
+                    return _SerialHandle(ptr, serial, self.serial_of)
+            # not this allocator's (made before it, or memory from numpy)
+            return _WeakHandle(StorageWeakRef(storage))
+        except (RuntimeError, NotImplementedError, TypeError):
+            return None
+
+
+_WEAK_KEYS = StorageKeys()
 
 
 def _mark_pack(method):
@@ -169,17 +224,17 @@ def _closure_values(fn):
             continue
 
 
-def find_owners(modules, loss=None) -> dict[int, tuple[str, object, int]]:
-    """{storage key: (owner, weak ref, bytes)} of every tensor held by a module
+def find_owners(modules, loss=None, keys: StorageKeys = _WEAK_KEYS) -> dict[object, tuple[str, object, int]]:
+    """{storage key: (owner, handle, bytes)} of every tensor held by a module
     attribute (not a parameter or buffer), by a module hook's closure, or
     by an autograd Function's ctx in the graph of `loss`. `modules`:
     [(path, module)] ("" is the root, named "(model)")."""
-    owners: dict[int, tuple[str, object, int]] = {}
+    owners: dict[object, tuple[str, object, int]] = {}
 
     def note(t, owner):
-        ref = _storage_ref(t)
-        if ref is not None and ref.cdata not in owners:
-            owners[ref.cdata] = (owner, ref, t.untyped_storage().nbytes())
+        h = keys.handle(t)
+        if h is not None and h.key not in owners:
+            owners[h.key] = (owner, h, t.untyped_storage().nbytes())
 
     for path, module in modules:
         where = path or ROOT
@@ -224,14 +279,18 @@ class MemoryMap(TorchDispatchMode):
     batch): outputs sharing their storage are not the step's.
     saves: note who saves each tensor (saved-tensor hooks; a baseline's map).
     modules: the named modules to hook (the plain model's); None hooks every
-    module through torch's global module hooks."""
+    module through torch's global module hooks.
+    keys: how storages are named (StorageKeys.for_meter(meter)); weak
+    references when None."""
 
-    def __init__(self, names: dict[int, str], existing, saves: bool = False, modules=None):
+    def __init__(self, names: dict[int, str], existing, saves: bool = False, modules=None,
+                 keys: StorageKeys | None = None):
         super().__init__()
         self.names = names
         self.modules = modules
-        self._existing_refs = [r for r in (_storage_ref(t) for t in existing) if r is not None]
-        self.existing = {r.cdata for r in self._existing_refs}
+        self.keys = keys or _WEAK_KEYS
+        self._existing_refs = [h for h in (self.keys.handle(t) for t in existing) if h is not None]
+        self.existing = {h.key for h in self._existing_refs}
         self.stack: list[str | None] = []
         self.made: dict[int, _Made] = {}          # storage key -> what made it (forward)
         self.back_made: dict[int, _Made] = {}     # storage key -> what made it (backward, every op)
@@ -274,8 +333,8 @@ class MemoryMap(TorchDispatchMode):
             seen = self.module_inputs.setdefault(path, {})
             for t in tree_leaves(args):
                 if isinstance(t, torch.Tensor):
-                    ref = _storage_ref(t)
-                    made = self.made.get(ref.cdata) if ref is not None else None
+                    h = self.keys.handle(t)
+                    made = self.made.get(h.key) if h is not None else None
                     if made is not None and made.alive():
                         seen[id(made)] = made
         self.stack.append(path)
@@ -286,9 +345,9 @@ class MemoryMap(TorchDispatchMode):
 
     # -- saved tensors --------------------------------------------------------
     def _pack(self, t):
-        ref = _storage_ref(t)
-        if ref is not None:
-            self.saved_by.setdefault(ref.cdata, set()).add(self._where())
+        h = self.keys.handle(t)
+        if h is not None:
+            self.saved_by.setdefault(h.key, set()).add(self._where())
         # Detached: a saved output holds no reference to its own grad_fn, as
         # autograd's SavedVariable does without hooks (no cycle to leak).
         return t.detach() if isinstance(t, torch.Tensor) else t
@@ -349,24 +408,24 @@ class MemoryMap(TorchDispatchMode):
         return out
 
     def _note_output(self, t, op, recompute, declared):
-        ref = _storage_ref(t)
-        if ref is None or ref.cdata in self.existing:
+        ref = self.keys.handle(t)
+        if ref is None or ref.key in self.existing:
             return
         backward = self.phase == "backward"
         if backward:
             made_by = self._recomputed if recompute else self.back_made
         else:
             made_by = self.made
-        old = made_by.get(ref.cdata)
+        old = made_by.get(ref.key)
         if old is not None and old.alive():
             return  # a view of, or an in-place write to, a storage already counted
         if backward and not recompute:
-            old = self._recomputed.get(ref.cdata)
+            old = self._recomputed.get(ref.key)
             if old is not None and old.alive():
                 return
         module = self._where()
         key = (module, op, self.phase if not recompute else "recompute")
-        made_by[ref.cdata] = _Made(ref, module, op, self.counts[key], t.untyped_storage().nbytes(),
+        made_by[ref.key] = _Made(ref, module, op, self.counts[key], t.untyped_storage().nbytes(),
                                    declared and not backward, "forward" if not backward else "backward")
         if recompute:
             self.recomputed_keys.add((module, op, self.counts[key]))
@@ -382,7 +441,7 @@ class MemoryMap(TorchDispatchMode):
         wrappers included) are where owners are looked for."""
         self.phase = "between"
         self.forward_live = None if live is None else live + freed
-        owners = find_owners(modules or [], loss) if modules is not None or loss is not None else {}
+        owners = find_owners(modules or [], loss, self.keys) if modules is not None or loss is not None else {}
         self._held = [Held(m.module, m.op, m.index, m.nbytes, tuple(sorted(self.saved_by.get(k, ()))), m,
                            owner=owners.get(k, ("",))[0], declared=m.declared)
                       for k, m in self.made.items() if m.alive()]
@@ -390,7 +449,7 @@ class MemoryMap(TorchDispatchMode):
         # (and that is not a parameter, buffer or the batch).
         self._state = []
         for k, (owner, ref, nbytes) in owners.items():
-            if k in self.made or k in self.existing or ref.expired():
+            if k in self.made or k in self.existing or not ref.alive():
                 continue
             self._state.append(Held(owner, "state", 0, nbytes, (), owner=owner))
 
@@ -413,8 +472,8 @@ class MemoryMap(TorchDispatchMode):
         which of this step's storages are still alive, and who holds them
         (`modules`: [(path, module)], as for mark_end_forward)."""
         self._alive_next = [m for m in self._born() if m.alive()]
-        owners = find_owners(modules or [])
-        self._next_owners = {id(m): owners[m.ref.cdata][0] for m in self._alive_next if m.ref.cdata in owners}
+        owners = find_owners(modules or [], keys=self.keys)
+        self._next_owners = {id(m): owners[m.ref.key][0] for m in self._alive_next if m.ref.key in owners}
 
     def next_forward_ends(self) -> int:
         """The next step's forward ended: this step's held storages still
