@@ -18,8 +18,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import torch  # noqa: E402
 
-from ckpt_verify import bench_scale  # noqa: E402
+from ckpt_verify import bench_scale, memory  # noqa: E402
 from ckpt_verify.frontends import memory_map  # noqa: E402
+
+# The counting allocator verify() measures with, installed before the first
+# tensor; the map names CPU storages by its allocation serials, as in verify().
+METER = memory.meter_for("cpu")
+KEYS = memory_map.StorageKeys.for_meter(METER)
 
 
 def one_step(size, mapped, checkpointed):
@@ -30,7 +35,8 @@ def one_step(size, mapped, checkpointed):
     step = steps["torch_nonreentrant"] if checkpointed else steps["plain"]
     names = {id(m): n for n, m in model.named_modules() if n}
     leaves = [t for t in (batch if isinstance(batch, (tuple, list)) else [batch]) if isinstance(t, torch.Tensor)]
-    mapper = memory_map.MemoryMap(names, [*model.parameters(), *leaves], saves=not checkpointed) if mapped else None
+    mapper = memory_map.MemoryMap(names, [*model.parameters(), *leaves], saves=not checkpointed,
+                                  keys=KEYS) if mapped else None
     gc.collect()
     t0 = time.perf_counter()
     if mapper:
@@ -56,6 +62,7 @@ def main():
     ap.add_argument("--size", default="124M", choices=sorted(bench_scale.SIZES))
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
+    print(f"meter: {METER.source or METER.why}")
     one_step(args.size, False, False)  # warm the process
     for checkpointed in (False, True):
         plain, mapped = [], []
