@@ -46,9 +46,11 @@ endforeach()
 
 # A command that hangs is stopped (its whole process group) after
 # --external-timeout seconds: an input error, the report as the harness
-# wrote it, no temporary and no process left behind.
+# wrote it, no temporary and no process left behind. The command's own
+# process id is what is checked (it writes it, then becomes the sleep), not
+# a process name that another job on the machine may share.
 add_test(NAME external.hanging_command_times_out
-  COMMAND bash -c "rm -rf ${EXT_OUT}/hangs && ${EXPECT_ERROR} 2 \"^ckpt-verify: external command 'sleep 300 && true' did not finish within 1 s \\\\(--external-timeout\\\\); stopped$\" -- ${CV} --case bias_gelu_bs1 --out ${EXT_OUT}/hangs --external 'sleep 300 && true' --external-timeout 1 && test -s ${EXT_OUT}/hangs/bias_gelu_bs1.h5 && ! ls ${EXT_OUT}/hangs | grep -q tmp && ! pgrep -f '^sleep 300$' >/dev/null")
+  COMMAND bash -c "rm -rf ${EXT_OUT}/hangs ${EXT_OUT}/hangs.pid && ${EXPECT_ERROR} 2 \"^ckpt-verify: external command 'echo .* && exec sleep 300 && true' did not finish within 1 s \\\\(--external-timeout\\\\); stopped$\" -- ${CV} --case bias_gelu_bs1 --out ${EXT_OUT}/hangs --external 'echo $$ > ${EXT_OUT}/hangs.pid && exec sleep 300 && true' --external-timeout 1 && test -s ${EXT_OUT}/hangs/bias_gelu_bs1.h5 && ! ls ${EXT_OUT}/hangs | grep -q tmp && test -s ${EXT_OUT}/hangs.pid && ! kill -0 $(cat ${EXT_OUT}/hangs.pid) 2>/dev/null")
 set_tests_properties(external.hanging_command_times_out PROPERTIES LABELS "external" TIMEOUT 60)
 
 # An external producer's runs are judged against its own baselines: each
