@@ -103,20 +103,20 @@ class _Made:
 # by its data pointer and its allocation's serial number instead, which
 # holds nothing.
 class _WeakHandle:
-    __slots__ = ("ref", "key")
+    __slots__ = ("ref", "key", "nbytes")
 
-    def __init__(self, ref):
-        self.ref, self.key = ref, ref.cdata
+    def __init__(self, ref, nbytes):
+        self.ref, self.key, self.nbytes = ref, ref.cdata, nbytes
 
     def alive(self) -> bool:
         return not self.ref.expired()
 
 
 class _SerialHandle:
-    __slots__ = ("ptr", "serial", "key", "_serial_of")
+    __slots__ = ("ptr", "serial", "key", "nbytes", "_serial_of")
 
-    def __init__(self, ptr, serial, serial_of):
-        self.ptr, self.serial, self._serial_of = ptr, serial, serial_of
+    def __init__(self, ptr, serial, nbytes, serial_of):
+        self.ptr, self.serial, self.nbytes, self._serial_of = ptr, serial, nbytes, serial_of
         self.key = (ptr, serial)
 
     def alive(self) -> bool:
@@ -125,7 +125,7 @@ class _SerialHandle:
 
 class StorageKeys:
     """handle(t): the storage of tensor t as a handle with .key (hashable,
-    one per storage while it lives) and .alive(), or None for a tensor with
+    one per storage while it lives), .nbytes and .alive(), or None for a tensor with
     no storage of its own (sparse, nested, meta: not counted).
     serial_of: the counting allocator's allocation_serial (memory.py), or
     None for weak references only."""
@@ -144,9 +144,9 @@ class StorageKeys:
                 ptr = storage.data_ptr()
                 serial = self.serial_of(ptr) if ptr else 0
                 if serial:
-                    return _SerialHandle(ptr, serial, self.serial_of)
+                    return _SerialHandle(ptr, serial, storage.nbytes(), self.serial_of)
             # not this allocator's (made before it, or memory from numpy)
-            return _WeakHandle(StorageWeakRef(storage))
+            return _WeakHandle(StorageWeakRef(storage), storage.nbytes())
         except (RuntimeError, NotImplementedError, TypeError):
             return None
 
@@ -234,7 +234,7 @@ def find_owners(modules, loss=None, keys: StorageKeys = _WEAK_KEYS) -> dict[obje
     def note(t, owner):
         h = keys.handle(t)
         if h is not None and h.key not in owners:
-            owners[h.key] = (owner, h, t.untyped_storage().nbytes())
+            owners[h.key] = (owner, h, h.nbytes)
 
     for path, module in modules:
         where = path or ROOT
@@ -425,7 +425,7 @@ class MemoryMap(TorchDispatchMode):
                 return
         module = self._where()
         key = (module, op, self.phase if not recompute else "recompute")
-        made_by[ref.key] = _Made(ref, module, op, self.counts[key], t.untyped_storage().nbytes(),
+        made_by[ref.key] = _Made(ref, module, op, self.counts[key], ref.nbytes,
                                    declared and not backward, "forward" if not backward else "backward")
         if recompute:
             self.recomputed_keys.add((module, op, self.counts[key]))
