@@ -148,6 +148,15 @@ static void write_run_with_message(const char *path, const char *message)
     run_record_free(&r);
 }
 
+/* Run "mine" of the report at path, read back: its message is `message`, whole. */
+static void assert_message_reads_back_whole(const char *path, const char *message)
+{
+    struct run_record back;
+    assert_ok(h5store_read_run(path, "mine", &back));
+    assert_string_equal(text_str(&back.message), message);
+    run_record_free(&back);
+}
+
 static void a_40_kb_message_from_the_c_writer_reads_back_whole(void **state)
 {
     (void)state;
@@ -156,10 +165,7 @@ static void a_40_kb_message_from_the_c_writer_reads_back_whole(void **state)
     struct text message = {0};
     words(&message, 40960, "END-OF-A-40-KB-MESSAGE");
     write_run_with_message(rf.path, text_str(&message));
-    struct run_record back;
-    assert_ok(h5store_read_run(rf.path, "mine", &back));
-    assert_string_equal(text_str(&back.message), text_str(&message));
-    run_record_free(&back);
+    assert_message_reads_back_whole(rf.path, text_str(&message));
     text_free(&message);
     report_file_remove(&rf);
 }
@@ -183,10 +189,7 @@ static void a_100_kb_message_from_the_c_writer_is_variable_length_and_whole(void
     H5Tclose(type);
     H5Aclose(a);
     H5Fclose(file);
-    struct run_record back;
-    assert_ok(h5store_read_run(rf.path, "mine", &back));
-    assert_string_equal(text_str(&back.message), text_str(&message));
-    run_record_free(&back);
+    assert_message_reads_back_whole(rf.path, text_str(&message));
     text_free(&message);
     report_file_remove(&rf);
 }
@@ -216,10 +219,7 @@ static void a_40_kb_variable_length_message_as_h5py_writes_it_reads_back_whole(v
     H5Tclose(type);
     H5Gclose(run);
     H5Fclose(file);
-    struct run_record back;
-    assert_ok(h5store_read_run(rf.path, "mine", &back));
-    assert_string_equal(text_str(&back.message), text_str(&message));
-    run_record_free(&back);
+    assert_message_reads_back_whole(rf.path, text_str(&message));
     text_free(&message);
     report_file_remove(&rf);
 }
