@@ -57,7 +57,7 @@ int checked_objects_has(const struct checked_objects *s, const struct run_record
 int checked_objects_add(struct checked_objects *s, const struct run_record *r, const struct run_tensor *t)
 {
     unsigned char key[32];
-    size_t slot;
+    size_t slot = 0; /* set_find always sets it; -O3 cannot see that through the empty set */
     object_key(r, t, key);
     if (key_empty(key) || set_find(s, key, &slot))
         return ST_OK;

@@ -71,6 +71,10 @@ void h5store_attr_close(struct h5store_open_attr *o);
  * *budget and takes what it loads off it. */
 int h5store_load_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out,
                          uint64_t *budget);
+/* The same, for an object whose crc32 a load of this process already
+ * checked (checked_objects): the bytes are not checksummed again. */
+int h5store_load_verified_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out,
+                                  uint64_t *budget);
 /* The same checks without loading: out gets dtype, ndim, shape and numel,
  * and no data. */
 int h5store_describe_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out);

@@ -286,26 +286,40 @@ static int check_loaded_crc32(hid_t ds, hid_t ftype, hid_t mtype, const struct h
     return (long long)got == stored ? ST_OK : h5store_checksum_mismatch(file, where, stored, got);
 }
 
+/* What load_dataset does with a dataset's bytes. */
+enum load_mode {
+    DESCRIBE_ONLY,      /* dtype and shape, no data */
+    LOAD_AND_VERIFY,    /* the data, its crc32 checked */
+    LOAD_VERIFIED_ONCE, /* the data of an object whose crc32 a load of this process already checked */
+};
+
 static int load_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out, uint64_t *budget,
-                        int with_data);
+                        enum load_mode mode);
 
 int h5store_load_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out,
                          uint64_t *budget)
 {
-    return load_dataset(ds, file, where, out, budget, 1);
+    return load_dataset(ds, file, where, out, budget, LOAD_AND_VERIFY);
+}
+
+int h5store_load_verified_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out,
+                                  uint64_t *budget)
+{
+    return load_dataset(ds, file, where, out, budget, LOAD_VERIFIED_ONCE);
 }
 
 int h5store_describe_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out)
 {
-    return load_dataset(ds, file, where, out, NULL, 0);
+    return load_dataset(ds, file, where, out, NULL, DESCRIBE_ONLY);
 }
 
 /* Loads an open dataset into out (allocated here), or with_data 0 only
  * checks it and fills out's dtype and shape (data NULL). `where` is its
  * absolute path, for messages. */
 static int load_dataset(hid_t ds, const char *file, const char *where, struct host_tensor *out, uint64_t *budget,
-                        int with_data)
+                        enum load_mode mode)
 {
+    int with_data = mode != DESCRIBE_ONLY;
     memset(out, 0, sizeof *out);
     int want;
     int rc = dtype_attr(ds, file, where, &want);
@@ -365,7 +379,8 @@ static int load_dataset(hid_t ds, const char *file, const char *where, struct ho
             H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->data) < 0) {
             rc = h5store_fail(ST_INPUT, file, where, "unreadable dataset");
             host_tensor_free(out);
-        } else if (rc == ST_OK && with_data && (rc = check_loaded_crc32(ds, ftype, mtype, out, file, where))) {
+        } else if (rc == ST_OK && mode == LOAD_AND_VERIFY &&
+                   (rc = check_loaded_crc32(ds, ftype, mtype, out, file, where))) {
             host_tensor_free(out);
         }
     }
