@@ -148,38 +148,65 @@ def test_each_run_warms_up_once_and_its_later_runs_find_the_process_warm(tmp_pat
     baseline = Run(step=counted)
     with _recorder(tmp_path) as rec:
         _train_baseline(spec, baseline, 0, rec, train_eager)
-        # the warm-up, the probe run (every step, unrecorded), then the recorded steps
-        assert len(calls) == 1 + 2 * spec.steps
+        assert len(calls) == 1 + spec.steps  # the warm-up, then the recorded steps
         _train_baseline(spec, baseline, 1, rec, train_eager)
-        assert len(calls) == 1 + 3 * spec.steps  # baseline_1: no second warm-up nor probe run
+        assert len(calls) == 1 + 2 * spec.steps  # baseline_1: no second warm-up; its own steps carry the probe
         _train_baseline(spec, Run(step=counted), 2, rec, train_eager)
-        assert len(calls) == 2 + 5 * spec.steps  # another Run warms up and is probed for itself
+        assert len(calls) == 2 + 3 * spec.steps  # another Run warms up for itself
 
 
-def _baseline_figures(path):
+def _baseline_figures(path, run):
     with h5py.File(path, "r") as f:
-        run = f["runs/baseline_0"]
+        run = f[f"runs/{run}"]
         memory = {k: int(v) for k, v in run["memory"].attrs.items()} if "memory" in run else {}
         starts = run["checks/step_start_bytes"][()].tolist() if "checks/step_start_bytes" in run else None
         return memory, starts, sorted(run["timing"].attrs)
 
 
-def test_the_probe_run_changes_no_recorded_figure(tmp_path, monkeypatch):
-    """baseline_0's memory figures (the counting allocator's exact bytes)
-    and step-start bytes are those of a verify() without the probe run
-    and without the generator watch of its recorded steps, and its timing
-    has the same figures: neither is measured."""
+def test_the_probe_changes_no_recorded_figure(tmp_path, monkeypatch):
+    """baseline_0's and baseline_1's memory figures (the counting
+    allocator's exact bytes, baseline_1's mapped steps, which every
+    statement is drawn from) and step-start bytes are those of a verify()
+    without the recompute probe on baseline_1's steps and without the
+    generator watch of the recorded steps, and their timing has the same
+    figures: neither is measured."""
     from ckpt_verify.frontends import eager, probe
     with_probe = ckpt_verify.verify(model_fn, batch_fn, {"same": plain}, baseline=plain, noise_runs=1,
                                     out=str(tmp_path / "with.h5"))
     if with_probe.memory_source is None or "counting" not in with_probe.memory_source:
         pytest.skip(f"no exact memory figures here: {with_probe.memory_source}")
-    monkeypatch.setattr(eager, "probe_run", lambda spec, run, run_name: None)
+
+    class NoProbe:  # the probe's calls, no dispatch mode
+        forward_random: list = []
+
+        def __init__(self, generators=True):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def step_starts(self, step):
+            pass
+
+        def backward_starts(self):
+            pass
+
+        def backward_ends(self):
+            pass
+
+        def finding(self):
+            return ""
+
+    monkeypatch.setattr(eager.probe, "RecomputeProbe", NoProbe)
     monkeypatch.setattr(probe.GeneratorWatch, "before", lambda self: None)
     monkeypatch.setattr(probe.GeneratorWatch, "changed", lambda self: [])
     without = ckpt_verify.verify(model_fn, batch_fn, {"same": plain}, baseline=plain, noise_runs=1,
                                  out=str(tmp_path / "without.h5"))
-    assert _baseline_figures(with_probe.path) == _baseline_figures(without.path)
+    for run in ("baseline_0", "baseline_1"):
+        assert _baseline_figures(with_probe.path, run) == _baseline_figures(without.path, run), run
 
 
 def test_the_probe_run_and_the_baseline_leave_the_batches_as_they_were(tmp_path):
@@ -280,3 +307,30 @@ def test_progress_is_shown_on_a_terminal_and_nothing_off_one():
     p.step("baseline_0", 1, 2)
     p.close()
     assert "baseline_0 [#.] step 1/2" in tty.getvalue()
+
+
+def test_once_a_run_differs_a_tensor_whose_checksum_differs_is_not_read_back(tmp_path, monkeypatch):
+    """A run that has differed from baseline_0 (a bug's divergence spreads)
+    tells its later tensors apart by checksum, which a new dataset needs
+    anyway; baseline_0's is read back only when the checksums agree, and an
+    equal tensor is still a link."""
+    from ckpt_verify import recorder
+    reads = []
+    real = recorder._bytes_equal
+    monkeypatch.setattr(recorder, "_bytes_equal", lambda a, b: reads.append(1) or real(a, b))
+    a, b, c = torch.arange(6.0), torch.ones(4), torch.zeros(3)
+    with _recorder(tmp_path) as rec:
+        ref = rec.begin_run("baseline_0")
+        for path, t in (("steps/1/loss", a), ("steps/1/grads/w", b), ("steps/1/grads/v", c)):
+            ref.add(path, t)
+        ref.finish()
+        run = rec.begin_run("bug")
+        run.add("steps/1/loss", a + 1)        # differs: read back, as a passing run's would be
+        run.add("steps/1/grads/w", b * 2)     # differs by checksum: no read
+        run.add("steps/1/grads/v", c.clone())  # checksums agree: read back, and linked
+        run.finish()
+        assert len(reads) == 2
+        f = rec.file
+        assert f["runs/bug/steps/1/grads/v"].id == f["runs/baseline_0/steps/1/grads/v"].id
+        assert f["runs/bug/steps/1/grads/w"].id != f["runs/baseline_0/steps/1/grads/w"].id
+        assert not run.identical

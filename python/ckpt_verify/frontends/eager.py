@@ -7,14 +7,17 @@ One run is a fresh seeded model (model_fn), transformed by the run's
 prepare(model) when it has one (a checkpoint applied to the model, as
 Hugging Face, FSDP and fairscale apply it), an unrecorded warm-up step on a
 throw-away model (the first time a Run trains in a verify() call only: its
-baseline_1 and re-runs find the process warm), then `steps` recorded steps
+baseline_1 and re-runs find the process warm; a checkpoint's Run warms up
+only when its first step shows it needs to, see ColdStart), then `steps`
+recorded steps
 (forward through the run's step, backward, SGD update). Each step's loss,
 gradients and buffers go to the sink as soon as the backward is done,
 before the update (nothing is copied or kept by the frontend: a step's
 tensors are the model's own until the next step), and the final
 parameters at the end, with memory and time per phase. Results are named
 by the plain model's parameter and buffer names, whatever names prepare()
-gives them. A baseline's warm-up step is watched by the recompute probe
+gives them. A baseline's warm-up step and its second training's recorded
+steps (baseline_1's) are watched by the recompute probe
 (frontends/probe.py): a baseline that recomputes is refused."""
 import contextlib
 import copy
@@ -291,9 +294,14 @@ class Spec:
         # its one eager mapped step's). A dict, shared by the copies of the
         # Spec each run trains with (own_batches).
         self.baseline_memory: dict = {}
-        # ids of the baseline Runs whose probe run (probe_run) has run:
-        # once per verify() call, before the first recorded baseline.
-        self.probed: set[int] = set()
+        # id(baseline Run) -> its trainings so far in this verify() call: the
+        # second (baseline_1) runs under the recompute probe. A dict, shared
+        # by the copies.
+        self.baselines_trained: dict[int, int] = {}
+        # id(baseline Run) -> (run name, finding) of a generator its first
+        # training (baseline_0, under no mode) saw redrawn in a backward: the
+        # refusal, made once its second training has run under the probe.
+        self.baseline_redrawn: dict[int, tuple[str, str]] = {}
         # The random ops (dropout, bernoulli, rand...) the probe saw the
         # baseline's forward draw, in the order first seen: a model that
         # draws random numbers (the distributed frontend's _vs_single twins
@@ -450,59 +458,6 @@ def module_state(modules) -> list[tuple[str, torch.Tensor]]:
     return out
 
 
-def probe_run(spec, run, run_name):
-    """The baseline's whole training, unrecorded, on a fresh model, under
-    the recompute probe (probe.py): every step on its real batch, forward,
-    backward (the generators compared before and after) and the SGD
-    update, as train() trains it, so a checkpoint that turns on only in a
-    later step, for a later batch's shapes or for the model's second
-    forward is seen as well. Nothing of it is recorded, timed or measured
-    (it runs before the first recorded baseline, after the warm-up whose
-    bytes are one_time_bytes). A step in which anything was seen is
-    refused (CheckpointInBaseline) as it ends."""
-    model, params, _ = prepared_model(spec, run, run_name)
-    seed_all(spec.seed)  # as train() seeds: the same stream, the same masks
-    watcher = probe.RecomputeProbe()
-    for step in range(1, spec.steps + 1):
-        # A copy of the batch: what the probe run's step does to it (an
-        # in-place change, a gradient) is not left for the recorded runs.
-        batch = _copied(spec.batches[step - 1])
-        for _, p in params:
-            p.grad = None
-        with watcher:
-            watcher.step_starts(step)
-            loss = _call(run.step, model, batch, run_name, step)
-            check_loss(loss, run_name, step, run.step)
-            grad = torch.ones_like(loss)  # made here: only the engine's work is backward
-            watcher.backward_starts()
-            _backward(loss, run_name, step, grad)
-            watcher.backward_ends()
-        seen = watcher.finding()
-        if seen:
-            raise probe.refusal(run_name, seen, run.step)
-        spec.forward_random.extend(op for op in watcher.forward_random if op not in spec.forward_random)
-        del loss, grad
-        with torch.no_grad():
-            for _, p in params:
-                if p.grad is not None:
-                    p.add_(p.grad, alpha=-spec.lr)
-    del model, params
-
-
-def _copied(obj):
-    """The batch with each tensor copied (a leaf, with its requires_grad)
-    inside the same tuples, lists and dicts."""
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().clone().requires_grad_(obj.requires_grad)
-    if isinstance(obj, tuple):
-        return tuple(_copied(o) for o in obj)
-    if isinstance(obj, list):
-        return [_copied(o) for o in obj]
-    if isinstance(obj, dict):
-        return {k: _copied(v) for k, v in obj.items()}
-    return obj
-
-
 def _clock(meter):
     meter.sync()
     return time.perf_counter()
@@ -572,20 +527,92 @@ def warm_up(spec, run, run_name, watch=False):
     del loss, model
     meter.sync()
     one_time = meter.live() - before if meter.source else None
+    warmed_up(spec, run, run_name, compiled, saves=watch)
+    return one_time
+
+
+def warmed_up(spec, run, run_name, compiled, saves):
+    """What follows a Run's warm-up: a compiled run (or one against a
+    compiled family, or with its own backward context) is mapped once,
+    eagerly (map_step), instead of on its recorded steps."""
     if compiled or run.against is not None or run.backward is not None:
         # Compiled code runs eagerly under a dispatch mode: the recorded
         # steps of a compiled run cannot carry the map without ceasing to be
         # what is verified, so it gets one more, eager, mapped step instead.
         spec.map_once.add(id(run))
-        if meter.source and spec.device.type in ("cpu", "cuda"):
+        if spec.meter.source and spec.device.type in ("cpu", "cuda"):
             try:
-                map_step(spec, run, run_name, saves=watch)
+                map_step(spec, run, run_name, saves=saves)
             except (RunError, NonScalarLoss):
                 # The step cannot run eagerly (a compiled reentrant checkpoint
                 # whose input needs no grad, say): no map, no statement; the
                 # run's own steps decide whether it runs at all.
                 spec.maps.pop(id(run), None)
-    return one_time
+
+
+class WarmUpNeeded(Exception):
+    """Raised by a cold first attempt (ColdStart) at the end of its step 1,
+    before anything of the step is handed to the sink: the Run needs the
+    warm-up it skipped. Internal to train()."""
+
+    def __init__(self, compiled: bool, why: str, stepped: bool = True):
+        super().__init__(why)
+        self.compiled, self.stepped = compiled, stepped
+
+
+class ColdStart:
+    """A checkpoint's Run trained without a warm-up first. Its warm-up
+    exists for what the Run's code brings up once per process (a lazy
+    cache, a library workspace, a compiled graph): kept out of the
+    recorded step 1, it is state, not the step's bytes. The baseline's
+    warm-up has already brought up the plain step's ops, so most
+    checkpoints bring up nothing more; for them the warm-up is a whole
+    step of work for nothing. So the Run's first training starts cold, and
+    its step 1 is checked as it ends, before the step is handed to the
+    sink: if the step compiled anything, or the bytes live after its
+    backward exceed the baseline's after its own step 1 (baseline_0's,
+    with the same gradients), the attempt is dropped, and, having been
+    the warm-up, is measured as one (its one-time bytes) before the run is
+    trained again, warm. A step whose first call brings up nothing that
+    outlives the step is what a warm-up would have left it. Used on the
+    CPU and CUDA with a meter only, never for a baseline (its warm-up is
+    watched by the probe, and its bytes are every statement's base) nor a
+    run against a compiled family or with a backward context."""
+
+    def __init__(self, spec, run):
+        self.spec, self.run = spec, run
+        spec.meter.sync()
+        self.before = spec.meter.live()
+        self.compiles = compile_count()
+
+    @staticmethod
+    def applies(spec, run, baseline) -> bool:
+        return (not baseline and spec.meter.source is not None and spec.device.type in ("cpu", "cuda")
+                and run.against is None and run.backward is None
+                and "after_step_1" in spec.baseline_memory)
+
+    def check_model(self, model):
+        """Before step 1: a model torch.compile already wrapped warms up."""
+        if looks_compiled(model, self.run.step):
+            raise WarmUpNeeded(True, "compiled", stepped=False)
+
+    def check_step_1(self, model, live_after_backward, start):
+        """After step 1's backward, its gradients still held."""
+        if compiled_since(self.compiles) or looks_compiled(model, self.run.step):
+            raise WarmUpNeeded(True, "compiled in step 1")
+        grown = live_after_backward - start
+        if grown > self.spec.baseline_memory["after_step_1"]:
+            raise WarmUpNeeded(False, f"step 1 left {grown} B, the baseline's left "
+                                      f"{self.spec.baseline_memory['after_step_1']} B")
+
+    def one_time_bytes(self) -> int:
+        """Once the dropped attempt is gone: what it left allocated."""
+        for batch in self.spec.batches:
+            for t in input_leaves(batch).values():
+                t.grad = None
+        gc.collect()
+        self.spec.meter.sync()
+        return self.spec.meter.live() - self.before
 
 
 def compile_count() -> int:
@@ -759,30 +786,47 @@ def train(spec, run, sink, baseline=False):
     """One run (a Run with its step set) as the harness runs it, streamed
     into `sink` (a RunWriter, or a RunRecord: anything with .name, .attrs
     and add(path, tensor)). A baseline's warm-up is watched by the recompute
-    probe, its first training is preceded by an unrecorded probe run of every
-    step (probe_run), and the generators are compared around each of its
-    recorded backwards (probe.GeneratorWatch). A RunError leaves in the
-    sink what was recorded before it raised (the caller keeps it as an
-    ERROR run or drops it). Every backward of it (warm-up and probe
-    included) runs in the run's Run.backward context, if any."""
+    probe, so are the recorded steps of its second training (baseline_1),
+    and the generators are compared around each of its recorded backwards
+    (probe.GeneratorWatch). A checkpoint's Run trains cold the first time
+    and warms up only when its step 1 shows it needs to (ColdStart). A
+    RunError leaves in the sink what was recorded before it raised (the
+    caller keeps it as an ERROR run or drops it). Every backward of it
+    (warm-up included) runs in the run's Run.backward context, if any."""
     _BACKWARD_CONTEXT.append(getattr(run, "backward", None))
     try:
+        if id(run) not in spec.warmed:
+            if not ColdStart.applies(spec, run, baseline):
+                spec.warmed[id(run)] = (run, warm_up(spec, run, sink.name, watch=baseline))
+            else:
+                cold = ColdStart(spec, run)
+                try:
+                    return _train(spec, run, sink, baseline, cold)
+                except WarmUpNeeded as e:
+                    compiled, stepped = e.compiled, e.stepped
+                # The attempt's frames are gone with the exception: its model is freed.
+                if stepped:  # its step 1 was the warm-up
+                    spec.warmed[id(run)] = (run, cold.one_time_bytes())
+                    warmed_up(spec, run, sink.name, compiled, saves=False)
+                else:  # a compiled model: it compiles in a warm-up, not in step 1
+                    spec.warmed[id(run)] = (run, warm_up(spec, run, sink.name))
         return _train(spec, run, sink, baseline)
     finally:
         _BACKWARD_CONTEXT.pop()
 
 
-def _train(spec, run, sink, baseline):
+def _train(spec, run, sink, baseline, cold=None):
     meter, measured = spec.meter, spec.meter.source is not None
     run_name = sink.name
     step_fn = run.step
-    if id(run) not in spec.warmed:
-        spec.warmed[id(run)] = (run, warm_up(spec, run, run_name, watch=baseline))
-    one_time = spec.warmed[id(run)][1]
-    if baseline and id(run) not in spec.probed:
-        probe_run(spec, run, run_name)  # unrecorded: the whole training under the probe
-        spec.probed.add(id(run))
+    one_time = spec.warmed[id(run)][1] if cold is None else 0
+    # A baseline's second training runs under the recompute probe (its
+    # first, baseline_0, under no dispatch mode at all).
+    trained = spec.baselines_trained.get(id(run), 0) if baseline else 0
+    watcher = probe.RecomputeProbe(generators=False) if baseline and trained == 1 else None
     model, params, buffers, modules = prepared_model(spec, run, run_name, with_modules=True)
+    if cold is not None:
+        cold.check_model(model)
     seed_all(spec.seed)  # after construction: every run draws the same stream
     hooks = HookCounts(params)
     generators = probe.GeneratorWatch() if baseline else None  # a baseline's every backward draws nothing
@@ -819,6 +863,9 @@ def _train(spec, run, sink, baseline):
         maps.step_starts([t for _, t in params] + [t for _, t in buffers]
                          + list(tensor_leaves(batch, "").values()))
         try:
+            if watcher is not None:
+                watcher.__enter__()  # left in the finally below, before the map's mode
+                watcher.step_starts(step)
             t0 = _clock(meter)
             if measured:
                 before = meter.live()
@@ -841,11 +888,32 @@ def _train(spec, run, sink, baseline):
                 t1_backward = t1
             hooks.start_backward()
             maps.backward_starts()
-            _backward(loss, run_name, step)
+            grad = None
+            if watcher is not None:
+                grad = torch.ones_like(loss)  # made here, as autograd would: only the engine's work is backward
+                watcher.backward_starts()
+            _backward(loss, run_name, step, grad)
+            del grad
+            if watcher is not None:
+                watcher.backward_ends()
             hooks.end_backward(params)
             t2 = _clock(meter)
         finally:
+            if watcher is not None:
+                watcher.__exit__(None, None, None)
             maps.step_ends()
+        # The graph goes now, with what its nodes hold outside saved tensors
+        # (a reentrant checkpoint keeps its RNG stash on its ctx), not when
+        # the step ends; nothing measured from here on sees the difference.
+        loss = loss.detach()
+        if step == 1 and measured and (cold is not None or (baseline and trained == 0)):
+            meter.sync()
+            after_backward = meter.live()
+            if cold is not None:
+                cold.check_step_1(model, after_backward, start_bytes[0])
+                spec.warmed[id(run)] = (run, 0)  # its step 1 left nothing a warm-up would have
+            else:  # baseline_0: what a ColdStart's step 1 is held to
+                spec.baseline_memory["after_step_1"] = after_backward - start_bytes[0]
         if measured:
             bwd_peak = meter.peak() - before
             mem["forward_peak_bytes"] = max(mem["forward_peak_bytes"], fwd_peak)
@@ -853,11 +921,20 @@ def _train(spec, run, sink, baseline):
             mem["peak_bytes"] = max(mem["peak_bytes"], fwd_peak, bwd_peak)
         fwd_ms.append((t1 - t0) * 1e3)
         bwd_ms.append((t2 - t1_backward) * 1e3)
+        if watcher is not None:  # what the probe saw says more than a generator's state
+            seen = watcher.finding()
+            if seen:
+                raise probe.refusal(run_name, seen, step_fn)
+            spec.forward_random.extend(op for op in watcher.forward_random if op not in spec.forward_random)
         if generators is not None:
             redrawn = generators.changed()  # after the step's figures: its reads allocate
             if redrawn:
-                raise probe.refusal(run_name, probe.Sightings(redrawn=[(step, g) for g in redrawn]).finding(),
-                                    step_fn)
+                sightings = probe.Sightings(redrawn=[(step, g) for g in redrawn])
+                if trained != 0:
+                    raise probe.refusal(run_name, sightings.finding(), step_fn)
+                # baseline_0's: refused once baseline_1, under the probe, has
+                # had its chance to say what redrew (a recompute, its ops)
+                spec.baseline_redrawn.setdefault(id(run), (run_name, sightings.finding()))
         if step == 1 and measured:
             mem["grad_bytes"] = sum(p.grad.numel() * p.grad.element_size() for _, p in params if p.grad is not None)
         # Written before the update changes nothing they hold: the sink
@@ -924,5 +1001,9 @@ def _train(spec, run, sink, baseline):
         # the judge takes its overhead against a baseline timed alike (baseline_1).
         sink.attrs["timing.mapped"] = 1
     sink.attrs["timing.steps"] = spec.steps
+    if baseline:
+        spec.baselines_trained[id(run)] = trained + 1
+        if trained == 1 and id(run) in spec.baseline_redrawn:
+            raise probe.refusal(*spec.baseline_redrawn[id(run)], step_fn)
     spec.progress.done(run_name)
 

@@ -27,15 +27,17 @@ while the baseline trains under this probe:
 
 The first three are seen by RecomputeProbe, a TorchDispatchMode: every op
 passes through it unchanged, so a step computes what it computes without
-it. It watches the unrecorded warm-up step and a separate unrecorded probe
-run of the whole baseline (eager.probe_run: every step, the real batches,
-a fresh model), so no recorded time or byte is measured under it. The
-fourth is GeneratorWatch, which sets no mode and allocates nothing through
-torch's allocator while a step is measured (the generators' states are
-cloned, not copied into tensors, until the step's figures are taken): it
-watches the probe run and every recorded step of every baseline, so a
-checkpoint that switches itself off while a dispatch mode is active is
-still seen when it redraws.
+it. It watches the unrecorded warm-up step and every recorded step of the
+baseline's second training (baseline_1: every step, the real batches, a
+fresh model), whose steps already run under the memory map's dispatch
+mode; it allocates nothing through torch's allocator (what it sees is
+kept as op names), so baseline_1's bytes are what they are without it,
+and baseline_0 runs with no mode at all. The fourth is GeneratorWatch,
+which sets no mode and allocates nothing through torch's allocator while
+a step is measured (the generators' states are cloned, not copied into
+tensors, until the step's figures are taken): it watches the warm-up and
+every recorded step of every baseline, so a checkpoint that switches
+itself off while a dispatch mode is active is still seen when it redraws.
 
 What none of them sees (docs/external.md, "What the probe cannot see"): a
 recompute on a thread the dispatch mode does not reach that draws no
@@ -154,14 +156,17 @@ class RecomputeProbe(TorchDispatchMode):
     a step begins (its number labels what is seen), backward_starts() just
     before the backward call (after its initial gradient is made) and
     backward_ends() after it (which compares the generators' states).
-    finding() then says what was seen ("" when every step ran plainly)."""
+    finding() then says what was seen ("" when every step ran plainly).
+    generators=False leaves the generators to the caller's own
+    GeneratorWatch (a recorded step compares them outside its timed
+    phases)."""
 
-    def __init__(self) -> None:
+    def __init__(self, generators: bool = True) -> None:
         super().__init__()
         self.in_backward = False
         self.step = 0
         self.seen = Sightings()
-        self._generators = GeneratorWatch()
+        self._generators = GeneratorWatch() if generators else None
         # Random ops run in forward: no finding (dropout draws there), but
         # what a comparison with differently drawn masks cannot claim.
         self.forward_random: list[str] = []
@@ -170,12 +175,14 @@ class RecomputeProbe(TorchDispatchMode):
         self.step = step
 
     def backward_starts(self) -> None:
-        self._generators.before()
+        if self._generators is not None:
+            self._generators.before()
         self.in_backward = True
 
     def backward_ends(self) -> None:
         self.in_backward = False
-        self.seen.redrawn += [(self.step, name) for name in self._generators.changed()]
+        if self._generators is not None:
+            self.seen.redrawn += [(self.step, name) for name in self._generators.changed()]
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if self.in_backward:
