@@ -111,3 +111,43 @@ def test_kept_cold_the_process_cache_would_be_growth_of_the_runs_own(tmp_path, m
     starts = _start_bytes(rep, "process_cache")
     assert starts[1] - starts[0] == 4 * CACHE_FLOATS
     assert f"grew +{4 * CACHE_FLOATS} B" in verdict(rep, "process_cache")[1]
+
+
+def test_a_checkpoint_that_compiles_in_its_first_step_is_trained_again_and_mapped_once_eagerly(tmp_path):
+    """A step that compiles at its first call (torch.compile made inside
+    it): in the cold step 1, under the memory map's dispatch mode, Dynamo
+    declines to compile it (and would skip its code from then on). The
+    attempt is dropped, the code's Dynamo state reset, and the run warms up
+    with no mode (where it compiles), gets its one eager mapped step
+    (compiled code runs eagerly under the map), then trains compiled."""
+    calls, compiled = [], {}
+
+    def squared_error(x, y):
+        return ((x - y) ** 2).mean()
+
+    def plain_step(model, batch):
+        x, y = batch
+        for block in model.blocks:
+            x = block(x)
+        return squared_error(x, y)
+
+    def compiles_lazily(model, batch):
+        calls.append(1)
+        x, y = batch
+        for block in model.blocks:
+            x = checkpoint(block, x, use_reentrant=False)
+        if "loss" not in compiled:  # backend "eager": ATen's own kernels, the baseline's bits
+            compiled["loss"] = torch.compile(squared_error, backend="eager")
+        return compiled["loss"](x, y)
+
+    from torch._dynamo.utils import counters
+    graphs = counters["stats"]["unique_graphs"]
+    rep = ckpt_verify.verify(model_fn, batch_fn, {"compiles": compiles_lazily}, baseline=plain_step, steps=STEPS,
+                             noise_runs=0, out=str(tmp_path / "compiles.h5"))
+    if rep.memory_source is None or "counting" not in rep.memory_source:
+        pytest.skip(f"no exact memory figures here: {rep.memory_source}")
+    assert len(calls) == 1 + 1 + 1 + STEPS  # the dropped step 1, the warm-up, the eager mapped step, the steps
+    assert verdict(rep, "compiles")[0] == "PASS", verdict(rep, "compiles")
+    with h5py.File(rep.path, "r") as f:
+        assert "mapped" not in f["runs/compiles/timing"].attrs  # its recorded steps ran without the map
+    assert counters["stats"]["unique_graphs"] > graphs  # and it compiled (in its warm-up)

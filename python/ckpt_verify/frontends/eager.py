@@ -555,9 +555,9 @@ class WarmUpNeeded(Exception):
     before anything of the step is handed to the sink: the Run needs the
     warm-up it skipped. Internal to train()."""
 
-    def __init__(self, compiled: bool, why: str, stepped: bool = True):
+    def __init__(self, compiled: bool, why: str):
         super().__init__(why)
-        self.compiled, self.stepped = compiled, stepped
+        self.compiled = compiled
 
 
 class ColdStart:
@@ -569,41 +569,62 @@ class ColdStart:
     checkpoints bring up nothing more; for them the warm-up is a whole
     step of work for nothing. So the Run's first training starts cold, and
     its step 1 is checked as it ends, before the step is handed to the
-    sink: if the step compiled anything, or the bytes live after its
-    backward exceed the baseline's after its own step 1 (baseline_0's,
-    with the same gradients), the attempt is dropped, and, having been
-    the warm-up, is measured as one (its one-time bytes) before the run is
-    trained again, warm. A step whose first call brings up nothing that
-    outlives the step is what a warm-up would have left it. Used on the
-    CPU and CUDA with a meter only, never for a baseline (its warm-up is
-    watched by the probe, and its bytes are every statement's base) nor a
-    run against a compiled family or with a backward context."""
+    sink. If the bytes live after its backward exceed the baseline's after
+    its own step 1 (baseline_0's, with the same gradients), the attempt is
+    dropped and, having been the warm-up, measured as one (its one-time
+    bytes) before the run is trained again, warm. If the model is
+    torch.compile'd, or compiled code ran in the step (which, under the
+    memory map's dispatch mode, Dynamo declines to compile), the attempt is
+    dropped for a real warm-up, with no mode, and the compiled run's one
+    eager mapped step (warm_up). A step whose first call brings up nothing
+    that outlives the step is what a warm-up would have left it. Used on
+    the CPU and CUDA with a meter only, never for a baseline (its warm-up
+    is watched by the probe, and its bytes are every statement's base) nor
+    a run against a compiled family or with a backward context, nor under
+    a torch whose Dynamo keeps no record of the frames handed to it."""
 
     def __init__(self, spec, run):
         self.spec, self.run = spec, run
         spec.meter.sync()
         self.before = spec.meter.live()
         self.compiles = compile_count()
+        self.frames = dynamo_frames()
 
     @staticmethod
     def applies(spec, run, baseline) -> bool:
         return (not baseline and spec.meter.source is not None and spec.device.type in ("cpu", "cuda")
                 and run.against is None and run.backward is None
-                and "after_step_1" in spec.baseline_memory)
+                and "after_step_1" in spec.baseline_memory and dynamo_frames() is not None)
 
     def check_model(self, model):
         """Before step 1: a model torch.compile already wrapped warms up."""
         if looks_compiled(model, self.run.step):
-            raise WarmUpNeeded(True, "compiled", stepped=False)
+            raise WarmUpNeeded(True, "compiled")
 
     def check_step_1(self, model, live_after_backward, start):
         """After step 1's backward, its gradients still held."""
-        if compiled_since(self.compiles) or looks_compiled(model, self.run.step):
-            raise WarmUpNeeded(True, "compiled in step 1")
+        # Step 1 ran under the memory map's dispatch mode, under which Dynamo
+        # declines to compile: a compiled function the step called shows as
+        # a frame handed to Dynamo, not as a graph.
+        if (compiled_since(self.compiles) or looks_compiled(model, self.run.step)
+                or not dynamo_frames() <= self.frames):
+            raise WarmUpNeeded(True, "compiled code ran in step 1")
         grown = live_after_backward - start
         if grown > self.spec.baseline_memory["after_step_1"]:
             raise WarmUpNeeded(False, f"step 1 left {grown} B, the baseline's left "
                                       f"{self.spec.baseline_memory['after_step_1']} B")
+
+    def forget_declined_frames(self):
+        """Dynamo, declining a frame under a dispatch mode, marks its code
+        to be skipped from then on: the user's compiled function would run
+        eagerly for the rest of the process. The code objects first handed
+        to it in the dropped attempt get their Dynamo state reset, so the
+        warm-up compiles them as a first call would have."""
+        convert = sys.modules.get("torch._dynamo.convert_frame")
+        for ref in list(getattr(getattr(convert, "input_codes", None), "seen", [])):
+            code = ref()
+            if code is not None and id(code) not in self.frames:
+                torch._C._dynamo.eval_frame.reset_code(code)
 
     def one_time_bytes(self) -> int:
         """Once the dropped attempt is gone: what it left allocated."""
@@ -624,6 +645,22 @@ def compile_count() -> int:
 
 def compiled_since(count: int) -> bool:
     return compile_count() > count
+
+
+def dynamo_frames() -> frozenset | None:
+    """Ids of the code objects Dynamo's frame callback has been handed in
+    this process (a compiled function's frames, whether Dynamo then
+    compiles them or, under a dispatch mode, declines): empty before Dynamo
+    is imported; None where this torch keeps no such record (then a run
+    cannot be told compiled without a warm-up)."""
+    if not hasattr(getattr(torch._C, "_dynamo", None), "eval_frame") or \
+            not hasattr(torch._C._dynamo.eval_frame, "reset_code"):
+        return None  # what ColdStart.forget_declined_frames needs
+    convert = sys.modules.get("torch._dynamo.convert_frame")
+    if convert is None:
+        return frozenset()
+    seen = getattr(getattr(convert, "input_codes", None), "seen_ids", None)
+    return frozenset(seen) if isinstance(seen, set) else None
 
 
 def looks_compiled(model, step_fn) -> bool:
@@ -803,12 +840,12 @@ def train(spec, run, sink, baseline=False):
                 try:
                     return _train(spec, run, sink, baseline, cold)
                 except WarmUpNeeded as e:
-                    compiled, stepped = e.compiled, e.stepped
+                    compiled = e.compiled
                 # The attempt's frames are gone with the exception: its model is freed.
-                if stepped:  # its step 1 was the warm-up
+                if not compiled:  # its step 1 was the warm-up
                     spec.warmed[id(run)] = (run, cold.one_time_bytes())
-                    warmed_up(spec, run, sink.name, compiled, saves=False)
-                else:  # a compiled model: it compiles in a warm-up, not in step 1
+                else:  # compiled code compiles in a warm-up with no dispatch mode, not in step 1
+                    cold.forget_declined_frames()
                     spec.warmed[id(run)] = (run, warm_up(spec, run, sink.name))
         return _train(spec, run, sink, baseline)
     finally:
